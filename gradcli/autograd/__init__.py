@@ -1,0 +1,10 @@
+"""gradcli's autograd engine: torch.autograd's API on numpy."""
+from gradcli.autograd.tensor import Tensor  # noqa: I001  (tensor first: it wires the ops in)
+from gradcli.autograd.engine import backward, grad
+from gradcli.autograd.function import Function, FunctionCtx, once_differentiable
+from gradcli.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+
+Variable = Tensor  # old tutorials wrap inputs in Variable(...)
+
+__all__ = ["Tensor", "Variable", "Function", "FunctionCtx", "once_differentiable", "backward", "grad",
+           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]

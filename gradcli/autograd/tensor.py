@@ -1,0 +1,388 @@
+"""Tensor: a numpy array plus the autograd bookkeeping (requires_grad, grad, grad_fn, version).
+
+Every differentiable operation is a Function in ``ops/``; the methods here only forward to them.
+"""
+import numpy as np
+
+from gradcli.autograd import grad_mode
+
+DEFAULT_DTYPE = np.dtype(np.float64)  # a gradient checker needs float64; torch defaults to float32
+
+
+class Tensor:
+    __slots__ = ("data", "requires_grad", "grad", "grad_fn", "_output_nr", "_vc",
+                 "_retains_grad", "_accumulator", "_hooks", "__weakref__")
+    __array_priority__ = 1000  # ndarray + Tensor defers to Tensor.__radd__
+
+    def __init__(self, data, requires_grad=False):
+        self.data = data if type(data) is np.ndarray else np.asarray(data)
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = None
+        self._output_nr = 0
+        self._vc = [0]  # version counter, shared with views
+        self._retains_grad = False
+        self._accumulator = None
+        self._hooks = None
+
+    # ----- metadata -------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def _version(self):
+        return self._vc[0]
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def size(self, dim=None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def dim(self):
+        return self.data.ndim
+
+    def numel(self):
+        return self.data.size
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    # ----- conversion -----------------------------------------------------------------------
+    def item(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted to Scalar")
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def numpy(self):
+        if self.requires_grad and grad_mode.is_grad_enabled():
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self.data
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.data.reshape(()))
+
+    def __index__(self):
+        return self.data.__index__()
+
+    def __hash__(self):
+        return id(self)
+
+    def detach(self):
+        out = Tensor(self.data)
+        out._vc = self._vc  # shares storage, hence the version counter
+        return out
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def clone(self):
+        return _ops.Clone.apply(self)
+
+    def contiguous(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def to(self, *args, **kwargs):
+        dtype = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, np.dtype) or (isinstance(a, type) and issubclass(a, np.generic)):
+                dtype = a
+        return self if dtype is None or np.dtype(dtype) == self.dtype else _ops.Cast.apply(self, np.dtype(dtype))
+
+    def type(self, dtype=None):
+        return str(self.dtype) if dtype is None else self.to(dtype)
+
+    def double(self):
+        return self.to(np.float64)
+
+    def float(self):
+        return self.to(np.float32)
+
+    # ----- autograd -------------------------------------------------------------------------
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
+                               "use a computed variable in a subgraph that doesn't require differentiation "
+                               "use var_no_grad = var.detach().")
+        if requires_grad and self.data.dtype.kind not in "fcO":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is not None:
+            self._retains_grad = True
+            self.grad_fn._retain(self)
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """``hook(grad) -> Tensor or None`` runs when this tensor's gradient is computed."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        if self.grad_fn is not None:
+            self.grad_fn._retain(self)
+        return _HookHandle(self._hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from gradcli.autograd.engine import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ----- in-place -------------------------------------------------------------------------
+    def _bump(self):
+        self._vc[0] += 1
+
+    def _inplace(self, result):
+        """Make ``self`` hold ``result``: write its values into self's storage and, when a graph is
+        being recorded, let ``self`` become the op's output (torch's rebase of an in-place op)."""
+        if self.requires_grad and self.grad_fn is None and grad_mode.is_grad_enabled():
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        if result.data.dtype != self.data.dtype and not np.can_cast(result.data.dtype, self.data.dtype, "same_kind"):
+            raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output type {self.dtype}")
+        np.copyto(self.data, result.data, casting="unsafe")
+        self._bump()
+        if result.grad_fn is not None:
+            self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, True
+        return self
+
+    def _inplace_op(self, fn, *args):
+        if grad_mode.is_grad_enabled() and (self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)):
+            if self.requires_grad and self.grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            old = Tensor(self.data.copy(), self.requires_grad)  # the value before, for the op's backward
+            old.grad_fn, old._output_nr = self.grad_fn, self._output_nr
+            return self._inplace(fn(old, *args))
+        with grad_mode.no_grad():
+            return self._inplace(fn(self, *args))
+
+    def add_(self, other, alpha=1):
+        return self._inplace_op(lambda a, b: a + (b if alpha == 1 else b * alpha), other)
+
+    def sub_(self, other, alpha=1):
+        return self._inplace_op(lambda a, b: a - (b if alpha == 1 else b * alpha), other)
+
+    def mul_(self, other):
+        return self._inplace_op(lambda a, b: a * b, other)
+
+    def div_(self, other):
+        return self._inplace_op(lambda a, b: a / b, other)
+
+    def pow_(self, other):
+        return self._inplace_op(lambda a, b: a ** b, other)
+
+    def clamp_(self, min=None, max=None):
+        return self._inplace_op(lambda a: a.clamp(min, max))
+
+    def neg_(self):
+        return self._inplace_op(lambda a: -a)
+
+    def exp_(self):
+        return self._inplace_op(lambda a: a.exp())
+
+    def sqrt_(self):
+        return self._inplace_op(lambda a: a.sqrt())
+
+    def relu_(self):
+        return self._inplace_op(lambda a: a.relu())
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def fill_(self, value):
+        with grad_mode.no_grad():
+            v = value.data if isinstance(value, Tensor) else value
+            return self._inplace_op(lambda a: _ops.Fill.apply(a, v))
+
+    def copy_(self, src):
+        return self._inplace_op(lambda a, s: _ops.CopyInto.apply(a, s), src)
+
+    def uniform_(self, a=0.0, b=1.0):
+        from gradcli.autograd import creation
+        return self._inplace_op(lambda t: _ops.Fill.apply(t, creation._rng().uniform(a, b, t.shape)))
+
+    def normal_(self, mean=0.0, std=1.0):
+        from gradcli.autograd import creation
+        return self._inplace_op(lambda t: _ops.Fill.apply(t, creation._rng().normal(mean, std, t.shape)))
+
+    __iadd__ = add_
+    __isub__ = sub_
+    __imul__ = mul_
+    __itruediv__ = div_
+    __ipow__ = pow_
+
+    def __setitem__(self, index, value):
+        self._inplace_op(lambda a, v: _ops.SetItem.apply(a, _ops.unwrap_index(index), v), value)
+
+    def __getitem__(self, index):
+        return _ops.GetItem.apply(self, _ops.unwrap_index(index))
+
+    # ----- representation -------------------------------------------------------------------
+    def __repr__(self):
+        body = _format_data(self.data)
+        extras = []
+        if self.data.dtype != DEFAULT_DTYPE and self.data.dtype.kind in "fc":
+            extras.append(f"dtype={self.data.dtype}")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + ", ".join([body] + extras) + ")"
+
+    def __format__(self, spec):
+        if self.data.ndim == 0 and spec:
+            return format(self.data.item(), spec)
+        return repr(self)
+
+    # ----- arithmetic: every operator is a Function in ops/ ---------------------------------
+    def __add__(self, other):
+        return _ops.Add.apply(self, other)
+
+    def __radd__(self, other):
+        return _ops.Add.apply(self, other)
+
+    def __sub__(self, other):
+        return _ops.Sub.apply(self, other)
+
+    def __rsub__(self, other):
+        return _ops.RSub.apply(self, other)
+
+    def __mul__(self, other):
+        return _ops.Mul.apply(self, other)
+
+    def __rmul__(self, other):
+        return _ops.Mul.apply(self, other)
+
+    def __truediv__(self, other):
+        return _ops.Div.apply(self, other)
+
+    def __rtruediv__(self, other):
+        return _ops.RDiv.apply(self, other)
+
+    def __pow__(self, other):
+        return _ops.Pow.apply(self, other)
+
+    def __rpow__(self, other):
+        return _ops.RPow.apply(self, other)
+
+    def __matmul__(self, other):
+        return _ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _ops.matmul(_ops.as_tensor_like(other, self), self)
+
+    def __neg__(self):
+        return _ops.Neg.apply(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ops.Abs.apply(self)
+
+    def _compare(self, other, np_op):
+        return Tensor(np_op(self.data, other.data if isinstance(other, Tensor) else other))
+
+    def __lt__(self, other):
+        return self._compare(other, np.less)
+
+    def __le__(self, other):
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other):
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other):
+        return self._compare(other, np.greater_equal)
+
+    def __eq__(self, other):
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other):
+        return self._compare(other, np.not_equal)
+
+    def __and__(self, other):
+        return self._compare(other, np.logical_and)
+
+    def __or__(self, other):
+        return self._compare(other, np.logical_or)
+
+    def __invert__(self):
+        return Tensor(np.logical_not(self.data))
+
+    @property
+    def T(self):
+        return _ops.permute(self, tuple(reversed(range(self.data.ndim))))
+
+    @property
+    def mT(self):
+        return _ops.transpose(self, -2, -1)
+
+
+class _HookHandle:
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _format_data(arr):
+    if arr.dtype.kind == "O":
+        return repr(arr.tolist())
+    if arr.dtype.kind == "b":
+        return np.array2string(arr, separator=", ")
+    if arr.dtype.kind in "iu":
+        return np.array2string(arr, separator=", ")
+    # torch prints 4 decimals, dropping trailing zeros for whole numbers ("8." as torch does)
+    with np.printoptions(precision=4, suppress=True, floatmode="maxprec_equal"):
+        text = np.array2string(arr, separator=", ", prefix="tensor(")
+    return text
+
+
+# Late import: ops needs Tensor and Function; methods above reach them through this name.
+from gradcli.autograd import ops as _ops  # noqa: E402
+_ops.install_methods(Tensor)
