@@ -1,49 +1,67 @@
-"""The backward engine: a topological walk over the graph of nodes, accumulating with ``+``.
+"""The backward engine: a topological walk over the graph of nodes.
 
-Kahn's algorithm: a node runs once every node that feeds it a gradient has run, so a tensor
-used twice receives both contributions before its own backward is called.
+Kahn's algorithm: a node runs once every node that feeds it a gradient has run, so a tensor used
+twice has received both contributions before its own backward is called. ``backward()`` runs every
+node reachable from the roots and accumulates into leaves' ``.grad``; ``grad()`` and
+``backward(inputs=...)`` *capture* the gradient arriving at chosen tensors and run only the nodes
+that lie above one of them.
 """
-import numbers
-
 import numpy as np
 
-from gradcli.autograd import grad_mode
 from gradcli.autograd.function import AccumulateGrad, _edge
+from gradcli.autograd.grad_mode import _state
 from gradcli.autograd.tensor import Tensor
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulate d(tensors)/d(leaf) · grad_tensors into every leaf's ``.grad``."""
+    """Accumulate d(tensors)/d(leaf) · grad_tensors into every leaf's ``.grad`` (or only into
+    ``inputs``, leaves or not, when given)."""
     tensors = _as_tuple(tensors)
-    grads = _make_grads(tensors, _as_tuple(grad_tensors) if grad_tensors is not None else None)
-    if retain_graph is None:
-        retain_graph = create_graph
     roots = _roots(tensors)
-    targets = None
-    if inputs is not None:
-        targets = {_edge(t)[0]: None for t in _as_tuple(inputs)}
-    _run(roots, grads, retain_graph, create_graph, targets, accumulate=True)
-
-
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False,
-         materialize_grads=False):
-    """Return d(outputs)/d(inputs) · grad_outputs without touching any ``.grad``."""
-    outputs = _as_tuple(outputs)
-    inputs_t = _as_tuple(inputs)
-    grads = _make_grads(outputs, _as_tuple(grad_outputs) if grad_outputs is not None else None)
+    grads = _make_grads(tensors, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
-    for i, t in enumerate(inputs_t):
+    if inputs is None:
+        _execute(roots, grads, retain_graph, create_graph, None)
+        return
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    edges = [_edge(t) for t in inputs]
+    captured = _execute(roots, grads, retain_graph, create_graph, _capture_set(edges))
+    for t, edge in zip(inputs, edges):
+        g = captured.get(edge)
+        if g is not None:
+            _accumulate(t, g, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Return d(outputs)/d(inputs) · grad_outputs, one entry per input, without touching ``.grad``
+    of the inputs."""
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True (vmap over grad_outputs) is not supported")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    roots = _roots(outputs)
+    grads = _make_grads(outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in inputs:
         if not isinstance(t, Tensor) or not t.requires_grad:
-            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
-    edges = [_edge(t) for t in inputs_t]
-    targets = {node: {} for node, _ in edges}
-    _run(_roots(outputs), grads, retain_graph, create_graph, targets, accumulate=False)
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    edges = [_edge(t) for t in inputs]
+    captured = _execute(roots, grads, retain_graph, create_graph, _capture_set(edges))
     result = []
-    for t, (node, nr) in zip(inputs_t, edges):
-        g = targets[node].get(nr)
+    for t, edge in zip(inputs, edges):
+        g = captured.get(edge)
         if g is None:
-            if not allow_unused and not materialize_grads:
+            if not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
@@ -60,162 +78,184 @@ def _as_tuple(x):
     return (x,)
 
 
+def _capture_set(edges):
+    captures = {}
+    for node, nr in edges:
+        captures.setdefault(node, set()).add(nr)
+    return captures
+
+
 def _roots(tensors):
     roots = []
     for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor) or not t.requires_grad:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward expects tensors, but element {i} is a {type(t).__name__}")
+        if not t.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         roots.append(_edge(t))
     return roots
 
 
-def _make_grads(outputs, grads):
-    if grads is not None and len(grads) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(grads)} gradients "
-                           f"for {len(outputs)} outputs")
+def _make_grads(outputs, grad_tensors):
+    """The gradient each output starts with: ones for a one-element output, else the caller's."""
+    if grad_tensors is None:
+        grads = (None,) * len(outputs)
+    else:
+        grads = _as_tuple(grad_tensors)
+        if len(grads) != len(outputs):
+            raise RuntimeError(f"got {len(grads)} gradients for {len(outputs)} outputs: backward needs exactly "
+                               "one gradient (a Tensor, or None for a one-element output) per output")
     made = []
-    for i, out in enumerate(outputs):
-        g = None if grads is None else grads[i]
+    for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
             if out.data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = Tensor(np.ones_like(out.data))
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         else:
-            if isinstance(g, numbers.Number) or isinstance(g, np.ndarray):
-                g = Tensor(np.asarray(g, dtype=out.data.dtype))
-            if not isinstance(g, Tensor):
-                raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-            if g.shape != out.shape:
-                if g.data.size == out.data.size == 1:
-                    g = Tensor(g.data.reshape(out.shape))
-                else:
-                    raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
-                                       f"output[{i}] has a shape of {list(out.shape)}.")
+            if g.data.shape != out.data.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.data.shape)} and "
+                                   f"output[{i}] has a shape of {list(out.data.shape)}.")
+            if g.data.dtype != out.data.dtype:
+                g = g.to(out.data.dtype)
         made.append(g)
     return made
 
 
-def _dependencies(roots):
+def _dependencies(roots, postorder):
+    """``deps[node]``: how many edges lead into node from the part of the graph reachable from the
+    roots. With ``postorder`` a list, it also receives every node after all nodes below it."""
     deps = {}
     seen = set()
-    stack = []
-    for node, _ in roots:
-        if node not in seen:
-            seen.add(node)
-            stack.append(node)
-    while stack:
-        node = stack.pop()
-        for e in node._next:
-            if e is None:
-                continue
-            nxt = e[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+    for root, _ in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(root._next))]
+        while stack:
+            node, edges = stack[-1]
+            for edge in edges:
+                if edge is None:
+                    continue
+                child = edge[0]
+                deps[child] = deps.get(child, 0) + 1
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(child._next)))
+                    break
+            else:
+                stack.pop()
+                if postorder is not None:
+                    postorder.append(node)
     return deps
 
 
-def _needed(roots, targets):
-    """Nodes from which some target is reachable (the only ones grad() must run)."""
-    needed = {}
-
-    def visit(start):
-        stack = [(start, iter(start._next))]
-        while stack:
-            node, it = stack[-1]
-            advanced = False
-            for e in it:
-                if e is None:
-                    continue
-                nxt = e[0]
-                if nxt not in needed:
-                    needed[nxt] = nxt in targets
-                    stack.append((nxt, iter(nxt._next)))
-                    advanced = True
-                    break
-            if not advanced:
-                stack.pop()
-                if needed.get(node) and stack:
-                    needed[stack[-1][0]] = True
-
-    for node, _ in roots:
-        if node not in needed:
-            needed[node] = node in targets
-            visit(node)
-    # propagate once more: a node visited earlier through another path may have learned late
-    changed = True
-    while changed:
-        changed = False
-        for node in list(needed):
-            if not needed[node] and any(e is not None and needed.get(e[0]) for e in node._next):
-                needed[node] = changed = True
-    return needed
+def _nodes_to_run(postorder, captures):
+    """The nodes some captured tensor lies below: the only ones whose backward must run."""
+    reaches = set()  # nodes from which a capture is reachable (a capture itself included)
+    run = set()
+    for node in postorder:
+        for edge in node._next:
+            if edge is not None and edge[0] in reaches:
+                run.add(node)
+                reaches.add(node)
+                break
+        else:
+            if node in captures:
+                reaches.add(node)
+    return run
 
 
-def _run(roots, root_grads, retain_graph, create_graph, targets, accumulate):
-    deps = _dependencies(roots)
-    needed = _needed(roots, targets) if targets is not None else None
+def _execute(roots, root_grads, retain_graph, create_graph, captures):
+    """Run the graph; returns ``{(node, output_nr): gradient}`` for the captured edges."""
+    postorder = [] if captures is not None else None
+    deps = _dependencies(roots, postorder)
+    run = _nodes_to_run(postorder, captures) if captures is not None else None
     buffers = {}
     for (node, nr), g in zip(roots, root_grads):
         _add_to_buffer(buffers, node, nr, g, create_graph)
     ready = []
     for node, _ in roots:
-        if deps.get(node, 0) == 0 and node not in ready:
+        if node not in deps and node not in ready:
             ready.append(node)
+    captured = {}
 
-    prev = grad_mode.is_grad_enabled()
-    grad_mode._set(create_graph)
+    prev = _state.enabled
+    _state.enabled = create_graph  # a backward that records is what makes higher derivatives possible
     try:
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
-            if needed is not None and not needed.get(node, False):
-                _skip(node, deps, ready)
+            if run is not None:
+                wanted = captures.get(node)
+                if wanted is None and node not in run:
+                    _skip(node, deps, ready)
+                    continue
+                if grads is not None and node._retained is not None:
+                    _run_tensor_hooks(node, grads, create_graph)
+                if wanted is not None and grads is not None:
+                    _capture(node, grads, wanted, captured)
+                if node not in run:
+                    _skip(node, deps, ready)
+                    continue
+            elif type(node) is AccumulateGrad:
+                if grads is not None and grads[0] is not None:
+                    leaf = node.variable
+                    g = grads[0] if leaf._hooks is None else _run_leaf_hooks(leaf, grads[0])
+                    _accumulate(leaf, g, create_graph)
                 continue
-            if targets is not None and node in targets and targets[node] is not None:
-                for nr, g in enumerate(grads or ()):
-                    if g is not None:
-                        targets[node][nr] = g
-            if type(node) is AccumulateGrad:
-                if accumulate and grads is not None and grads[0] is not None:
-                    _accumulate_leaf(node.variable, grads[0], create_graph)
+            elif grads is not None and node._retained is not None:
+                _run_tensor_hooks(node, grads, create_graph)
+
+            if grads is None:
+                _skip(node, deps, ready)  # nothing flowed into this node: nothing flows out
                 continue
-            if node._retained is not None and grads is not None:
-                grads = _retained_and_hooks(node, grads, create_graph)
-            if grads is None or all(g is None for g in grads):
-                input_grads = (None,) * len(node._next)
-            else:
-                input_grads = _call_backward(node, grads)
+            input_grads = _call_backward(node, grads)
             if not retain_graph:
                 node._release()
-            for e, g in zip(node._next, input_grads):
-                if e is None:
+            for edge, g in zip(node._next, input_grads):
+                if edge is None:
                     continue
-                nxt, nr = e
+                child = edge[0]
                 if g is not None:
-                    _add_to_buffer(buffers, nxt, nr, g, create_graph)
-                left = deps[nxt] - 1
-                deps[nxt] = left
+                    _add_to_buffer(buffers, child, edge[1], g, create_graph)
+                left = deps[child] - 1
+                deps[child] = left
                 if left == 0:
-                    ready.append(nxt)
+                    ready.append(child)
     finally:
-        grad_mode._set(prev)
+        _state.enabled = prev
+    return captured
 
 
 def _skip(node, deps, ready):
-    for e in node._next:
-        if e is None:
+    for edge in node._next:
+        if edge is None:
             continue
-        left = deps[e[0]] - 1
-        deps[e[0]] = left
+        child = edge[0]
+        left = deps[child] - 1
+        deps[child] = left
         if left == 0:
-            ready.append(e[0])
+            ready.append(child)
+
+
+def _capture(node, grads, wanted, captured):
+    for nr in wanted:
+        g = grads[nr]
+        if g is None:
+            continue
+        if type(node) is AccumulateGrad and node.variable._hooks is not None:
+            g = _run_leaf_hooks(node.variable, g)
+        captured[(node, nr)] = g
 
 
 def _add_to_buffer(buffers, node, nr, g, create_graph):
     buf = buffers.get(node)
     if buf is None:
+        if node._n_outputs == 1:
+            buffers[node] = [g]
+            return
         buf = buffers[node] = [None] * node._n_outputs
     old = buf[nr]
     if old is None:
@@ -223,88 +263,107 @@ def _add_to_buffer(buffers, node, nr, g, create_graph):
     elif create_graph:
         buf[nr] = old + g
     else:
-        buf[nr] = Tensor(old.data + g.data)
+        buf[nr] = Tensor(old.data + g.data)  # a fresh array: ``old`` may be another node's tensor
 
 
-def _retained_and_hooks(node, grads, create_graph):
-    grads = list(grads)
-    for nr, tensors in node._retained.items():
-        for t in tensors:
-            g = grads[nr]
-            if g is None:
-                continue
-            for hook in t._hooks or ():
-                new = hook(g)
-                if new is not None:
-                    grads[nr] = g = new
-            if t._retains_grad:
-                _accumulate_leaf(t, g, create_graph)
-    return grads
+def _run_tensor_hooks(node, grads, create_graph):
+    """Hooks registered on a non-leaf output, then retain_grad(), which sees the hooked gradient."""
+    for nr, (hooks, keeper) in node._retained.items():
+        g = grads[nr]
+        if g is None:
+            continue
+        for hook in hooks:
+            new = hook(g)
+            if new is not None:
+                g = new
+        grads[nr] = g
+        if keeper is not None:
+            _accumulate(keeper, g, create_graph)
 
 
-def _accumulate_leaf(leaf, g, create_graph):
-    for hook in leaf._hooks or ():
+def _run_leaf_hooks(leaf, g):
+    for hook in leaf._hooks:
         new = hook(g)
         if new is not None:
             g = new
-    if leaf.grad is None:
-        leaf.grad = g if create_graph else Tensor(np.array(g.data, dtype=leaf.data.dtype, copy=True))
+    return g
+
+
+def _accumulate(t, g, create_graph):
+    """Add ``g`` into ``t.grad`` (torch: a copy the first time, then in place unless recording)."""
+    if t.grad is None:
+        if create_graph:
+            t.grad = g.clone()  # recorded, so the gradient itself can be differentiated
+        else:
+            t.grad = Tensor(np.array(g.data, dtype=t.data.dtype, copy=True))
     elif create_graph:
-        leaf.grad = leaf.grad + g
+        t.grad = t.grad + g
     else:
-        leaf.grad.data += g.data  # micrograd's +=: a leaf used in two backward calls sums both
+        np.add(t.grad.data, g.data, out=t.grad.data, casting="unsafe")
+        t.grad._vc[0] += 1
 
 
 def _call_backward(node, grads):
-    name = node.name()
+    """Run a node's backward and check what it returns the way torch does: one gradient (or None)
+    per forward argument, a tensor of the argument's shape (a shape that merely broadcasts to it
+    is summed down, as torch does, and recorded in ``node._grad_fixups``), cast to its dtype."""
     if node._materialize_grads:
-        grads = [Tensor(np.zeros(m[0], dtype=m[1])) if g is None and m is not None else g
-                 for g, m in zip(grads, node._output_meta)]
+        for i, g in enumerate(grads):
+            if g is None:
+                meta = node._output_meta[i]
+                if meta is not None:
+                    grads[i] = Tensor(np.zeros(meta[0], dtype=meta[1]))
     raw = node._backward(grads)
-    if not isinstance(raw, tuple):
+    if type(raw) is not tuple:
         raw = (raw,)
-    expected = len(node._next)
+    edges = node._next
+    expected = len(edges)
     if len(raw) != expected:
         if len(raw) > expected and all(r is None for r in raw[expected:]):
-            raw = raw[:expected]
+            raw = raw[:expected]  # torch ignores surplus trailing Nones
         else:
-            raise RuntimeError(f"function {name} returned an incorrect number of gradients "
+            raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
                                f"(expected {expected}, got {len(raw)})")
+    metas = node._input_meta
     out = []
-    for i, (g, e) in enumerate(zip(raw, node._next)):
+    for i in range(expected):
+        g = raw[i]
         if g is None:
             out.append(None)
             continue
-        meta = node._input_meta[i]
-        if not isinstance(g, Tensor):
-            raise TypeError(f"function {name} returned an invalid gradient at index {i} - expected a Tensor "
-                            f"or None, got {type(g).__name__}")
+        meta = metas[i]
         if meta is None:
-            raise RuntimeError(f"function {name} returned a gradient different than None at position {i + 1}, "
-                               f"but the corresponding forward input was not a Variable")
-        if e is None:
-            out.append(None)
+            raise RuntimeError(f"function {node.name()} returned a gradient different than None at position "
+                               f"{i + 1}, but the corresponding forward input was not a Variable")
+        if not isinstance(g, Tensor):
+            raise RuntimeError(f"function {node.name()} returned an invalid gradient at index {i} - expected a "
+                               f"Tensor or None (got {type(g).__name__})")
+        if edges[i] is None:
+            out.append(None)  # the input does not require grad: the gradient is dropped, as in torch
             continue
         shape, dtype = meta
-        if g.data.shape != shape:
-            if _expandable(shape, g.data.shape):
-                # torch sums a broadcast-shaped gradient down to the input's shape; do the same,
-                # but remember it: the checker reports it as a warning
-                from gradcli.autograd.ops import unbroadcast
-                if node._grad_fixups is None:
-                    node._grad_fixups = []
-                node._grad_fixups.append((i, g.data.shape, shape))
-                g = unbroadcast(g, shape)
-            else:
-                raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
-                                   f"{list(g.data.shape)} but expected shape compatible with {list(shape)}")
-        if g.data.dtype != dtype and dtype.kind != "O" and g.data.dtype.kind != "O":
+        data = g.data
+        if data.shape != shape:
+            g = _fix_shape(node, i, g, shape)
+        if data.dtype is not dtype and data.dtype != dtype and dtype.kind != "O" and data.dtype.kind != "O":
             g = g.to(dtype)
         out.append(g)
     return out
 
 
-def _expandable(shape, grad_shape):
+def _fix_shape(node, i, g, shape):
+    grad_shape = g.data.shape
+    if not _broadcasts_to(shape, grad_shape):
+        raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                           f"{list(grad_shape)} but expected shape compatible with {list(shape)}")
+    from gradcli.autograd.ops import unbroadcast
+    if node._grad_fixups is None:
+        node._grad_fixups = []
+    node._grad_fixups.append((i, grad_shape, shape))
+    return unbroadcast(g, shape)
+
+
+def _broadcasts_to(shape, grad_shape):
     """Whether ``shape`` broadcasts to ``grad_shape``."""
     if len(shape) > len(grad_shape):
         return False

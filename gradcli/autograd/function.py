@@ -1,22 +1,25 @@
 """Function, its context, and the graph nodes the backward engine walks.
 
 As in torch, the ``ctx`` handed to ``forward``/``backward`` *is* the graph node (``y.grad_fn``): an
-instance of ``<Name>Backward``, a subclass made once per Function class.
+instance of ``<Name>Backward``, a subclass made once per Function class. A legacy-style Function
+(instance methods, called as ``F()(x)``) is its own node, as in old torch.
 """
+import copy
 import functools
 import inspect
 import warnings
 
-import numpy as np
-
 from gradcli.autograd import grad_mode
+from gradcli.autograd.grad_mode import _state
 from gradcli.autograd.tensor import Tensor
 
-_RELEASED = object()
+_RELEASED = object()  # stands in for the saved tensors once backward has freed them
+_NO_GRADS = [()]  # _NO_GRADS[n]: the all-False needs_input_grad tuple for n inputs, built once
 
 
 class FunctionCtx:
-    """What ``forward`` may call on ``ctx``; arbitrary attributes are allowed too (``ctx.k = 3``)."""
+    """What ``forward`` may call on ``ctx``; arbitrary attributes are allowed too (``ctx.k = 3``).
+    Class-level defaults keep a fresh node free until forward actually uses a feature."""
 
     _to_save = ()
     _saved_versions = ()
@@ -26,12 +29,12 @@ class FunctionCtx:
     needs_input_grad = ()
 
     def save_for_backward(self, *tensors):
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{tensors.index(t)} is of type {type(t).__name__}")
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
         self._to_save = tensors
-        self._saved_versions = tuple(None if t is None else t._vc[0] for t in tensors)
+        # versions are recorded by _apply once forward has returned (after mark_dirty's bump), as torch does
 
     def save_for_forward(self, *tensors):
         self._saved_for_forward = tensors
@@ -47,11 +50,7 @@ class FunctionCtx:
                 "graph a second time or if you need to access saved tensors after calling backward.")
         for i, (t, expected) in enumerate(zip(saved, self._saved_versions)):
             if t is not None and t._vc[0] != expected:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{_describe(t)}], which is output {t._output_nr} of {self.name()}, "
-                    f"is at version {t._vc[0]}; expected version {expected} instead. "
-                    f"(saved tensor {i} of {self.name()})")
+                raise RuntimeError(_modified_message(self, i, t, expected))
         return saved
 
     saved_variables = saved_tensors  # the name old tutorials (seed 002) use
@@ -69,24 +68,33 @@ class FunctionCtx:
         return type(self).__name__
 
 
-def _describe(t):
-    return f"{t.data.dtype}{list(t.shape)}"
+def _modified_message(node, index, t, expected):
+    producer = f", which is output {t._output_nr} of {t.grad_fn.name()}," if t.grad_fn is not None else ""
+    return ("one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{t.data.dtype} tensor of shape {list(t.data.shape)}]{producer} is at version {t._vc[0]}; "
+            f"expected version {expected} instead. Hint: it is saved tensor {index} of {node.name()}; "
+            "clone it before modifying it in place, or save a copy.")
 
 
 class Node(FunctionCtx):
     """A node of the backward graph. ``_next`` holds one edge per forward argument:
-    ``(node, output_nr)`` or None where no gradient flows."""
+    ``(node, output_nr)``, or None where no gradient flows."""
 
     _next = ()
-    _retained = None
+    _retained = None  # {output_nr: [hooks, tensor that retains its grad or None]}
     _n_outputs = 1
-    _output_meta = ()
-    _grad_fixups = None
+    _output_meta = ()  # per output: (shape, dtype), or None for a non-tensor output
+    _input_meta = ()  # per forward argument: (shape, dtype), or None for a non-tensor argument
+    _grad_fixups = None  # [(input index, returned shape, input shape)]: broadcast gradients torch sums silently
 
-    def _retain(self, tensor):
+    def _slot(self, output_nr):
+        """``[hooks, retaining tensor or None]`` for one output, made on first use."""
         if self._retained is None:
             self._retained = {}
-        self._retained.setdefault(tensor._output_nr, []).append(tensor)
+        slot = self._retained.get(output_nr)
+        if slot is None:
+            slot = self._retained[output_nr] = [[], None]
+        return slot
 
     @property
     def next_functions(self):
@@ -100,16 +108,14 @@ class Node(FunctionCtx):
 
 
 class AccumulateGrad(Node):
-    """The node behind a leaf tensor: adds incoming gradients into ``leaf.grad``."""
-
-    __slots__ = ()
+    """The node behind a leaf tensor: the engine adds incoming gradients into ``leaf.grad``."""
 
     def __init__(self, leaf):
         self.variable = leaf
 
 
 class BackwardNode(Node):
-    """Base of ``<Name>Backward``: runs the Function's backward and checks what it returns."""
+    """Base of ``<Name>Backward``: runs the Function's backward with this node as ``ctx``."""
 
     _forward_cls = None
 
@@ -117,24 +123,31 @@ class BackwardNode(Node):
         return self._forward_cls.backward(self, *grads)
 
 
-class Function(FunctionCtx):
+class Function(Node):
     """Subclass it with ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)`` as staticmethods
     (or classmethods, or ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``), then call
     ``YourFunction.apply(...)``."""
 
     _legacy = False
+    _uses_setup_context = False
+    _signature = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._backward_cls = type(cls.__name__ + "Backward", (BackwardNode,),
                                  {"_forward_cls": cls, "__module__": cls.__module__})
-        forward = cls.__dict__.get("forward")
-        cls._legacy = forward is not None and inspect.isfunction(forward)
-        cls._uses_setup_context = "setup_context" in _own_attrs(cls)
+        cls._legacy = inspect.isfunction(inspect.getattr_static(cls, "forward"))
+        cls._uses_setup_context = inspect.getattr_static(cls, "setup_context") is not _BASE_SETUP_CONTEXT
+        cls._signature = None
+        backward = inspect.getattr_static(cls, "backward")
+        vjp = inspect.getattr_static(cls, "vjp")
+        if backward is _BASE_BACKWARD and vjp is not _BASE_VJP:
+            cls.backward = vjp  # torch accepts either name; the engine calls ``backward``
 
     def __init__(self, *args, **kwargs):
-        if not type(self)._legacy and type(self).__call__ is Function.__call__:
-            return  # torch allows instantiation; calling the instance is what is refused
+        if not type(self)._legacy:
+            warnings.warn(f"{type(self).__name__} should not be instantiated: its methods are static, call "
+                          f"{type(self).__name__}.apply(...) on the class itself.", DeprecationWarning, stacklevel=2)
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -149,49 +162,57 @@ class Function(FunctionCtx):
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
-    @classmethod
-    def vjp(cls, ctx, *grad_outputs):
-        return cls.backward(ctx, *grad_outputs)
-
-    def __call__(self, *args):
-        cls = type(self)
-        if not cls._legacy:
-            raise RuntimeError(f"Legacy autograd function with non-static forward method is deprecated. "
-                               f"Please use new-style autograd function with static forward method. "
-                               f"(Call {cls.__name__}.apply(...) instead of {cls.__name__}()(...))")
-        warnings.warn(_legacy_hint(cls), DeprecationWarning, stacklevel=2)
-        return _apply(cls, self, args, {}, legacy=True)
+    @staticmethod
+    def vjp(ctx, *grad_outputs):
+        return type(ctx)._forward_cls.backward(ctx, *grad_outputs)
 
     @classmethod
     def apply(cls, *args, **kwargs):
         if cls._legacy:
-            return cls()(*args)
+            return cls()(*args, **kwargs)
+        if kwargs or cls._uses_setup_context:
+            args, kwargs = _bind(cls, args, kwargs)
         return _apply(cls, cls._backward_cls(), args, kwargs)
 
-    def name(self):
-        return type(self).__name__
+    def __call__(self, *args, **kwargs):
+        cls = type(self)
+        if not cls._legacy:
+            raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. "
+                               "Please use new-style autograd function with static forward method. "
+                               f"(Call {cls.__name__}.apply(...) instead of {cls.__name__}()(...))")
+        warnings.warn(_legacy_hint(cls), DeprecationWarning, stacklevel=2)
+        state = self.__dict__
+        if "_legacy_snapshot" in state:
+            # old torch clobbered the first call's saved tensors here; a fresh node keeps both graphs right
+            node = object.__new__(cls)
+            node.__dict__.update(copy.copy(state["_legacy_snapshot"]))
+        else:
+            state["_legacy_snapshot"] = dict(state)
+            node = self
+        return _apply(cls, node, args, kwargs)
 
     def _backward(self, grads):  # a legacy Function instance is its own graph node
         return self.backward(*grads)
 
-    # A legacy instance doubles as a Node: borrow the node machinery.
-    _next = Node._next
-    _retained = Node._retained
-    _n_outputs = Node._n_outputs
-    _output_meta = Node._output_meta
-    _grad_fixups = Node._grad_fixups
-    _retain = Node._retain
-    _release = Node._release
-    next_functions = Node.next_functions
+
+_BASE_SETUP_CONTEXT = Function.__dict__["setup_context"]
+_BASE_BACKWARD = Function.__dict__["backward"]
+_BASE_VJP = Function.__dict__["vjp"]
 
 
-def _own_attrs(cls):
-    names = set()
-    for klass in cls.__mro__:
-        if klass is Function:
-            break
-        names.update(klass.__dict__)
-    return names
+def _bind(cls, args, kwargs):
+    """torch binds keyword arguments to forward's parameters, so a keyword argument is an input like
+    any other (backward returns a gradient slot for it); keyword-only parameters stay keywords. With
+    setup_context, defaults are filled in too, so ``inputs`` is complete."""
+    sig = cls._signature
+    if sig is None:
+        sig = cls._signature = inspect.signature(cls.forward)
+    takes_ctx = not cls._uses_setup_context
+    bound = sig.bind(None, *args, **kwargs) if takes_ctx else sig.bind(*args, **kwargs)
+    if cls._uses_setup_context:
+        bound.apply_defaults()
+    args = bound.args[1:] if takes_ctx else bound.args
+    return args, bound.kwargs
 
 
 def _legacy_hint(cls):
@@ -205,69 +226,98 @@ def _legacy_hint(cls):
             f"    y = {cls.__name__}.apply(...)")
 
 
-def _apply(cls, ctx, args, kwargs, legacy=False):
-    grad_on = grad_mode.is_grad_enabled()
+def _apply(cls, ctx, args, kwargs):
+    """Run forward with grad mode off, then, if any input requires grad, make ``ctx`` the grad_fn
+    of the outputs. This is the hot path of every op: keep it lean."""
+    if not _state.enabled:
+        n = len(args)
+        while len(_NO_GRADS) <= n:
+            _NO_GRADS.append((False,) * len(_NO_GRADS))
+        ctx.needs_input_grad = _NO_GRADS[n]
+        outputs = _call_forward(cls, ctx, args, kwargs)
+        if ctx._dirty:
+            for t in ctx._dirty:
+                t._vc[0] += 1
+        return outputs
+
+    needs = []
     tracked = False
-    if grad_on:
-        needs = tuple(type(a) is Tensor and a.requires_grad for a in args)
-        tracked = True in needs
-        ctx.needs_input_grad = needs
-    else:
-        ctx.needs_input_grad = (False,) * len(args)
-
-    grad_mode._set(False)
-    try:
-        if legacy:
-            outputs = ctx.forward(*args)
-        elif cls._uses_setup_context:
-            outputs = cls.forward(*args, **kwargs)
-            cls.setup_context(ctx, args, outputs)
+    for a in args:
+        if isinstance(a, Tensor) and (a.requires_grad or (a._base is not None and a._base.requires_grad)):
+            needs.append(True)
+            tracked = True
         else:
-            outputs = cls.forward(ctx, *args, **kwargs)
-    finally:
-        grad_mode._set(grad_on)
+            needs.append(False)
+    ctx.needs_input_grad = needs = tuple(needs)
 
-    single = not isinstance(outputs, tuple)
+    _state.enabled = False
+    try:
+        outputs = _call_forward(cls, ctx, args, kwargs)
+    finally:
+        _state.enabled = True
+
+    single = type(outputs) is not tuple
     outs = (outputs,) if single else outputs
     dirty = ctx._dirty
+    if not tracked:
+        for t in dirty:
+            t._vc[0] += 1
+        return outputs
+
+    # edges first: a dirty input is about to become this node's own output
+    ctx._next = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
     nondiff = ctx._non_differentiable
     result = []
-    for out in outs:
-        if type(out) is Tensor:
-            if out.grad_fn is not None or (out.requires_grad and not any(out is d for d in dirty)):
-                # forward returned a tensor that already belongs to a graph (e.g. an input): alias it
-                alias = Tensor(out.data)
-                alias._vc = out._vc
-                out = alias
-            elif any(out is d for d in dirty):
-                out._vc[0] += 1
-        elif out is not None and not isinstance(out, (int, float, bool, str, np.ndarray, np.generic)):
-            if not isinstance(out, Tensor):
-                pass  # foreign objects pass through untouched
+    meta = []
+    for i, out in enumerate(outs):
+        if not isinstance(out, Tensor):
+            result.append(out)
+            meta.append(None)
+            continue
+        if dirty and _contains(dirty, out):
+            if out.requires_grad and out.grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            out._vc[0] += 1
+        elif out.grad_fn is not None or out.requires_grad or _contains(args, out):
+            out = out._alias()  # an input returned as is: a new tensor gets the grad_fn, the input stays put
+        if out.data.dtype.kind in "fcO" and not (nondiff and _contains(nondiff, out)):
+            out._rebase(ctx, i)
+            if out._base is not None:
+                out._view_version = out._vc[0]
         result.append(out)
+        meta.append((out.data.shape, out.data.dtype))
 
-    if tracked:
-        ctx._next = tuple(_edge(a) if need else None for a, need in zip(args, ctx.needs_input_grad))
-        meta = []
-        for i, out in enumerate(result):
-            if isinstance(out, Tensor):
-                meta.append((out.data.shape, out.data.dtype))
-                if not any(out is n for n in nondiff) and out.data.dtype.kind in "fcO":
-                    out.grad_fn = ctx
-                    out._output_nr = i
-                    out.requires_grad = True
-            else:
-                meta.append(None)
-        ctx._n_outputs = len(result)
-        ctx._output_meta = tuple(meta)
-        ctx._input_meta = tuple((a.data.shape, a.data.dtype) if type(a) is Tensor else None for a in args)
-    else:
-        ctx._to_save = _RELEASED if ctx._to_save else ()
-
+    ctx._input_meta = tuple([(a.data.shape, a.data.dtype) if isinstance(a, Tensor) else None for a in args])
+    ctx._n_outputs = len(result)
+    ctx._output_meta = tuple(meta)
+    saved = ctx._to_save
+    if saved:
+        ctx._saved_versions = tuple([None if t is None else t._vc[0] for t in saved])
     return result[0] if single else tuple(result)
 
 
+def _call_forward(cls, ctx, args, kwargs):
+    if cls._legacy:
+        return ctx.forward(*args, **kwargs)
+    if cls._uses_setup_context:
+        outputs = cls.forward(*args, **kwargs)
+        cls.setup_context(ctx, args, outputs)
+        return outputs
+    return cls.forward(ctx, *args, **kwargs)
+
+
+def _contains(items, obj):
+    for item in items:
+        if item is obj:
+            return True
+    return False
+
+
 def _edge(t):
+    """The (node, output_nr) a gradient for ``t`` flows into: its grad_fn, or its leaf accumulator."""
+    if t._base is not None and t._view_version != t._vc[0]:
+        from gradcli.autograd.inplace import refresh_view
+        refresh_view(t)  # the storage changed under this view since its grad_fn was made
     if t.grad_fn is not None:
         return (t.grad_fn, t._output_nr)
     acc = t._accumulator
@@ -284,11 +334,10 @@ def once_differentiable(backward):
     def wrapper(ctx, *grad_outputs):
         with grad_mode.no_grad():
             grads = backward(ctx, *grad_outputs)
-        if not grad_mode.is_grad_enabled() or not any(isinstance(g, Tensor) and g.requires_grad
-                                                       for g in grad_outputs):
+        if not _state.enabled or not any(isinstance(g, Tensor) and g.requires_grad for g in grad_outputs):
             return grads
-        single = not isinstance(grads, tuple)
         deps = [g for g in grad_outputs if isinstance(g, Tensor) and g.requires_grad]
+        single = not isinstance(grads, tuple)
         wrapped = tuple(_DelayedError.apply(g, *deps) if isinstance(g, Tensor) else g
                         for g in ((grads,) if single else grads))
         return wrapped[0] if single else wrapped
@@ -297,6 +346,8 @@ def once_differentiable(backward):
 
 
 class _DelayedError(Function):
+    """Carries a once_differentiable gradient; differentiating it again raises."""
+
     @staticmethod
     def forward(ctx, g, *deps):
         return Tensor(g.data)

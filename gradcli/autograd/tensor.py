@@ -10,20 +10,24 @@ DEFAULT_DTYPE = np.dtype(np.float64)  # a gradient checker needs float64; torch 
 
 
 class Tensor:
-    __slots__ = ("data", "requires_grad", "grad", "grad_fn", "_output_nr", "_vc",
-                 "_retains_grad", "_accumulator", "_hooks", "__weakref__")
+    # The hot fields are slots; rarely-set state lives in the instance __dict__ (created on first
+    # write) and reads the class-level defaults below until then, which keeps construction cheap.
+    __slots__ = ("data", "requires_grad", "grad_fn", "_vc", "__dict__", "__weakref__")
     __array_priority__ = 1000  # ndarray + Tensor defers to Tensor.__radd__
+
+    grad = None
+    _output_nr = 0  # which output of grad_fn this tensor is
+    _retains_grad = False
+    _accumulator = None  # a leaf's AccumulateGrad node, made on first use
+    _hooks = None  # a leaf's gradient hooks (a non-leaf's live on its grad_fn, per output)
+    _base = None  # for a view made by a shape op: the tensor that owns the storage
+    _view_version = 0  # for a view: the storage version its grad_fn describes
 
     def __init__(self, data, requires_grad=False):
         self.data = data if type(data) is np.ndarray else np.asarray(data)
         self.requires_grad = requires_grad
-        self.grad = None
         self.grad_fn = None
-        self._output_nr = 0
-        self._vc = [0]  # version counter, shared with views
-        self._retains_grad = False
-        self._accumulator = None
-        self._hooks = None
+        self._vc = [0]  # version counter: one list shared by every tensor over the same storage
 
     # ----- metadata -------------------------------------------------------------------------
     @property
@@ -101,7 +105,7 @@ class Tensor:
 
     def detach(self):
         out = Tensor(self.data)
-        out._vc = self._vc  # shares storage, hence the version counter
+        out._vc = self._vc  # shares storage, hence the version counter (but is no autograd view)
         return out
 
     def detach_(self):
@@ -146,106 +150,107 @@ class Tensor:
         return self
 
     def retain_grad(self):
+        """Keep this non-leaf's gradient in ``.grad`` during backward (a leaf always does)."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is not None:
+        if self.grad_fn is not None and not self._retains_grad:
             self._retains_grad = True
-            self.grad_fn._retain(self)
+            self.grad_fn._slot(self._output_nr)[1] = self
 
     @property
     def retains_grad(self):
         return self._retains_grad
 
     def register_hook(self, hook):
-        """``hook(grad) -> Tensor or None`` runs when this tensor's gradient is computed."""
+        """``hook(grad) -> Tensor or None`` runs when this tensor's gradient is computed; a returned
+        tensor replaces the gradient. Returns a handle whose ``remove()`` unregisters the hook."""
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(hook)
-        if self.grad_fn is not None:
-            self.grad_fn._retain(self)
-        return _HookHandle(self._hooks, hook)
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            # a non-leaf's hook belongs to the current version: after an in-place op it still sees
+            # the gradient of the value it was registered on, as in torch
+            hooks = self.grad_fn._slot(self._output_nr)[0]
+        hooks.append(hook)
+        return _HookHandle(hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from gradcli.autograd.engine import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
-    # ----- in-place -------------------------------------------------------------------------
-    def _bump(self):
-        self._vc[0] += 1
-
-    def _inplace(self, result):
-        """Make ``self`` hold ``result``: write its values into self's storage and, when a graph is
-        being recorded, let ``self`` become the op's output (torch's rebase of an in-place op)."""
-        if self.requires_grad and self.grad_fn is None and grad_mode.is_grad_enabled():
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        if result.data.dtype != self.data.dtype and not np.can_cast(result.data.dtype, self.data.dtype, "same_kind"):
-            raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output type {self.dtype}")
-        np.copyto(self.data, result.data, casting="unsafe")
-        self._bump()
-        if result.grad_fn is not None:
-            self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, True
+    def _share_storage(self, source):
+        """Make this tensor a view of ``source``: one version counter, and the base remembered so an
+        in-place op on either side keeps the graph right (see inplace.py)."""
+        self._vc = source._vc
+        self._base = source if source._base is None else source._base
+        self._view_version = source._vc[0]
         return self
 
-    def _inplace_op(self, fn, *args):
-        if grad_mode.is_grad_enabled() and (self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)):
-            if self.requires_grad and self.grad_fn is None:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-            old = Tensor(self.data.copy(), self.requires_grad)  # the value before, for the op's backward
-            old.grad_fn, old._output_nr = self.grad_fn, self._output_nr
-            return self._inplace(fn(old, *args))
-        with grad_mode.no_grad():
-            return self._inplace(fn(self, *args))
+    def _alias(self):
+        """A new tensor over the same storage (torch's ``view_as(self)``)."""
+        return Tensor(self.data)._share_storage(self)
 
+    def _rebase(self, node, output_nr):
+        """Make ``node`` this tensor's grad_fn (an in-place op wrote a new value); retain_grad()
+        follows the newest version, as in torch."""
+        if self._retains_grad and self.grad_fn is not None:
+            self.grad_fn._slot(self._output_nr)[1] = None
+            node._slot(output_nr)[1] = self
+        self.grad_fn = node
+        self._output_nr = output_nr
+        self.requires_grad = True
+
+    # ----- in-place: every op writes into self's storage and bumps the version (inplace.py) -----
     def add_(self, other, alpha=1):
-        return self._inplace_op(lambda a, b: a + (b if alpha == 1 else b * alpha), other)
+        return _inplace.apply(self, lambda a, b: a + (b if alpha == 1 else b * alpha), other)
 
     def sub_(self, other, alpha=1):
-        return self._inplace_op(lambda a, b: a - (b if alpha == 1 else b * alpha), other)
+        return _inplace.apply(self, lambda a, b: a - (b if alpha == 1 else b * alpha), other)
 
     def mul_(self, other):
-        return self._inplace_op(lambda a, b: a * b, other)
+        return _inplace.apply(self, lambda a, b: a * b, other)
 
     def div_(self, other):
-        return self._inplace_op(lambda a, b: a / b, other)
+        return _inplace.apply(self, lambda a, b: a / b, other)
 
     def pow_(self, other):
-        return self._inplace_op(lambda a, b: a ** b, other)
+        return _inplace.apply(self, lambda a, b: a ** b, other)
 
     def clamp_(self, min=None, max=None):
-        return self._inplace_op(lambda a: a.clamp(min, max))
+        return _inplace.apply(self, lambda a: a.clamp(min, max))
 
     def neg_(self):
-        return self._inplace_op(lambda a: -a)
+        return _inplace.apply(self, lambda a: -a)
 
     def exp_(self):
-        return self._inplace_op(lambda a: a.exp())
+        return _inplace.apply(self, lambda a: a.exp())
 
     def sqrt_(self):
-        return self._inplace_op(lambda a: a.sqrt())
+        return _inplace.apply(self, lambda a: a.sqrt())
 
     def relu_(self):
-        return self._inplace_op(lambda a: a.relu())
+        return _inplace.apply(self, lambda a: a.relu())
 
     def zero_(self):
         return self.fill_(0)
 
     def fill_(self, value):
-        with grad_mode.no_grad():
-            v = value.data if isinstance(value, Tensor) else value
-            return self._inplace_op(lambda a: _ops.Fill.apply(a, v))
+        v = value.data if isinstance(value, Tensor) else value
+        return _inplace.apply(self, lambda a: _ops.Fill.apply(a, v))
 
     def copy_(self, src):
-        return self._inplace_op(lambda a, s: _ops.CopyInto.apply(a, s), src)
+        return _inplace.apply(self, lambda a, s: _ops.CopyInto.apply(a, s), src)
 
     def uniform_(self, a=0.0, b=1.0):
         from gradcli.autograd import creation
-        return self._inplace_op(lambda t: _ops.Fill.apply(t, creation._rng().uniform(a, b, t.shape)))
+        return _inplace.apply(self, lambda t: _ops.Fill.apply(t, creation._rng().uniform(a, b, t.shape)))
 
     def normal_(self, mean=0.0, std=1.0):
         from gradcli.autograd import creation
-        return self._inplace_op(lambda t: _ops.Fill.apply(t, creation._rng().normal(mean, std, t.shape)))
+        return _inplace.apply(self, lambda t: _ops.Fill.apply(t, creation._rng().normal(mean, std, t.shape)))
 
     __iadd__ = add_
     __isub__ = sub_
@@ -254,7 +259,7 @@ class Tensor:
     __ipow__ = pow_
 
     def __setitem__(self, index, value):
-        self._inplace_op(lambda a, v: _ops.SetItem.apply(a, _ops.unwrap_index(index), v), value)
+        _inplace.apply(self, lambda a, v: _ops.SetItem.apply(a, _ops.unwrap_index(index), v), value)
 
     def __getitem__(self, index):
         return _ops.GetItem.apply(self, _ops.unwrap_index(index))
@@ -366,8 +371,10 @@ class _HookHandle:
         self._hooks, self._hook = hooks, hook
 
     def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
+        for i, h in enumerate(self._hooks):
+            if h is self._hook:
+                del self._hooks[i]
+                return
 
 
 def _format_data(arr):
@@ -383,6 +390,7 @@ def _format_data(arr):
     return text
 
 
-# Late import: ops needs Tensor and Function; methods above reach them through this name.
+# Late imports: ops and inplace need Tensor and Function; methods above reach them through these names.
+from gradcli.autograd import inplace as _inplace  # noqa: E402
 from gradcli.autograd import ops as _ops  # noqa: E402
 _ops.install_methods(Tensor)

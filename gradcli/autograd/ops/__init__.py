@@ -2,12 +2,13 @@
 the functions and Tensor methods torch users expect."""
 import numpy as np
 
-from gradcli.autograd.ops._base import as_tensor_like, data_of, normalize_dims, unbroadcast  # noqa: F401
+from gradcli.autograd.ops._base import as_tensor_like, data_of, normalize_dims, unbroadcast, wrap_dim  # noqa: F401
 from gradcli.autograd.ops.elementwise import (UNARY, UNARY_FUNCTIONS, Add, Clamp, Div, Maximum, Minimum,  # noqa: F401
-                                              Mul, Pow, RDiv, RPow, RSub, Sub, Where)
+                                              Mul, Pow, RDiv, Round, RPow, RSub, Sub, Trunc, Where, sympy_expr)
 from gradcli.autograd.ops.elementwise import Abs, Neg  # noqa: F401  (made from the UNARY table)
 from gradcli.autograd.ops.linalg import MatMul, matmul  # noqa: F401
 from gradcli.autograd.ops.reduce import Mean, Sum  # noqa: F401
+from gradcli.autograd.ops.shape import view_of  # noqa: F401
 from gradcli.autograd.ops.shape import (Cast, Clone, CopyInto, Expand, Fill, GetItem, IndexBackward,  # noqa: F401
                                         Permute, Reshape, SetItem, unwrap_index)
 from gradcli.autograd.tensor import Tensor
@@ -37,6 +38,9 @@ def permute(x, *dims):
 
 def transpose(x, dim0, dim1):
     dims = list(range(x.data.ndim))
+    dim0, dim1 = wrap_dim(dim0, x.data.ndim), wrap_dim(dim1, x.data.ndim)
+    if x.data.ndim == 0:
+        return permute(x, ())
     dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
     return permute(x, tuple(dims))
 
@@ -57,8 +61,7 @@ def squeeze(x, dim=None):
 
 
 def unsqueeze(x, dim):
-    nd = x.data.ndim + 1
-    dim = dim % nd
+    dim = wrap_dim(dim, x.data.ndim + 1)
     shape = x.data.shape[:dim] + (1,) + x.data.shape[dim:]
     return Reshape.apply(x, shape)
 
@@ -66,7 +69,9 @@ def unsqueeze(x, dim):
 def flatten(x, start_dim=0, end_dim=-1):
     if x.data.ndim == 0:
         return Reshape.apply(x, (1,))
-    s, e = start_dim % x.data.ndim, end_dim % x.data.ndim
+    s, e = wrap_dim(start_dim, x.data.ndim), wrap_dim(end_dim, x.data.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x.data.shape[:s] + (int(np.prod(x.data.shape[s:e + 1])),) + x.data.shape[e + 1:]
     return Reshape.apply(x, shape)
 
@@ -95,12 +100,16 @@ def sub(a, b, alpha=1):
 
 
 def mul(a, b):
-    return Mul.apply(a, b)
+    return Mul.apply(a, b) if isinstance(a, Tensor) else Mul.apply(_tensor(a), b)
 
 
 def div(a, b, rounding_mode=None):
     if rounding_mode is not None:
-        raise NotImplementedError("div with rounding_mode has no gradient; use a / b")
+        if rounding_mode not in ("trunc", "floor"):
+            raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                               f"'{rounding_mode}'")
+        q = div(a, b)  # piecewise constant: gradient 0, as in torch
+        return q.floor() if rounding_mode == "floor" else Trunc.apply(q)
     if not isinstance(a, Tensor):
         return RDiv.apply(b, a) if isinstance(b, Tensor) else Div.apply(_tensor(a), b)
     return Div.apply(a, b)
@@ -112,8 +121,28 @@ def pow(a, p):
     return Pow.apply(a, p)
 
 
+def square(x):
+    return Pow.apply(x, 2)  # torch.square records a PowBackward too
+
+
+def round(x, decimals=0):
+    return Round.apply(x, decimals)
+
+
+def trunc(x):
+    return Trunc.apply(x)
+
+
 def clamp(x, min=None, max=None):
     return Clamp.apply(x, min, max)
+
+
+def clamp_min(x, min):
+    return Clamp.apply(x, min, None)
+
+
+def clamp_max(x, max):
+    return Clamp.apply(x, None, max)
 
 
 def maximum(a, b):
@@ -124,29 +153,39 @@ def minimum(a, b):
     return Minimum.apply(_tensor(a), as_tensor_like(b, a))
 
 
-def where(cond, a, b):
+def where(cond, a=None, b=None):
+    if a is None and b is None:  # torch.where(cond): the indices of the True entries
+        return tuple(Tensor(i.astype(np.int64)) for i in np.nonzero(np.atleast_1d(cond.data)))
     return Where.apply(cond, a, b)
 
 
 # ---- reductions -----------------------------------------------------------------------------
-def sum(x, dim=None, keepdim=False, dtype=None):
-    out = Sum.apply(x, dim, keepdim)
-    return out if dtype is None else out.to(dtype)
+def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None):
+    if dtype is not None:  # torch converts first, then sums
+        x = x.to(dtype)
+    return Sum.apply(x, axis if dim is None else dim, keepdim)
 
 
-def mean(x, dim=None, keepdim=False):
-    return Mean.apply(x, dim, keepdim)
+def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None):
+    if dtype is not None:
+        x = x.to(dtype)
+    return Mean.apply(x, axis if dim is None else dim, keepdim)
 
 
 # Tensor methods: name -> function taking the tensor first.
 METHODS = {
-    "reshape": reshape, "view": reshape, "permute": permute, "transpose": transpose, "t": t,
-    "squeeze": squeeze, "unsqueeze": unsqueeze, "flatten": flatten, "expand": expand,
-    "expand_as": expand_as, "view_as": view_as, "reshape_as": view_as,
+    "reshape": reshape, "view": reshape, "permute": permute, "transpose": transpose, "swapaxes": transpose,
+    "swapdims": transpose, "t": t, "squeeze": squeeze, "unsqueeze": unsqueeze, "flatten": flatten,
+    "expand": expand, "expand_as": expand_as, "view_as": view_as, "reshape_as": view_as,
     "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "clamp": clamp, "clip": clamp,
-    "maximum": maximum, "minimum": minimum, "sum": sum, "mean": mean, "matmul": matmul, "mm": matmul,
-    "true_divide": div, "multiply": mul, "subtract": sub,
+    "clamp_min": clamp_min, "clamp_max": clamp_max, "square": square, "round": round, "trunc": trunc,
+    "fix": trunc, "maximum": maximum, "minimum": minimum, "sum": sum, "mean": mean, "matmul": matmul,
+    "true_divide": div, "divide": div, "multiply": mul, "subtract": sub, "where": lambda x, cond, y: where(cond, x, y),
 }
+# Functions of the torch-like namespace (``gradcli.<name>``): every method, plus those that are
+# functions only. Kept out of this module's globals so that max, min, abs, round, ... do not
+# shadow the builtins here.
+FUNCTIONS = dict(METHODS, where=where)
 
 
 def _unary(cls):
@@ -157,19 +196,29 @@ def _unary(cls):
 
 
 UNARY_OPS = {name: _unary(cls) for name, cls in UNARY_FUNCTIONS.items()}
-globals().update(UNARY_OPS)
 METHODS.update(UNARY_OPS)
-METHODS["negative"] = UNARY_OPS["neg"]
-METHODS["arcsin"], METHODS["arccos"], METHODS["arctan"] = UNARY_OPS["asin"], UNARY_OPS["acos"], UNARY_OPS["atan"]
+FUNCTIONS.update(UNARY_OPS)
+for _alias, _name in {"negative": "neg", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+                      "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "absolute": "abs"}.items():
+    METHODS[_alias] = FUNCTIONS[_alias] = UNARY_OPS[_name]
 
 
 def register(name, fn, method=True):
-    """Add a function to the torch-like namespace (and as a Tensor method)."""
-    globals()[name] = fn
+    """Add a function to the torch-like namespace (``gradcli.<name>``) and, unless
+    ``method=False``, as a Tensor method taking the tensor first."""
+    FUNCTIONS[name] = fn
     if method:
         METHODS[name] = fn
         if _installed_on is not None:
             setattr(_installed_on, name, fn)
+
+
+def __getattr__(name):
+    # ``ops.cat``, ``ops.exp``... reach the registered functions
+    try:
+        return FUNCTIONS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 _installed_on = None
@@ -183,4 +232,4 @@ def install_methods(tensor_cls):
             setattr(tensor_cls, name, fn)
 
 
-from gradcli.autograd.ops import more  # noqa: E402,F401  (reductions, joins, indexing, nn functions)
+from gradcli.autograd.ops import more  # noqa: E402,F401  (reductions, joins, indexing, linalg, predicates)

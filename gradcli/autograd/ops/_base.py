@@ -1,4 +1,5 @@
-"""Helpers every op module shares: argument coercion and the single broadcast reduction."""
+"""Helpers every op module shares: argument coercion, torch's type promotion, and the single
+broadcast reduction."""
 import numpy as np
 
 from gradcli.autograd.tensor import Tensor
@@ -13,6 +14,38 @@ def as_tensor_like(x, like):
     if isinstance(x, Tensor):
         return x
     return Tensor(np.asarray(x, dtype=like.data.dtype if np.isscalar(x) else None))
+
+
+# torch's type categories: a higher category always wins, whatever the operands' shapes
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def promoted(a, b):
+    """The arrays (or scalars) for a binary op on ``a`` and ``b``, cast the way torch promotes.
+
+    NumPy 2 promotes like torch except in two cases, both common in float32 code: a 0-d
+    tensor does not widen a dimensioned one of the same category (``x32 * tensor(2.)`` stays
+    float32), and a float tensor meeting an integer tensor keeps its own float dtype
+    (``x32 + int64`` is float32, not float64). NumPy scalars count as Python scalars."""
+    da = a.data if type(a) is Tensor else a
+    db = b.data if type(b) is Tensor else b
+    ta, tb = type(da) is np.ndarray, type(db) is np.ndarray
+    if ta and tb:
+        if da.dtype == db.dtype:
+            return da, db
+        ca, cb = _CATEGORY.get(da.dtype.kind), _CATEGORY.get(db.dtype.kind)
+        if ca is None or cb is None:  # object arrays (symbolic tracing) keep NumPy's rules
+            return da, db
+        if ca != cb:
+            return (da, db.astype(da.dtype)) if ca > cb else (da.astype(db.dtype), db)
+        if (da.ndim == 0) != (db.ndim == 0):
+            return (da, db.astype(da.dtype)) if db.ndim == 0 else (da.astype(db.dtype), db)
+        return da, db
+    if ta and isinstance(db, np.generic):
+        db = db.item()
+    elif tb and isinstance(da, np.generic):
+        da = da.item()
+    return da, db
 
 
 def unbroadcast(g, shape):
@@ -34,5 +67,28 @@ def normalize_dims(dim, ndim):
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (tuple, list)):
-        return tuple(sorted(d % ndim if ndim else 0 for d in dim))
-    return ((dim % ndim) if ndim else 0,)
+        return tuple(sorted(_wrap_dim(d, ndim) for d in dim))
+    return (_wrap_dim(dim, ndim),)
+
+
+def reduction_dims(dim, ndim):
+    """Dims a reduction acts on: None and an empty tuple/list mean every dim, as in torch.
+    A 0-d tensor accepts dim 0 or -1 and has nothing to reduce: ()."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    dims = normalize_dims(dim, ndim)
+    return dims if ndim else ()
+
+
+def wrap_dim(d, ndim):
+    """One dim index, negative counted from the end, range-checked as torch does."""
+    return _wrap_dim(d, ndim)
+
+
+def _wrap_dim(d, ndim):
+    d = int(d)
+    size = max(ndim, 1)  # a 0-d tensor accepts dim 0 and -1, as in torch
+    if not -size <= d < size:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-size}, {size - 1}], "
+                         f"but got {d})")
+    return d % size if ndim else 0

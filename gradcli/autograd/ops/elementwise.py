@@ -2,13 +2,15 @@
 SymPy function that computes the same thing (used by symbolic tracing and by the diff command),
 and the derivative rule written with Tensor ops, so that it records a graph under create_graph:
 ``rule(g, x, y) -> gradient w.r.t. x`` where y is the output and g its incoming gradient.
+``sympy_expr(name, x)`` builds the row's function as a SymPy expression.
 """
+import dis
 import math
 
 import numpy as np
 
 from gradcli.autograd.function import Function
-from gradcli.autograd.ops._base import data_of, unbroadcast
+from gradcli.autograd.ops._base import data_of, promoted, unbroadcast
 from gradcli.autograd.tensor import Tensor
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
@@ -42,6 +44,8 @@ UNARY = {
     "neg":        (np.negative,  "neg",        lambda g, x, y: -g),
     "abs":        (np.abs,       "Abs",        lambda g, x, y: g * x.sign()),
     "sign":       (np.sign,      "sign",       lambda g, x, y: g * 0),
+    "floor":      (np.floor,     "floor",      lambda g, x, y: g * 0),
+    "ceil":       (np.ceil,      "ceiling",    lambda g, x, y: g * 0),
     "sin":        (np.sin,       "sin",        lambda g, x, y: g * x.cos()),
     "cos":        (np.cos,       "cos",        lambda g, x, y: -g * x.sin()),
     "tan":        (np.tan,       "tan",        lambda g, x, y: g * (y * y + 1)),
@@ -60,26 +64,80 @@ UNARY = {
     "erf":        (_erf,         "erf",        lambda g, x, y: g * (-(x * x)).exp() * (2 / _SQRT_PI)),
 }
 
+# Ops that keep an integer input's dtype (torch.abs(int tensor) is an int tensor); every other
+# row computes in the default float dtype, as torch does for e.g. torch.sqrt(int tensor).
+_KEEPS_INT = frozenset({"neg", "abs", "sign", "floor", "ceil", "relu"})
+
+
+# The SymPy name column maps to ``sympy.<name>`` except for these, which SymPy spells as an
+# expression. (A row's SymPy name must be a SymPy head or one of these patterns: gradcli.symbolic
+# maps SymPy heads back to rows. That is why round and trunc, which SymPy lacks, are not rows.)
+_SYMPY_COMPOSITE = {
+    "log1p":      lambda sp, x: sp.log(1 + x),
+    "expm1":      lambda sp, x: sp.exp(x) - 1,
+    "rsqrt":      lambda sp, x: 1 / sp.sqrt(x),
+    "reciprocal": lambda sp, x: 1 / x,
+    "neg":        lambda sp, x: -x,
+    "sigmoid":    lambda sp, x: 1 / (1 + sp.exp(-x)),
+    "relu":       lambda sp, x: sp.Max(x, 0),
+    "softplus":   lambda sp, x: sp.log(1 + sp.exp(x)),
+}
+
+
+def sympy_expr(name, x):
+    """UNARY[name] applied to the SymPy expression ``x``, as a SymPy expression
+    (``sympy_expr("sigmoid", x) == 1/(1 + exp(-x))``). Imports SymPy only when called."""
+    import sympy
+
+    if name in _SYMPY_COMPOSITE:
+        return _SYMPY_COMPOSITE[name](sympy, x)
+    return getattr(sympy, UNARY[name][1])(x)
+
+
 # Symbolic implementations (object arrays of SymPy expressions) are registered here by
 # gradcli.symbolic, keyed like UNARY; numeric code never looks at it.
 SYMBOLIC_UNARY = {}
 
 
+def _symbolic(name, a):
+    fn = SYMBOLIC_UNARY.get(name)
+    if fn is None:  # nothing registered: apply the SymPy function element by element
+        return np.vectorize(lambda e: sympy_expr(name, e), otypes=[object])(a)
+    return fn(a)
+
+
+def _rule_reads(rule):
+    """Which of ``x`` and ``y`` a derivative rule reads. Only those are saved for backward, so
+    an in-place change to a tensor the rule never reads is not reported as an error (torch's
+    ExpBackward saves only its result, NegBackward nothing)."""
+    names = set()
+    for ins in dis.get_instructions(rule):
+        if ins.opname.startswith("LOAD_FAST"):  # 3.13 adds LOAD_FAST_LOAD_FAST with a tuple argval
+            names.update(ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
+    return "x" in names, "y" in names
+
+
 def _unary_function(name, forward_np, rule):
+    reads_x, reads_y = _rule_reads(rule)
+    keeps_int = name in _KEEPS_INT
+
     def forward(ctx, x):
         a = x.data
         if a.dtype.kind == "O":
-            y = Tensor(SYMBOLIC_UNARY[name](a))
+            y = Tensor(_symbolic(name, a))
         else:
-            if a.dtype.kind in "iub":
+            if a.dtype.kind in "iub" and not (keeps_int and a.dtype.kind != "b"):
                 a = a.astype(np.float64)
             y = Tensor(forward_np(a))
-        ctx.save_for_backward(x, y)
+        if reads_x or reads_y:
+            ctx.save_for_backward(x if reads_x else None, y if reads_y else None)
         return y
 
     def backward(ctx, g):
-        x, y = ctx.saved_tensors
-        return rule(g, x, y)
+        if reads_x or reads_y:
+            x, y = ctx.saved_tensors
+            return rule(g, x, y)
+        return rule(g, None, None)
 
     cls_name = name.capitalize() if name != "log1p" else "Log1p"
     return type(cls_name, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward),
@@ -90,12 +148,46 @@ UNARY_FUNCTIONS = {name: _unary_function(name, fwd, rule) for name, (fwd, _sym, 
 globals().update({cls.__name__: cls for cls in UNARY_FUNCTIONS.values()})
 
 
+
+class _Rounding(Function):
+    """round/trunc: piecewise constant, so the gradient is 0 (not UNARY rows: SymPy has no head
+    for either). ``round`` rounds half to even, like torch and numpy."""
+
+    _np = None
+
+    @classmethod
+    def forward(cls, ctx, x, decimals=0):
+        a = x.data
+        if decimals:
+            return Tensor(np.round(a, decimals))
+        return Tensor(cls._np(a))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0, None
+
+
+class Round(_Rounding):
+    _np = staticmethod(np.round)
+
+
+class Trunc(_Rounding):
+    _np = staticmethod(np.trunc)
+
+
 # ---- binary arithmetic (broadcasting; python scalars pass through and get a None gradient) ----
+# Each backward saves only what it reads, and only for the inputs that need a gradient, as
+# torch does: ``y = x * w`` with a constant w never complains that x was modified in place.
+def _shape(x):
+    return x.data.shape if type(x) is Tensor else np.shape(x)
+
+
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (np.shape(data_of(a)), np.shape(data_of(b)))
-        return Tensor(np.add(data_of(a), data_of(b)))
+        da, db = promoted(a, b)
+        ctx.shapes = (np.shape(da), np.shape(db))
+        return Tensor(np.add(da, db))
 
     @staticmethod
     def backward(ctx, g):
@@ -107,8 +199,9 @@ class Add(Function):
 class Sub(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (np.shape(data_of(a)), np.shape(data_of(b)))
-        return Tensor(np.subtract(data_of(a), data_of(b)))
+        da, db = promoted(a, b)
+        ctx.shapes = (np.shape(da), np.shape(db))
+        return Tensor(np.subtract(da, db))
 
     @staticmethod
     def backward(ctx, g):
@@ -122,50 +215,58 @@ class RSub(Function):
 
     @staticmethod
     def forward(ctx, a, other):
-        return Tensor(np.subtract(other, a.data))
+        da, do = promoted(a, other)
+        ctx.shape = np.shape(da)
+        return Tensor(np.subtract(do, da))
 
     @staticmethod
     def backward(ctx, g):
-        return -g, None
+        return unbroadcast(-g, ctx.shape), None
 
 
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(*(t for t in (a, b) if type(t) is Tensor))
-        ctx.b_scalar = None if type(b) is Tensor else b
+        da, db = promoted(a, b)
+        need_a, need_b = ctx.needs_input_grad
+        ctx.shapes = (np.shape(da), np.shape(db))
         ctx.a_scalar = None if type(a) is Tensor else a
-        return Tensor(np.multiply(data_of(a), data_of(b)))
+        ctx.b_scalar = None if type(b) is Tensor else b
+        # the gradient for a reads b and vice versa
+        ctx.save_for_backward(a if need_b and type(a) is Tensor else None,
+                              b if need_a and type(b) is Tensor else None)
+        return Tensor(np.multiply(da, db))
 
     @staticmethod
     def backward(ctx, g):
-        saved = ctx.saved_tensors
-        if ctx.a_scalar is not None:
-            (b,) = saved
-            return None, unbroadcast(g * ctx.a_scalar, b.data.shape)
-        if ctx.b_scalar is not None:
-            (a,) = saved
-            return unbroadcast(g * ctx.b_scalar, a.data.shape), None
-        a, b = saved
-        return (unbroadcast(g * b, a.data.shape) if ctx.needs_input_grad[0] else None,
-                unbroadcast(g * a, b.data.shape) if ctx.needs_input_grad[1] else None)
+        a, b = ctx.saved_tensors
+        sa, sb = ctx.shapes
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = unbroadcast(g * (b if ctx.b_scalar is None else ctx.b_scalar), sa)
+        if ctx.needs_input_grad[1]:
+            gb = unbroadcast(g * (a if ctx.a_scalar is None else ctx.a_scalar), sb)
+        return ga, gb
 
 
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, *((b,) if type(b) is Tensor else ()))
+        da, db = promoted(a, b)
+        ctx.shapes = (np.shape(da), np.shape(db))
         ctx.b_scalar = None if type(b) is Tensor else b
-        return Tensor(np.true_divide(a.data, data_of(b)))
+        need_b = ctx.needs_input_grad[1]
+        ctx.save_for_backward(a if need_b else None, b if type(b) is Tensor else None)
+        return Tensor(np.true_divide(da, db))
 
     @staticmethod
     def backward(ctx, g):
-        if ctx.b_scalar is not None:
-            (a,) = ctx.saved_tensors
-            return unbroadcast(g / ctx.b_scalar, a.data.shape), None
         a, b = ctx.saved_tensors
-        return (unbroadcast(g / b, a.data.shape) if ctx.needs_input_grad[0] else None,
-                unbroadcast(-g * a / (b * b), b.data.shape) if ctx.needs_input_grad[1] else None)
+        sa, sb = ctx.shapes
+        if ctx.b_scalar is not None:
+            return unbroadcast(g / ctx.b_scalar, sa), None
+        return (unbroadcast(g / b, sa) if ctx.needs_input_grad[0] else None,
+                unbroadcast(-g * a / (b * b), sb) if ctx.needs_input_grad[1] else None)
 
 
 class RDiv(Function):
@@ -173,14 +274,16 @@ class RDiv(Function):
 
     @staticmethod
     def forward(ctx, b, other):
-        y = Tensor(np.true_divide(other, b.data))
+        db, do = promoted(b, other)
+        y = Tensor(np.true_divide(do, db))
+        ctx.shape = np.shape(db)
         ctx.save_for_backward(b, y)
         return y
 
     @staticmethod
     def backward(ctx, g):
         b, y = ctx.saved_tensors
-        return -g * y / b, None
+        return unbroadcast(-g * y / b, ctx.shape), None
 
 
 def _pow_scalar_grad(g, a, p):
@@ -198,19 +301,29 @@ def _pow_scalar_grad(g, a, p):
 class Pow(Function):
     @staticmethod
     def forward(ctx, a, p):
-        y = Tensor(np.power(a.data, data_of(p)))
-        ctx.save_for_backward(a, *((p,) if type(p) is Tensor else ()), y)
-        ctx.p_scalar = None if type(p) is Tensor else p
+        da, dp = promoted(a, p)
+        y = Tensor(np.power(da, dp))
+        if type(p) is Tensor:
+            ctx.p_scalar = None
+            ctx.save_for_backward(a, p, y if ctx.needs_input_grad[1] else None)
+        else:
+            ctx.p_scalar = p
+            ctx.save_for_backward(a)
         return y
 
     @staticmethod
     def backward(ctx, g):
         if ctx.p_scalar is not None:
-            a, _y = ctx.saved_tensors
+            (a,) = ctx.saved_tensors
             return _pow_scalar_grad(g, a, ctx.p_scalar), None
         a, p, y = ctx.saved_tensors
         ga = unbroadcast(g * p * a ** (p - 1), a.data.shape) if ctx.needs_input_grad[0] else None
-        gp = unbroadcast(g * y * a.log(), p.data.shape) if ctx.needs_input_grad[1] else None
+        gp = None
+        if ctx.needs_input_grad[1]:
+            # d(a**p)/dp = a**p log a, taken as 0 where a == 0 and p >= 0 (as torch does; the
+            # limit a**p log a -> 0 there, where the product itself would be 0 * -inf = nan)
+            zero = Tensor((a.data == 0) & (p.data >= 0))
+            gp = unbroadcast(g * Where.apply(zero, 0.0, y * a.log()), p.data.shape)
         return ga, gp
 
 
@@ -219,22 +332,24 @@ class RPow(Function):
 
     @staticmethod
     def forward(ctx, p, base):
-        y = Tensor(np.power(np.asarray(base, dtype=p.data.dtype), p.data))
+        dp, db = promoted(p, base)
+        y = Tensor(np.power(db, dp))
+        ctx.shape = np.shape(dp)
         ctx.save_for_backward(y)
-        ctx.log_base = math.log(base) if base > 0 else float("nan")
+        ctx.log_base = np.log(db) if np.ndim(db) else (math.log(db) if db > 0 else float("nan"))
         return y
 
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g * y * ctx.log_base, None
+        return unbroadcast(g * y * ctx.log_base, ctx.shape), None
 
 
 class Maximum(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return Tensor(np.maximum(a.data, b.data))
+        return Tensor(np.maximum(*promoted(a, b)))
 
     @staticmethod
     def backward(ctx, g):
@@ -248,7 +363,7 @@ class Minimum(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return Tensor(np.minimum(a.data, b.data))
+        return Tensor(np.minimum(*promoted(a, b)))
 
     @staticmethod
     def backward(ctx, g):
@@ -258,31 +373,57 @@ class Minimum(Function):
 
 
 class Clamp(Function):
+    """``clamp(x, lo, hi) = min(max(x, lo), hi)``; bounds are numbers or tensors. The masks are
+    torch's: x gets the gradient where lo <= x <= hi, a tensor lo where x < lo < hi, a tensor hi
+    where x > hi or hi < lo (when lo > hi every element is hi)."""
+
     @staticmethod
     def forward(ctx, x, lo=None, hi=None):
-        ctx.save_for_backward(x)
+        if lo is None and hi is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        ctx.save_for_backward(x, *(t if type(t) is Tensor else None for t in (lo, hi)))
         ctx.bounds = (lo, hi)
-        return Tensor(np.clip(x.data, lo, hi))
+        out = x.data
+        if lo is not None:
+            out = np.maximum(*promoted(x, lo))
+        if hi is not None:
+            out = np.minimum(*promoted(Tensor(out), hi))
+        return Tensor(out)
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        lo, hi = ctx.bounds
-        inside = np.ones(x.data.shape, dtype=bool)
-        if lo is not None:
-            inside &= x.data >= lo
-        if hi is not None:
-            inside &= x.data <= hi
-        return g * Tensor(inside), None, None
+        x, lo_t, hi_t = ctx.saved_tensors
+        lo = lo_t.data if lo_t is not None else ctx.bounds[0]
+        hi = hi_t.data if hi_t is not None else ctx.bounds[1]
+        xd = x.data
+        shape = g.data.shape
+
+        def masked(mask, to_shape):
+            return unbroadcast(g * Tensor(np.broadcast_to(mask, shape)), to_shape)
+
+        gx = glo = ghi = None
+        if ctx.needs_input_grad[0]:
+            inside = np.ones(xd.shape, dtype=bool)
+            if lo is not None:
+                inside = inside & (xd >= lo)
+            if hi is not None:
+                inside = inside & (xd <= hi)
+            gx = masked(inside, xd.shape)
+        if ctx.needs_input_grad[1]:
+            glo = masked((xd < lo) & (lo < hi) if hi is not None else xd < lo, lo_t.data.shape)
+        if ctx.needs_input_grad[2]:
+            ghi = masked((xd > hi) | (hi < lo) if lo is not None else xd > hi, hi_t.data.shape)
+        return gx, glo, ghi
 
 
 class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
         c = np.asarray(data_of(cond), dtype=bool)
+        da, db = promoted(a, b)
         ctx.cond = c
-        ctx.shapes = (np.shape(data_of(a)), np.shape(data_of(b)))
-        return Tensor(np.where(c, data_of(a), data_of(b)))
+        ctx.shapes = (np.shape(da), np.shape(db))
+        return Tensor(np.where(c, da, db))
 
     @staticmethod
     def backward(ctx, g):

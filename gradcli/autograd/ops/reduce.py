@@ -1,23 +1,39 @@
-"""Reductions. Each backward broadcasts the incoming gradient back over the reduced dims."""
+"""Reductions. Each backward brings the incoming gradient back to the input's shape (``_keep``
+reinserts reduced dims, broadcasting does the rest) and is written with Tensor ops, so that
+double backward works. Each ``forward`` takes ``dim`` as None, an int or a tuple; None and an
+empty tuple reduce every dim, as in torch.
+"""
 import numpy as np
 
 from gradcli.autograd.function import Function
-from gradcli.autograd.ops._base import normalize_dims
+from gradcli.autograd.ops._base import reduction_dims, wrap_dim
 from gradcli.autograd.tensor import Tensor
+
+
+def _keep(t, in_shape, dims, keepdim):
+    """A reduced tensor reshaped as if reduced with keepdim=True (so it broadcasts against the input)."""
+    if keepdim:
+        return t
+    return t.reshape(tuple(1 if i in dims else s for i, s in enumerate(in_shape)))
 
 
 def _expand_back(g, in_shape, dims, keepdim):
     """Undo a reduction's shape change: reinsert reduced dims (size 1), then broadcast."""
-    if not keepdim:
-        kept = [1 if i in dims else s for i, s in enumerate(in_shape)]
-        g = g.reshape(tuple(kept))
-    return g.expand(in_shape)
+    return _keep(g, in_shape, dims, keepdim).expand(in_shape)
+
+
+def _count(shape, dims):
+    return int(np.prod([shape[d] for d in dims])) if shape else 1
+
+
+def _float(a):
+    return a if a.dtype.kind in "fcO" else a.astype(np.float64)
 
 
 class Sum(Function):
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
-        dims = normalize_dims(dim, x.data.ndim)
+        dims = reduction_dims(dim, x.data.ndim)
         ctx.in_shape, ctx.dims, ctx.keepdim = x.data.shape, dims, keepdim
         return Tensor(np.sum(x.data, axis=dims, keepdims=keepdim))
 
@@ -29,11 +45,257 @@ class Sum(Function):
 class Mean(Function):
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
-        dims = normalize_dims(dim, x.data.ndim)
+        dims = reduction_dims(dim, x.data.ndim)
         ctx.in_shape, ctx.dims, ctx.keepdim = x.data.shape, dims, keepdim
-        ctx.count = int(np.prod([x.data.shape[d] for d in dims])) if x.data.ndim else 1
+        ctx.count = _count(x.data.shape, dims)
         return Tensor(np.mean(x.data, axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):
         return _expand_back(g / ctx.count, ctx.in_shape, ctx.dims, ctx.keepdim), None, None
+
+
+class Prod(Function):
+    @staticmethod
+    def forward(ctx, x, dim=None, keepdim=False):
+        dims = reduction_dims(dim, x.data.ndim)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        y = Tensor(np.prod(x.data, axis=dims, keepdims=keepdim))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        shape, dims = x.data.shape, ctx.dims
+        gk = _keep(g, shape, dims, ctx.keepdim)
+        zero = x.data == 0
+        if not zero.any():
+            return gk * _keep(y, shape, dims, ctx.keepdim) / x, None, None
+        # d/dx_i prod = product of the others: with one zero in a slice only that entry gets
+        # the product of the non-zeros, with two or more every entry gets 0. (Second derivatives
+        # at an exact zero are therefore incomplete: they see only the non-zero entries.)
+        from gradcli.autograd.ops.elementwise import Where
+        count = zero.sum(axis=dims, keepdims=True)
+        x_safe = Where.apply(Tensor(zero), 1.0, x)
+        p_nonzero = Prod.apply(x_safe, dims, True)
+        at_zero = p_nonzero * Tensor(count == 1)
+        elsewhere = p_nonzero / x_safe * Tensor(count == 0)
+        return gk * Where.apply(Tensor(zero), at_zero, elsewhere), None, None
+
+
+class Amax(Function):
+    """amax(x, dim): ties share the gradient evenly, as in torch."""
+
+    _reduce = staticmethod(np.max)
+
+    @classmethod
+    def forward(cls, ctx, x, dim=None, keepdim=False):
+        dims = reduction_dims(dim, x.data.ndim)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        y = Tensor(cls._reduce(x.data, axis=dims, keepdims=keepdim))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, y = ctx.saved_tensors
+        return _evenly(g, x, y, ctx.dims, ctx.keepdim), None, None
+
+
+class Amin(Amax):
+    _reduce = staticmethod(np.min)
+
+
+def _evenly(g, x, y, dims, keepdim):
+    """Gradient of an extreme value: shared by the entries equal to it."""
+    yk = _keep(y, x.data.shape, dims, keepdim).data
+    hit = x.data == yk
+    weight = hit / hit.sum(axis=dims, keepdims=True)
+    return _keep(g, x.data.shape, dims, keepdim) * Tensor(weight.astype(x.data.dtype, copy=False))
+
+
+def along_dim_index(idx, dim):
+    """A fancy index picking ``idx`` (same ndim as the tensor) along ``dim``: the tuple that
+    turns take_along_axis into ``x[index]``, so that GetItem/IndexBackward do gather/scatter."""
+    grids = list(np.indices(idx.shape, sparse=True))
+    grids[dim] = idx
+    return tuple(grids)
+
+
+class Max(Function):
+    """max(x) (ties share the gradient, like amax) or max(x, dim) -> (values, indices), where
+    the gradient goes to the one position in ``indices``, as in torch."""
+
+    _reduce = staticmethod(np.max)
+    _arg = staticmethod(np.argmax)
+
+    @classmethod
+    def forward(cls, ctx, x, dim=None, keepdim=False):
+        ctx.by_dim = dim is not None
+        if dim is None:
+            ctx.dims, ctx.keepdim = tuple(range(x.data.ndim)), False
+            y = Tensor(cls._reduce(x.data))
+            ctx.save_for_backward(x, y)
+            return y
+        d = wrap_dim(dim, x.data.ndim)
+        a = x.data if x.data.ndim else x.data.reshape(1)
+        idx = np.expand_dims(cls._arg(a, axis=d), d)
+        values = np.take_along_axis(a, idx, axis=d)
+        idx_out = idx
+        if not keepdim or not x.data.ndim:  # a 0-d input gives 0-d results even with keepdim
+            values, idx_out = values.squeeze(d), idx.squeeze(d)
+        ctx.in_shape, ctx.keep_shape, ctx.index = x.data.shape, idx.shape, along_dim_index(idx, d)
+        indices = Tensor(idx_out.astype(np.int64))
+        ctx.mark_non_differentiable(indices)
+        return Tensor(values), indices
+
+    @classmethod
+    def backward(cls, ctx, g, _g_indices=None):
+        if not ctx.by_dim:
+            x, y = ctx.saved_tensors
+            return _evenly(g, x, y, ctx.dims, False), None, None
+        from gradcli.autograd.ops.shape import IndexBackward
+        gk = g.reshape(ctx.keep_shape)
+        shape = ctx.in_shape if ctx.in_shape else (1,)
+        gx = IndexBackward.apply(gk, shape, ctx.index)
+        return (gx if ctx.in_shape else gx.reshape(())), None, None
+
+
+class Min(Max):
+    _reduce = staticmethod(np.min)
+    _arg = staticmethod(np.argmin)
+
+
+class LogSumExp(Function):
+    @staticmethod
+    def forward(ctx, x, dim=None, keepdim=False):
+        dims = reduction_dims(dim, x.data.ndim)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        a = _float(x.data)
+        m = np.max(a, axis=dims, keepdims=True) if a.size else np.zeros((1,) * a.ndim, a.dtype)
+        m = np.where(np.isfinite(m), m, 0)  # all -inf (or an inf) must not become nan
+        with np.errstate(divide="ignore"):
+            y = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
+        y = Tensor(y if keepdim else y.reshape(tuple(s for i, s in enumerate(a.shape) if i not in dims)))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        shape = x.data.shape
+        return _keep(g, shape, ctx.dims, ctx.keepdim) * (x - _keep(y, shape, ctx.dims, ctx.keepdim)).exp(), None, None
+
+
+def _var(a, dims, dof, keepdim):
+    centered = a - a.mean(axis=dims, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):  # dof == 0 gives inf or nan, as in torch
+        return np.sum(centered * centered, axis=dims, keepdims=keepdim) / dof
+
+
+class Var(Function):
+    """var(x, dim, correction): sum((x - mean)^2) / (N - correction)."""
+
+    @staticmethod
+    def forward(ctx, x, dim=None, correction=1, keepdim=False):
+        dims = reduction_dims(dim, x.data.ndim)
+        a = _float(x.data)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.dof = max(0, _count(a.shape, dims) - correction)
+        ctx.save_for_backward(x)
+        return Tensor(_var(a, dims, ctx.dof, keepdim))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        centered = x - x.mean(dim=ctx.dims, keepdim=True)
+        scale = 2.0 / ctx.dof if ctx.dof else float("inf")
+        return _keep(g, x.data.shape, ctx.dims, ctx.keepdim) * centered * scale, None, None, None
+
+
+class Std(Function):
+    @staticmethod
+    def forward(ctx, x, dim=None, correction=1, keepdim=False):
+        dims = reduction_dims(dim, x.data.ndim)
+        a = _float(x.data)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.dof = max(0, _count(a.shape, dims) - correction)
+        y = Tensor(np.sqrt(_var(a, dims, ctx.dof, keepdim)))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        from gradcli.autograd.ops.elementwise import Where
+        x, y = ctx.saved_tensors
+        yk = _keep(y, x.data.shape, ctx.dims, ctx.keepdim)
+        centered = x - x.mean(dim=ctx.dims, keepdim=True)
+        # d std = (x - mean) / ((N - correction) std); 0 where std == 0, as torch does
+        flat = Tensor(yk.data == 0)
+        scale = Where.apply(flat, 0.0, _keep(g, x.data.shape, ctx.dims, ctx.keepdim) / (yk * ctx.dof))
+        return scale * centered, None, None, None
+
+
+class Norm(Function):
+    """Vector p-norm over ``dim`` (p = 2, 1, inf, -inf, 0 or any number)."""
+
+    @staticmethod
+    def forward(ctx, x, p=2, dim=None, keepdim=False):
+        dims = reduction_dims(dim, x.data.ndim)
+        ctx.p, ctx.dims, ctx.keepdim = p, dims, keepdim
+        a = np.abs(_float(x.data))
+        if p == 2:
+            y = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
+        elif p == 1:
+            y = np.sum(a, axis=dims, keepdims=keepdim)
+        elif p == float("inf"):
+            y = np.max(a, axis=dims, keepdims=keepdim)
+        elif p == float("-inf"):
+            y = np.min(a, axis=dims, keepdims=keepdim)
+        elif p == 0:
+            y = np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
+        else:
+            y = np.sum(a ** p, axis=dims, keepdims=keepdim) ** (1.0 / p)
+        y = Tensor(y)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        from gradcli.autograd.ops.elementwise import Where
+        x, y = ctx.saved_tensors
+        p, dims, shape = ctx.p, ctx.dims, x.data.shape
+        gk = _keep(g, shape, dims, ctx.keepdim)
+        yk = _keep(y, shape, dims, ctx.keepdim)
+        if p == 0:
+            return x * 0 * gk, None, None, None
+        if p == 1:
+            return gk * x.sign(), None, None, None
+        if p in (float("inf"), float("-inf")):
+            return x.sign() * _evenly(g, x.abs(), y, dims, ctx.keepdim), None, None, None
+        zero_norm = Tensor(np.broadcast_to(yk.data == 0, shape))
+        if p == 2:
+            scaled = x / yk
+        else:
+            # x |x|^(p-2) / y^(p-1), written with sign so that p < 2 does not divide by |x| = 0
+            scaled = x.sign() * x.abs() ** (p - 1) / yk ** (p - 1)
+            if p < 1:
+                zero_norm = Tensor(zero_norm.data | (x.data == 0))
+        return gk * Where.apply(zero_norm, 0.0, scaled), None, None, None
+
+
+class Cumsum(Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        d = wrap_dim(dim, x.data.ndim)
+        ctx.dim = d
+        return Tensor(np.cumsum(x.data, axis=d) if x.data.ndim else x.data.copy())
+
+    @staticmethod
+    def backward(ctx, g):
+        # each input reaches every later output: a cumulative sum of g from the end
+        if g.data.ndim == 0:
+            return g, None
+        rev = (slice(None),) * ctx.dim + (slice(None, None, -1),)
+        return Cumsum.apply(g[rev], ctx.dim)[rev], None

@@ -5,12 +5,17 @@ from gradcli.autograd.function import Function
 from gradcli.autograd.tensor import Tensor
 
 
-def _view_of(x, arr):
-    """A result sharing x's storage shares its version counter (an in-place change to either shows)."""
+def view_of(x, arr):
+    """A result sharing x's storage shares its version counter (an in-place change to either shows).
+    Bounds overlap is enough here (np.may_share_memory): ``arr`` is either a numpy view of x
+    or freshly allocated, and the exact test (np.shares_memory) can cost far more than the op."""
     out = Tensor(arr)
-    if np.shares_memory(arr, x.data) if arr.size and x.data.size else False:
-        out._vc = x._vc
+    if arr.size and x.data.size and np.may_share_memory(arr, x.data):
+        out._share_storage(x)  # same version counter; remembers the base for in-place on views
     return out
+
+
+_view_of = view_of
 
 
 class Reshape(Function):
@@ -66,12 +71,24 @@ class IndexBackward(Function):
     def forward(ctx, g, shape, index):
         ctx.index = index
         out = np.zeros(shape, dtype=g.data.dtype)
-        np.add.at(out, index, g.data)
+        if _repeats_possible(index):
+            np.add.at(out, index, g.data)
+        else:
+            out[index] = g.data  # basic indices and masks select each position once: plain assignment
         return Tensor(out)
 
     @staticmethod
     def backward(ctx, gg):
         return gg[ctx.index], None, None
+
+
+def _repeats_possible(index):
+    """Whether an index can select a position twice (it holds an integer array)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    for p in parts:
+        if isinstance(p, (list, np.ndarray)) and np.asarray(p).dtype.kind in "iu":
+            return True
+    return False
 
 
 class SetItem(Function):

@@ -1,0 +1,288 @@
+"""The backend layer: gradcli's engine or PyTorch behind one small interface.
+
+gradcheck only talks to a ``Backend``: make leaf tensors, run the forward with or without a graph,
+take vector-Jacobian products, convert to numpy, and list the graph's custom Functions. torch is
+imported only when a torch object is seen (by its type's module name, without importing torch).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+
+def _is_torch_object(obj) -> bool:
+    return type(obj).__module__.split(".")[0] == "torch"
+
+
+def _has_torch_mro(cls) -> bool:
+    return any(getattr(k, "__module__", "").split(".")[0] == "torch" for k in getattr(cls, "__mro__", ()))
+
+
+def detect(fn, args: Sequence) -> "Backend":
+    """Torch if any argument is a torch tensor (or fn is a torch Function), else gradcli's engine."""
+    owner = function_class(fn)
+    if any(_is_torch_object(a) for a in args) or (owner is not None and _has_torch_mro(owner)):
+        return TorchBackend()
+    return GradcliBackend()
+
+
+def function_class(fn) -> Optional[type]:
+    """The autograd Function class behind ``fn`` when it is one (class, ``.apply``, legacy instance)."""
+    candidates = [fn, getattr(fn, "__self__", None)]
+    for obj in candidates:
+        if obj is None:
+            continue
+        cls = obj if isinstance(obj, type) else type(obj)
+        if _is_autograd_function(cls) and (isinstance(obj, type) or hasattr(cls, "forward")):
+            return cls
+    return None
+
+
+def _is_autograd_function(cls) -> bool:
+    names = {(k.__module__, k.__name__) for k in getattr(cls, "__mro__", ())}
+    return ("gradcli.autograd.function", "Function") in names or (
+        ("torch.autograd.function", "Function") in names and cls.__name__ != "Function"
+    )
+
+
+def flatten_outputs(out) -> list:
+    """Tensors (and other objects) in the order gradcheck numbers outputs: nested tuples/lists flattened."""
+    if isinstance(out, (tuple, list)):
+        flat = []
+        for item in out:
+            flat.extend(flatten_outputs(item))
+        return flat
+    return [out]
+
+
+class Backend:
+    """Interface; see GradcliBackend for the reference implementation."""
+
+    name = ""
+
+    def is_tensor(self, obj) -> bool:
+        raise NotImplementedError
+
+    def to_numpy(self, tensor) -> np.ndarray:
+        raise NotImplementedError
+
+    def dtype_name(self, tensor) -> str:
+        return str(self.to_numpy(tensor).dtype)
+
+    def is_floating(self, tensor) -> bool:
+        return self.to_numpy(tensor).dtype.kind == "f"
+
+    def requires_grad(self, tensor) -> bool:
+        return bool(getattr(tensor, "requires_grad", False))
+
+    def leaf(self, array: np.ndarray, requires_grad: bool):
+        raise NotImplementedError
+
+    def fresh_leaf(self, tensor):
+        """A detached copy of ``tensor`` (same dtype) that requires grad: the user's tensors stay untouched."""
+        raise NotImplementedError
+
+    def no_grad(self):
+        raise NotImplementedError
+
+    def enable_grad(self):
+        raise NotImplementedError
+
+    def grad(self, outputs, inputs, cotangents, retain_graph=True, create_graph=False) -> list:
+        raise NotImplementedError
+
+    def graph_functions(self, outputs) -> list:
+        """The custom Function classes whose backward nodes are in the graph of ``outputs``."""
+        seen, found, stack = set(), [], [getattr(o, "grad_fn", None) for o in outputs]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            cls = self.node_function(node)
+            if cls is not None and cls not in found:
+                found.append(cls)
+            stack.extend(edge[0] for edge in (getattr(node, "next_functions", None) or ()) if edge)
+        return found
+
+    def node_function(self, node) -> Optional[type]:
+        """The user-defined Function behind a graph node (None for built-in operations)."""
+        cls = getattr(type(node), "_forward_cls", None)
+        if cls is None and _is_autograd_function(type(node)):
+            cls = type(node)  # a legacy-style Function instance is its own node
+        if cls is None or cls.__module__.startswith(("gradcli.autograd", "torch.")):
+            return None
+        return cls
+
+    def graph_fixups(self, outputs) -> list:
+        """Gradients the engine had to sum down to the input's shape: [(Function name, index, got, expected)]."""
+        return []
+
+    def evaluator(self, fn: Callable, args: Sequence, diff_indices: Sequence[int]) -> Callable:
+        """A plain function of numpy arrays for the numeric side: arrays replace args[diff_indices].
+
+        Runs without a graph; outputs come back as numpy arrays (complex in, complex out when the
+        forward allows it). The arrays' dtype decides the computation's precision.
+        """
+        positions = list(diff_indices)
+
+        def evaluate(arrays):
+            call_args = list(args)
+            for index, array in zip(positions, arrays):
+                call_args[index] = self.leaf(array, requires_grad=False)
+            with self.no_grad():
+                out = fn(*call_args)
+            return [self.to_numpy(o) if self.is_tensor(o) else np.asarray(o) for o in flatten_outputs(out)]
+
+        return evaluate
+
+
+class GradcliBackend(Backend):
+    name = "gradcli"
+
+    def __init__(self):
+        from gradcli import autograd
+
+        self._autograd = autograd
+        self._tensor = autograd.Tensor
+
+    def is_tensor(self, obj) -> bool:
+        return isinstance(obj, self._tensor)
+
+    def to_numpy(self, tensor) -> np.ndarray:
+        return np.asarray(tensor.data)
+
+    def leaf(self, array, requires_grad):
+        array = np.array(array, copy=True)
+        return self._tensor(array, requires_grad=requires_grad)
+
+    def fresh_leaf(self, tensor):
+        return self._tensor(np.array(tensor.data, copy=True), requires_grad=True)
+
+    def no_grad(self):
+        return self._autograd.no_grad()
+
+    def enable_grad(self):
+        return self._autograd.enable_grad()
+
+    def grad(self, outputs, inputs, cotangents, retain_graph=True, create_graph=False):
+        grad_outputs = [self._tensor(np.asarray(c, dtype=o.data.dtype)) for o, c in zip(outputs, cotangents)]
+        return list(
+            self._autograd.grad(
+                list(outputs), list(inputs), grad_outputs,
+                retain_graph=retain_graph, create_graph=create_graph, allow_unused=True,
+            )
+        )
+
+    def graph_fixups(self, outputs):
+        fixups, seen, stack = [], set(), [o.grad_fn for o in outputs]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            for index, got, expected in getattr(node, "_grad_fixups", None) or ():
+                fixups.append((node.name(), index, tuple(got), tuple(expected)))
+            stack.extend(edge[0] for edge in (node._next or ()) if edge)
+        return fixups
+
+
+class TorchBackend(Backend):
+    name = "torch"
+
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+
+    def is_tensor(self, obj) -> bool:
+        return isinstance(obj, self.torch.Tensor)
+
+    def to_numpy(self, tensor) -> np.ndarray:
+        tensor = tensor.detach().cpu()
+        if tensor.is_conj():
+            tensor = tensor.resolve_conj()
+        if tensor.dtype == self.torch.bfloat16:
+            tensor = tensor.float()
+        return tensor.numpy()
+
+    def dtype_name(self, tensor) -> str:
+        return str(tensor.dtype).replace("torch.", "")
+
+    def is_floating(self, tensor) -> bool:
+        return bool(tensor.is_floating_point())
+
+    def leaf(self, array, requires_grad):
+        tensor = self.torch.from_numpy(np.array(array, copy=True))
+        return tensor.requires_grad_(requires_grad) if requires_grad else tensor
+
+    def fresh_leaf(self, tensor):
+        return tensor.detach().clone().requires_grad_(True)
+
+    def no_grad(self):
+        return self.torch.no_grad()
+
+    def enable_grad(self):
+        return self.torch.enable_grad()
+
+    def grad(self, outputs, inputs, cotangents, retain_graph=True, create_graph=False):
+        grad_outputs = [self.torch.as_tensor(np.asarray(c)).to(o.dtype) for o, c in zip(outputs, cotangents)]
+        return list(
+            self.torch.autograd.grad(
+                list(outputs), list(inputs), grad_outputs,
+                retain_graph=retain_graph, create_graph=create_graph, allow_unused=True,
+            )
+        )
+
+
+class BackwardRecords:
+    """What the wrapped backward saw: how often it was called and what each call returned."""
+
+    def __init__(self):
+        self.calls = 0
+        self.results: list = []  # one tuple of raw returned objects per completed call
+
+
+@contextlib.contextmanager
+def recording_backward(cls: Optional[type]):
+    """Temporarily wrap ``cls.backward`` to record each call's raw return value (before the engine
+    validates, casts or sums it), so gradcheck can tell that the user's backward ran and what it
+    returned. Yields a BackwardRecords.
+
+    The class attribute is swapped for the duration of the check and restored afterwards.
+    """
+    records = BackwardRecords()
+    defining = next((k for k in getattr(cls, "__mro__", ()) if "backward" in k.__dict__), None)
+    if cls is None or defining is None:
+        yield records
+        return
+    attr = defining.__dict__["backward"]
+
+    def record(run, *args):
+        records.calls += 1  # counted on entry: a backward that raises was still invoked
+        result = run(*args)
+        records.results.append(result if isinstance(result, tuple) else (result,))
+        return result
+
+    if isinstance(attr, staticmethod):
+        func = attr.__func__
+        replacement: Any = staticmethod(lambda *args: record(func, *args))
+    elif isinstance(attr, classmethod):
+        func = attr.__func__
+        replacement = classmethod(lambda klass, *args: record(func, klass, *args))
+    elif callable(attr):  # legacy style: an instance method backward(self, *grads)
+        replacement = lambda self, *args: record(attr, self, *args)  # noqa: E731
+    else:
+        yield records
+        return
+    owned = defining is cls
+    setattr(cls, "backward", replacement)
+    try:
+        yield records
+    finally:
+        if owned:
+            setattr(cls, "backward", attr)
+        else:
+            delattr(cls, "backward")

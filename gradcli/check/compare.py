@@ -1,0 +1,152 @@
+"""Backward against the numerical reference: per element (full mode) and per probe (fast mode).
+
+Pure functions over numpy arrays: they build ``InputResult``s and ``Check``s, nothing else.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from gradcli.check.report import Check, InputResult, WorstElement
+from gradcli.check.tolerances import Tolerance
+from gradcli.numeric import ElementDerivatives, Estimate
+
+
+def _scale(values: np.ndarray) -> np.ndarray:
+    """Largest finite |value| per cotangent (axis 0), broadcastable against ``values``."""
+    finite = np.where(np.isfinite(values), np.abs(values), 0.0)
+    return finite.reshape(finite.shape[0], -1).max(axis=1).reshape((-1,) + (1,) * (values.ndim - 1))
+
+
+def compare_elements(
+    result: InputResult,
+    analytic: Optional[np.ndarray],
+    numeric: ElementDerivatives,
+    tolerance: Tolerance,
+) -> tuple:
+    """Fill ``result`` (status, errors, worst element, arrays) for one input.
+
+    Returns ``(result, failed_cotangents, failed_elements)``: which probe cotangents (indices) saw
+    a failure, and how many elements failed under any of them.
+
+    ``analytic``: (k, *shape) backward values per cotangent, or None when backward returned None
+    for this input (compared as zeros, like torch; the structure check reports the None itself).
+    The error of an element is its distance to the accepted interval: the numeric value, or at
+    a kink the range between the one-sided derivatives.
+    """
+    value = numeric.value
+    a = np.zeros_like(value) if analytic is None else np.asarray(analytic, dtype=np.float64)
+    scale = _scale(value)
+    allowed = tolerance.safety * numeric.error + tolerance.atol + tolerance.rtol * np.abs(value)
+    allowed = allowed + tolerance.scale_atol * scale
+    kink = np.broadcast_to(numeric.kink, value.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        distance = np.maximum(np.maximum(numeric.low - a, a - numeric.high), 0.0)
+        distance = np.where(np.isfinite(a), distance, np.inf)
+        computable = np.isfinite(value) & np.isfinite(numeric.low) & np.isfinite(numeric.high)
+        failed = computable & ~(distance <= allowed)
+        relative = distance / np.maximum(np.abs(value), tolerance.atol + tolerance.scale_atol * scale)
+        excess = np.where(computable, distance / allowed, -np.inf)
+
+    result.analytic, result.numeric, result.numeric_error = a, value, numeric.error
+    result.kink_mask = np.asarray(numeric.kink, dtype=bool)
+    result.kinks = int(np.count_nonzero(numeric.kink))
+    result.method = numeric.method
+    if not computable.any():
+        result.status = "skip"
+        result.message = "the numerical derivative could not be computed (non-finite function values around the point)"
+        return result, [], 0
+    result.max_abs_error = float(np.max(np.where(computable, distance, 0.0)))
+    result.max_rel_error = float(np.max(np.where(computable, relative, 0.0)))
+    result.error_estimate = float(np.max(np.where(computable, numeric.error, 0.0)))
+    flat = int(np.argmax(excess))
+    position = np.unravel_index(flat, value.shape)
+    cotangent, index = int(position[0]), tuple(int(i) for i in position[1:])
+    result.worst = WorstElement(
+        index=index,
+        analytic=float(a[position]),
+        numeric=float(value[position]),
+        error_estimate=float(numeric.error[position]),
+        cotangent=cotangent,
+    )
+    result.tolerance = float(allowed[position])
+    n_failed = int(np.count_nonzero(failed.any(axis=0)))
+    skipped = int(np.count_nonzero(~computable.all(axis=0)))
+    where = f"[{', '.join(map(str, index))}]" if index else "(scalar)"
+    if n_failed:
+        result.status = "fail"
+        result.message = (
+            f"{n_failed} of {value[0].size} elements wrong; worst at {where}: backward {a[position]:.10g} "
+            f"vs numeric {value[position]:.10g} (error {distance[position]:.3g}, allowed {allowed[position]:.3g})"
+        )
+    else:
+        result.status = "pass"
+        result.message = f"max error {result.max_abs_error:.3g} (worst at {where}, allowed {allowed[position]:.3g})"
+    if kink.any():
+        result.message += f"; {result.kinks} element(s) at a kink accepted between the one-sided derivatives"
+    if skipped:
+        result.message += f"; {skipped} element(s) not computable numerically"
+    failed_cotangents = [int(c) for c in np.nonzero(failed.reshape(failed.shape[0], -1).any(axis=1))[0]]
+    return result, failed_cotangents, n_failed
+
+
+def values_check(result: InputResult, failed_cotangents: list, failed_elements: int) -> Check:
+    details = {
+        "max_abs_error": result.max_abs_error,
+        "max_rel_error": result.max_rel_error,
+        "failed_elements": failed_elements,
+        "failed_cotangents": failed_cotangents,
+        "method": result.method,
+        "kinks": result.kinks,
+    }
+    return Check("values", result.status, f"{result.name}: {result.message}", result.index, details)
+
+
+def compare_probes(
+    analytic_grads: Sequence[Sequence[Optional[np.ndarray]]],
+    directions: Sequence[Optional[np.ndarray]],
+    estimate: Estimate,
+    tolerance: Tolerance,
+) -> Check:
+    """Fast mode: uᵀ(Jᵀv) from backward against the numerical vᵀ(J u), one probe per cotangent v.
+
+    ``analytic_grads[c][i]``: backward's gradient for input i under cotangent c (None = zero).
+    """
+    analytic, scale = [], []
+    for grads in analytic_grads:
+        dot, magnitude = 0.0, 0.0
+        for g, w in zip(grads, directions):
+            if g is not None and w is not None:
+                dot += float(np.sum(g * w))
+                magnitude += float(np.sum(np.abs(g * w)))
+        analytic.append(dot)
+        scale.append(magnitude)
+    analytic, scale = np.array(analytic), np.array(scale)
+    numeric = np.asarray(estimate.value, dtype=np.float64)
+    allowed = tolerance.safety * estimate.error + tolerance.atol + tolerance.rtol * np.abs(numeric)
+    allowed = allowed + tolerance.scale_atol * np.maximum(scale, np.abs(numeric))
+    with np.errstate(invalid="ignore"):
+        error = np.abs(analytic - numeric)
+        ok = error <= allowed
+    worst = int(np.nanargmax(np.where(np.isfinite(error), error / allowed, np.inf)))
+    details = {
+        "probes": int(len(analytic)),
+        "worst_probe": worst,
+        "analytic": analytic.tolist(),
+        "numeric": numeric.tolist(),
+        "error_estimate": np.asarray(estimate.error).tolist(),
+        "allowed": allowed.tolist(),
+        "method": estimate.method,
+    }
+    if np.all(ok):
+        return Check("values", "pass", f"{len(analytic)} random probes uᵀJᵀv agree (max error {np.max(error):.3g})",
+                     None, details)
+    return Check(
+        "values",
+        "fail",
+        f"random probe {worst}: backward gives uᵀJᵀv = {analytic[worst]:.10g}, numeric {numeric[worst]:.10g} "
+        f"(error {error[worst]:.3g}, allowed {allowed[worst]:.3g})",
+        None,
+        details,
+    )

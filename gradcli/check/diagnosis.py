@@ -1,0 +1,379 @@
+"""Diagnosis: say *what* is wrong with a failing backward, not just that it is wrong.
+
+``diagnose(report, fn, inputs)`` reads a failed ``CheckReport`` (and, when given, re-runs ``fn``
+on ``inputs``) and returns ``Finding``s, documented in ``specs/diagnosis.md``:
+
+- Function-wide first: ``inplace`` (a saved tensor or an input modified in place) and
+  ``nondeterministic`` (two backward passes differ). Either makes the values meaningless, so no
+  value pattern is tried after them.
+- Then one finding per failed input: the first confident pattern among kink, zero,
+  ignores_grad_output, scale/sign, swapped, transposed, not_reduced, region, missing_term
+  (from the most to the least certain), or kind ``none`` ("no simple pattern found") — never a
+  guess: every rule demands a near-exact fit, and findings under ``MIN_CONFIDENCE`` are dropped.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Optional
+
+import numpy as np
+
+from gradcli.check import diagnosis_patterns as patterns
+from gradcli.check import diagnosis_region as regions
+from gradcli.check.diagnosis_evidence import Evidence
+from gradcli.check.diagnosis_hints import hint
+from gradcli.check.diagnosis_probe import Probe, ProbeError, function_class
+from gradcli.check.report import CheckReport, Finding
+
+MIN_CONFIDENCE = 0.5
+NO_PATTERN = "none"
+# Most certain first: a kink explains failures away, a zero or a cotangent-blind gradient is
+# unmistakable, region and missing_term are the loosest descriptions.
+PATTERNS = (regions.kink, patterns.zero, patterns.ignores_grad_output, patterns.scale, patterns.not_reduced_shape,
+            patterns.swapped, patterns.transposed, patterns.not_reduced, regions.region, patterns.missing_term)
+FUNCTION_KINDS = ("inplace", "nondeterministic")
+
+
+def diagnose(report: CheckReport, fn=None, inputs=None) -> list:
+    """Findings for a failed report (an empty list for a passing one). With ``fn`` and ``inputs``
+    the function is re-run to collect what the report does not keep (raw gradient shapes, the
+    input values, one-sided derivatives, a second backward pass)."""
+    if report.ok:
+        return []
+    return _Diagnosis(report, fn, inputs).run()
+
+
+class _Diagnosis:
+    def __init__(self, report, fn, inputs):
+        self.report = report
+        self.probe = None
+        if fn is not None and inputs is not None:
+            indices = [r.index for r in report.inputs] or None
+            try:
+                self.probe = Probe(fn, inputs, indices)
+            except Exception:  # inputs the probe cannot rebuild: diagnose from the report alone
+                self.probe = None
+        self.cls = function_class(fn, self.probe) if fn is not None else None
+        indices = [r.index for r in report.inputs] or (self.probe.indices if self.probe else [])
+        self.results = {r.index: r for r in report.inputs}
+        self.indices = indices
+        self.names = {i: self.results[i].name if i in self.results else _parameter_name(fn, i) for i in indices}
+        self.positions = {}
+        self.vjp_error = None
+
+    # ----- the driver -----------------------------------------------------------------------
+    def run(self) -> list:
+        found = self._function_level()
+        if found:
+            return [self._finish(f) for f in found]
+        evidence = self._evidence()
+        findings = []
+        for ev in evidence.values():
+            if not self._failed(ev):
+                continue
+            finding = None
+            for pattern in PATTERNS if self._visibly_wrong(ev) else ():
+                try:
+                    candidate = pattern(ev)
+                except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+                    candidate = None
+                if candidate is not None and candidate.confidence >= MIN_CONFIDENCE:
+                    finding = candidate
+                    break
+            findings.append(self._finish(finding or self._no_pattern(ev), ev))
+        if not findings and not self.report.ok:
+            findings = [self._finish(Finding(NO_PATTERN, "no simple pattern found", confidence=0.0))]
+        return findings
+
+    def _failed(self, ev: Evidence) -> bool:
+        result = self.results.get(ev.index)
+        if result is not None and result.status == "fail":
+            return True
+        return self._visibly_wrong(ev)
+
+    @staticmethod
+    def _visibly_wrong(ev: Evidence) -> bool:
+        """Whether the evidence itself shows the failure: wrong elements, a wrongly shaped raw
+        gradient, or None where the function depends on the input. Patterns are only fitted then
+        (a fit to noise would name a pattern for a tolerance quibble)."""
+        wrong = ev.wrong()
+        if wrong is not None and wrong.any():
+            return True
+        if ev.raw is not None and any(r is not None and r.shape != tuple(ev.shape) for r in ev.raw):
+            return True  # right values after the engine summed it down, but the wrong shape
+        return ev.returned_none and ev.support() > 0
+
+    def _finish(self, finding: Finding, ev: Optional[Evidence] = None) -> Finding:
+        name = self.names.get(finding.input, "") if finding.input is not None else ""
+        if finding.kind == "scale" and ev is not None:
+            self._mean_note(finding, ev)
+        position = self.positions.get(finding.input, finding.input)
+        try:
+            text, location = hint(finding.kind, finding.params, self.cls, position, self.names, name)
+        except Exception:  # unparsable or unusual source: the finding stands without a hint
+            text, location = "", None
+        finding.hint = text
+        if location is not None:
+            finding.params["source"] = location
+        return finding
+
+    def _no_pattern(self, ev: Evidence) -> Finding:
+        params = {}
+        wrong = ev.wrong()
+        if wrong is not None and wrong.size:
+            params["wrong_fraction"] = round(float(wrong.mean()), 4)
+        return Finding(NO_PATTERN, f"no simple pattern found for input {ev.name}", input=ev.index, params=params,
+                       confidence=0.0)
+
+    def _mean_note(self, finding, ev):
+        """A factor of 1/m where m is the number of broadcast copies: averaged instead of summed."""
+        if not ev.outputs or ev.outputs[0].shape == tuple(ev.shape):
+            return
+        dims = patterns.broadcast_dims(ev.shape, ev.outputs[0].shape)
+        copies = int(np.prod([ev.outputs[0].shape[d] for d in dims or []], dtype=int))
+        if dims and abs(finding.params["factor"] * copies - 1) < 1e-9:
+            finding.params["note"] = "mean instead of sum over the broadcast dims"
+            finding.message += " — the mean instead of the sum over the broadcast dims"
+
+    # ----- Function-wide findings -------------------------------------------------------------
+    def _function_level(self) -> list:
+        report, probe = self.report, self.probe
+        inplace = report.check("inplace")
+        if inplace is not None and inplace.status == "fail":
+            return [Finding("inplace", f"a tensor saved for backward was modified in place: {inplace.message}",
+                            params={"source_check": "inplace"}, confidence=0.99)]
+        reentrant = report.check("reentrant")
+        if reentrant is not None and reentrant.status == "fail":
+            return [Finding("nondeterministic", f"backward is nondeterministic: {reentrant.message}",
+                            params=dict(reentrant.details), confidence=0.95)]
+        if probe is None:
+            return []
+        try:
+            mutated = probe.mutated_inputs()
+        except Exception:
+            mutated = []
+        if mutated:
+            names = ", ".join(self.names.get(i, f"input{i}") for i in mutated)
+            return [Finding("inplace", f"forward modifies input {names} in place",
+                            params={"inputs": mutated}, confidence=0.95)]
+        return self._nondeterminism()
+
+    def _nondeterminism(self) -> list:
+        probe = self.probe
+        rows = self._own_cotangents()[1]
+        try:
+            first, second = probe.vjp(rows[-1]), probe.vjp(rows[-1])
+        except ProbeError as err:
+            self.vjp_error = err
+            if err.inplace:
+                return [Finding("inplace", f"a tensor saved for backward was modified in place: {err.exc}",
+                                confidence=0.99)]
+            return []
+        for i in probe.indices:
+            a, b = first.get(i), second.get(i)
+            if a is None or b is None:
+                continue
+            difference = float(np.max(np.abs(a - b))) if a.size else 0.0
+            if difference > 64 * np.finfo(np.float64).eps * max(float(np.max(np.abs(a))) if a.size else 0, 1e-300):
+                return [Finding("nondeterministic",
+                                f"backward gives different gradients for input {self.names[i]} on two identical "
+                                f"passes (max difference {difference:.3g})",
+                                params={"max_difference": difference, "input": i}, confidence=0.95)]
+        try:
+            out1, out2 = probe.forward(), probe.forward()
+        except Exception:
+            return []
+        if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(out1, out2)):
+            return [Finding("nondeterministic", "forward gives different outputs on two identical calls",
+                            params={"forward": True}, confidence=0.9)]
+        return []
+
+    # ----- collecting the evidence -------------------------------------------------------------
+    def _own_cotangents(self):
+        """Ones and two seeded Gaussian cotangents per output (the report's may not be kept)."""
+        if getattr(self, "_own", None) is None:
+            shapes = self.probe.output_shapes()
+            rng = np.random.default_rng(int(self.report.seed) + 8)
+            rows = [tuple(np.ones(s) for s in shapes)] + [tuple(rng.standard_normal(s) for s in shapes)
+                                                          for _ in range(2)]
+            self._own = (["ones", "random", "random"], rows)
+        return self._own
+
+    def _report_rows(self):
+        """The report's per-element arrays, when every input has them with the probe cotangents."""
+        kinds, cotangents = list(self.report.cotangent_kinds), self.report.cotangents
+        if not kinds or not self.report.inputs:
+            return None
+        if cotangents is not None:
+            # gradcheck keeps None for non-differentiable outputs; the probe numbers only the others
+            cotangents = [tuple(c for c in row if c is not None) for row in cotangents]
+        for r in self.report.inputs:
+            if r.analytic is None or r.numeric is None or np.shape(r.analytic)[0] != len(kinds):
+                return None
+        if cotangents is not None and len(cotangents) != len(kinds):
+            cotangents = None
+        return kinds, cotangents
+
+    def _evidence(self) -> dict:
+        from_report = self._report_rows()
+        if from_report is None and self.probe is None:
+            return {}
+        evidence = {}
+        if from_report is not None and (self.probe is None or from_report[1] is not None):
+            kinds, rows = from_report
+            for r in self.report.inputs:
+                E = r.numeric_error if r.numeric_error is not None else np.zeros(np.shape(r.numeric))
+                evidence[r.index] = Evidence(r.index, r.name, tuple(r.shape), r.dtype,
+                                             np.asarray(r.analytic, dtype=float), np.asarray(r.numeric, dtype=float),
+                                             np.asarray(E, dtype=float), list(kinds), list(rows or []),
+                                             kink_mask=r.kink_mask)
+        elif self.probe is not None:
+            kinds, rows = self._own_cotangents()
+            evidence = self._probe_evidence(kinds, rows)
+        if self.probe is not None:
+            self._enrich(evidence)
+        for ev in evidence.values():
+            ev.others = {j: other for j, other in evidence.items() if j != ev.index}
+        return evidence
+
+    def _probe_evidence(self, kinds, rows) -> dict:
+        probe = self.probe
+        analytic = {i: [] for i in probe.indices}
+        returned_none = set()
+        for row in rows:
+            try:
+                grads = probe.vjp(row)
+            except ProbeError as err:
+                self.vjp_error = err
+                analytic = None
+                break
+            for i in probe.indices:
+                if grads[i] is None:
+                    returned_none.add(i)
+                analytic[i].append(grads[i])
+        evidence = {}
+        for i in probe.indices:
+            numeric = self._numeric(i, rows)
+            if numeric is None:
+                continue
+            N, E, left, right = numeric
+            A = None
+            if analytic is not None and i not in returned_none:
+                A = np.stack(analytic[i]).reshape(N.shape)
+            result = self.results.get(i)
+            dtype = result.dtype if result is not None else probe.dtypes[i].name
+            evidence[i] = Evidence(i, self.names[i], tuple(probe.values[i].shape), dtype, A, N, E, list(kinds),
+                                   list(rows), returned_none=i in returned_none, left=left, right=right)
+        return evidence
+
+    def _numeric(self, index, rows, values=None):
+        for upcast in (True, False):  # float64 evaluation unless the forward refuses it
+            try:
+                return self.probe.numeric(index, rows, values=values, upcast=upcast)
+            except Exception:
+                continue
+        return None
+
+    def _enrich(self, evidence: dict):
+        """Input values, outputs, raw gradients and the lazily computed extras."""
+        probe = self.probe
+        try:
+            outputs = probe.forward()
+        except Exception:
+            outputs = []
+        for i, ev in evidence.items():
+            if i not in probe.values:
+                continue
+            ev.values = np.asarray(probe.values[i], dtype=float)
+            ev.outputs = outputs
+            if ev.cotangents and ev.ones_row is None:
+                self._add_ones_row(ev, outputs)
+            ev.unreduced = _lazy(lambda ev=ev: self._unreduced(ev, outputs))
+            ev.one_sided = _lazy(lambda ev=ev: self._one_sided(ev))
+        self._raw(evidence)
+
+    def _add_ones_row(self, ev, outputs):
+        row = tuple(np.ones(o.shape) for o in outputs)
+        try:
+            grads = self.probe.vjp(row)
+            numeric = self._numeric(ev.index, [row])
+        except ProbeError:
+            return
+        if grads.get(ev.index) is None or numeric is None:
+            return
+        ev.analytic = np.concatenate([ev.analytic, grads[ev.index].reshape((1,) + ev.shape)])
+        ev.numeric = np.concatenate([ev.numeric, numeric[0]])
+        ev.numeric_error = np.concatenate([ev.numeric_error, numeric[1]])
+        ev.kinds = ev.kinds + ["ones"]
+        ev.cotangents = ev.cotangents + [row]
+
+    def _raw(self, evidence):
+        rows = next((ev.cotangents for ev in evidence.values() if ev.cotangents), None)
+        if not rows:
+            return
+        raws = []
+        for row in rows:
+            try:
+                raw = self.probe.raw(row)
+            except ProbeError:
+                return
+            if raw is None:
+                return
+            raws.append(raw)
+        self.positions = dict(raws[0]["positions"])
+        for i, ev in evidence.items():
+            if i not in raws[0]["grads"]:
+                continue
+            ev.position = self.positions.get(i)
+            ev.raw = [r["grads"][i] for r in raws]
+            if any(g is None for g in ev.raw):
+                ev.returned_none = ev.returned_none or all(g is None for g in ev.raw)
+                ev.raw = None
+            elif ev.analytic is None and all(g.shape == tuple(ev.shape) for g in ev.raw):
+                # the engine refused another input's gradient; this one is usable as returned
+                ev.analytic = np.stack(ev.raw)
+
+    def _unreduced(self, ev, outputs):
+        """The numeric gradient w.r.t. the input broadcast to the output's shape (before reduction)."""
+        if len(outputs) != 1 or outputs[0].shape == tuple(ev.shape):
+            return None
+        full = outputs[0].shape
+        if not patterns.broadcast_dims(ev.shape, full):
+            return None
+        expanded = np.array(np.broadcast_to(ev.values, full))
+        try:
+            if [o.shape for o in self.probe.forward({ev.index: expanded})] != [full]:
+                return None
+        except Exception:
+            return None
+        numeric = self._numeric(ev.index, ev.cotangents, values={ev.index: expanded})
+        return None if numeric is None else (numeric[0], numeric[1], full)
+
+    def _one_sided(self, ev):
+        numeric = self._numeric(ev.index, ev.cotangents) if ev.cotangents else None
+        return None if numeric is None else (numeric[2], numeric[3])
+
+
+def _lazy(compute):
+    cache = []
+
+    def get():
+        if not cache:
+            cache.append(compute())
+        return cache[0]
+
+    return get
+
+
+def _parameter_name(fn, index) -> str:
+    """forward's parameter name for positional input ``index`` (after ctx), else input<index>."""
+    target = fn if isinstance(fn, type) else getattr(fn, "__self__", None)
+    target = getattr(target, "forward", None) if isinstance(target, type) else fn
+    try:
+        params = [p.name for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return f"input{index}"
+    if params and params[0] in ("ctx", "self"):
+        params = params[1:]
+    return params[index] if index < len(params) else f"input{index}"

@@ -1,0 +1,134 @@
+"""What the diagnosis knows about one input's failure, and the tolerance every pattern shares.
+
+``Evidence`` holds, per probe cotangent v (rows of the arrays), the backward's vᵀJ (``analytic``),
+the numerical vᵀJ (``numeric``) and its error estimate, plus the input's values, the outputs, the
+raw gradients the custom backward returned, and the other inputs' evidence. Patterns are pure
+functions of it.
+
+One tolerance decides both "this element is wrong" and "this fit is near-exact": an element of
+A agrees with a prediction P when |A − P| ≤ FIT · ε with
+    ε = 4·err(P) + ρ·(|A| + |P|) + ρ·1e-3·scale,
+err(P) the numeric error estimate carried by P, ρ the analytic side's working precision (dtype)
+and scale the largest |numeric| of the input (so exact zeros compare sanely).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+FIT = 10.0
+TINY = 1e-300
+# Relative precision of the backward's own arithmetic, by dtype of the checked input.
+RHO = {"float64": 1e-10, "float32": 2e-6, "float16": 2e-3, "bfloat16": 2e-2}
+
+
+@dataclass
+class Evidence:
+    index: int
+    name: str
+    shape: tuple
+    dtype: str
+    analytic: Optional[np.ndarray]  # (K, *shape) or None (backward gave no usable gradient)
+    numeric: Optional[np.ndarray]  # (K, *shape)
+    numeric_error: Optional[np.ndarray]  # (K, *shape)
+    kinds: list  # cotangent kind per row: "ones" | "random" | ...
+    cotangents: list  # one tuple of arrays (one per output) per row
+    values: Optional[np.ndarray] = None  # the input, float64
+    outputs: list = field(default_factory=list)  # fn's differentiable outputs, float64
+    returned_none: bool = False  # the backward returned None for this input
+    raw: Optional[list] = None  # per row: the backward's unvalidated gradient (any shape) or None
+    kink_mask: Optional[np.ndarray] = None
+    left: Optional[np.ndarray] = None  # one-sided numeric vᵀJ, (K, *shape)
+    right: Optional[np.ndarray] = None
+    others: dict = field(default_factory=dict)  # index -> Evidence of the other inputs
+    position: Optional[int] = None  # position of this input's gradient in backward's return
+    unreduced: Optional[Callable[[], Any]] = None  # lazily: (numeric before broadcast reduction, shape)
+    one_sided: Optional[Callable[[], Any]] = None  # lazily: (left, right)
+
+    @property
+    def rho(self) -> float:
+        return RHO.get(self.dtype, 1e-10)
+
+    @property
+    def scale(self) -> float:
+        if self.numeric is None or self.numeric.size == 0:
+            return 0.0
+        return float(np.max(np.abs(self.numeric)))
+
+    @property
+    def ones_row(self) -> Optional[int]:
+        return self.kinds.index("ones") if "ones" in self.kinds else None
+
+    # ----- the shared tolerance --------------------------------------------------------------
+    def eps(self, a, p, p_error=0.0):
+        return 4.0 * np.abs(p_error) + self.rho * (np.abs(a) + np.abs(p)) + self.rho * 1e-3 * self.scale + TINY
+
+    def near(self, a, p, p_error=0.0) -> np.ndarray:
+        """Element-wise: does ``a`` agree with the prediction ``p`` (carrying ``p_error``)?"""
+        with np.errstate(invalid="ignore"):
+            return np.asarray(np.abs(a - p) <= FIT * self.eps(a, p, p_error), dtype=bool)
+
+    def fits(self, a, p, p_error=0.0) -> bool:
+        return bool(np.all(self.near(a, p, p_error)))
+
+    def wrong_rows(self) -> Optional[np.ndarray]:
+        """(K, *shape) bool: elements where the backward disagrees with the reference."""
+        if self.analytic is None or self.numeric is None:
+            return None
+        return ~self.near(self.analytic, self.numeric, self.numeric_error)
+
+    def wrong(self) -> Optional[np.ndarray]:
+        """Shaped like the input: wrong for at least one cotangent."""
+        rows = self.wrong_rows()
+        return None if rows is None else rows.any(axis=0)
+
+    def informative(self) -> np.ndarray:
+        """Positions where analytic or numeric is non-negligible for some cotangent: only there can
+        an element be seen to be right or wrong."""
+        floor = self.rho * 1e-3 * max(self.scale, TINY)
+        mags = np.abs(self.numeric)
+        if self.analytic is not None:
+            mags = np.maximum(mags, np.abs(self.analytic))
+        return (mags > floor).any(axis=0)
+
+    def support(self, array=None) -> int:
+        """Number of positions where ``array`` (default: numeric) is significant in some row."""
+        array = self.numeric if array is None else array
+        if array is None or array.size == 0:
+            return 0
+        peak = float(np.max(np.abs(array)))
+        if peak == 0.0:
+            return 0
+        return int(np.count_nonzero((np.abs(array) > 1e-6 * peak).reshape(array.shape[0], -1).any(axis=0)))
+
+
+NICE_DENOMINATORS = (1, 2, 3, 4, 5, 8, 10)
+
+
+def nice_number(value: float, rel: float = 1e-6, max_numerator: int = 64) -> Optional[float]:
+    """``value`` rounded to a simple fraction p/q (q in 1,2,3,4,5,8,10; |p| ≤ 64) when it is one to
+    within ``rel``; else None. Used to report "factor 2" rather than "factor 1.9999999998"."""
+    if not np.isfinite(value):
+        return None
+    for q in NICE_DENOMINATORS:
+        p = round(value * q)
+        if p == 0 or abs(p) > max_numerator * q:
+            continue
+        candidate = p / q
+        if abs(value - candidate) <= rel * abs(candidate):
+            return float(candidate)
+    return None
+
+
+def short_number(value: float) -> str:
+    """2, 0.5, -1, 1/3 → compact text for messages."""
+    nice = nice_number(value)
+    if nice is not None:
+        for q in (3,):
+            p = round(nice * q)
+            if abs(nice * q - p) < 1e-9 and p % q:
+                return f"{p}/{q}"
+        return f"{nice:g}"
+    return f"{value:.4g}"

@@ -1,0 +1,225 @@
+"""One-line hints that point at the line of the backward to fix.
+
+The backward's source is parsed with ``ast``; the gradient for an input is the matching element
+of the last ``return`` (followed back through a plain ``name = ...`` assignment), and a finding
+may narrow it further (the line with the constant 2 for a factor-2 finding, the line with a
+comparison for a region). When the source is unavailable (a lambda in a REPL, a C extension) the
+hint says what to do without a location.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Optional
+
+MAX_CODE = 70  # characters of code quoted in a hint
+
+
+@dataclass
+class Source:
+    file: str
+    first_line: int  # line number of the def in the file
+    text: str  # dedented source of the def
+    tree: ast.FunctionDef
+
+    def line_of(self, node) -> int:
+        return self.first_line + node.lineno - 1
+
+    def code(self, node) -> str:
+        """The source line(s) of ``node``'s statement, on one line, shortened."""
+        lines = self.text.splitlines()[node.lineno - 1: getattr(node, "end_lineno", node.lineno)]
+        code = " ".join(line.strip() for line in lines)
+        return code if len(code) <= MAX_CODE else code[: MAX_CODE - 1] + "…"
+
+    def location(self, node) -> dict:
+        return {"file": self.file, "line": self.line_of(node), "code": self.code(node)}
+
+
+def _source(func) -> Optional[Source]:
+    func = inspect.unwrap(getattr(func, "__func__", func))
+    try:
+        lines, first = inspect.getsourcelines(func)
+        file = inspect.getsourcefile(func) or inspect.getfile(func)
+    except (OSError, TypeError):
+        return None
+    text = textwrap.dedent("".join(lines))
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return None
+    defs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not defs:
+        return None
+    # decorators are part of getsourcelines' output; ast numbers lines from the first of them
+    return Source(file=os.path.abspath(file), first_line=first, text=text, tree=defs[0])
+
+
+def backward_source(cls) -> Optional[Source]:
+    if cls is None:
+        return None
+    func = cls.__dict__.get("backward") or getattr(cls, "backward", None)
+    return None if func is None else _source(func)
+
+
+def forward_source(cls) -> Optional[Source]:
+    if cls is None:
+        return None
+    func = cls.__dict__.get("forward") or getattr(cls, "forward", None)
+    return None if func is None else _source(func)
+
+
+def _statements(tree):
+    """The function's statements in source order (nested blocks included)."""
+    return sorted((n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n is not tree), key=lambda n: n.lineno)
+
+
+def gradient_statement(src: Source, position: int):
+    """(statement, expression) computing the gradient at ``position`` of backward's return."""
+    returns = [n for n in _statements(src.tree) if isinstance(n, ast.Return) and n.value is not None]
+    if not returns:
+        return None, None
+    ret = returns[-1]
+    value = ret.value
+    if isinstance(value, (ast.Tuple, ast.List)):
+        if position >= len(value.elts):
+            return ret, None
+        value = value.elts[position]
+    elif position != 0:
+        return ret, None
+    if isinstance(value, ast.Name):
+        assigned = [n for n in _statements(src.tree) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                    and n.lineno < ret.lineno and _assigns(n, value.id)]
+        if assigned:
+            return assigned[-1], assigned[-1].value
+    return ret, value
+
+
+def _assigns(stmt, name):
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+
+def _grad_output_names(src: Source):
+    args = [a.arg for a in src.tree.args.args]
+    if args and args[0] in ("ctx", "self", "cls"):
+        args = args[1:]
+    if args and args[0] == "ctx":  # classmethod: (cls, ctx, grad_output)
+        args = args[1:]
+    return set(args) | {a.arg for a in [src.tree.args.vararg] if a is not None}
+
+
+def _nodes_in(src: Source, expr):
+    """Statements to search: the gradient's statement and the assignments feeding its names."""
+    if expr is None:
+        return []
+    names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    feeding = [n for n in _statements(src.tree) if isinstance(n, (ast.Assign, ast.AugAssign))
+               and any(_assigns(n, name) for name in names)]
+    return feeding
+
+
+def _constant_line(src: Source, expr, statement, factor):
+    """The statement holding a numeric constant equal to ``factor`` (or its inverse for a division)."""
+    candidates = {factor, abs(factor)}
+    if factor:
+        candidates |= {1 / factor, abs(1 / factor)}
+    for stmt in [statement] + _nodes_in(src, expr):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
+                    node.value, bool) and node.value != 1 and any(abs(node.value - c) < 1e-9 for c in candidates):
+                return stmt
+    return None
+
+
+def _first_statement_with(src: Source, predicate):
+    for stmt in _statements(src.tree):
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return, ast.Expr)) and any(
+                predicate(n) for n in ast.walk(stmt)):
+            return stmt
+    return None
+
+
+INPLACE_CALL = re.compile(r"\.\w+_\(")
+
+
+def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, name: str) -> tuple:
+    """(one-line hint, source location dict or None) for a finding."""
+    if kind == "kink":
+        return "not a bug: check at inputs away from the kink, or accept any value between the one-sided derivatives", None
+    if kind == "none":
+        return "no simple pattern found: see where the error lives in the heat-map", None
+    if kind == "inplace":
+        src = forward_source(cls)
+        stmt = None
+        if src is not None:
+            stmt = next((s for s in _statements(src.tree) if isinstance(s, ast.AugAssign)
+                         or INPLACE_CALL.search(src.code(s)) or (isinstance(s, ast.Assign) and any(
+                             isinstance(t, ast.Subscript) for t in s.targets))), None)
+        advice = "clone a tensor before modifying it in place, or save the copy for backward"
+        return _with_code(advice, src, stmt, "in forward: ")
+    src = backward_source(cls)
+    statement = expr = None
+    if src is not None and position is not None:
+        statement, expr = gradient_statement(src, position)
+    if kind == "nondeterministic":
+        stmt = src and _first_statement_with(src, lambda n: isinstance(n, ast.Attribute) and "rand" in n.attr)
+        return _with_code("backward must return the same gradient every time: remove randomness or state",
+                          src, stmt or statement, "see ")
+    if kind in ("scale", "sign"):
+        factor = params.get("factor", -1.0)
+        stmt = src and expr is not None and _constant_line(src, expr, statement, factor) or statement
+        what = "the sign" if kind == "sign" or (factor < 0 and abs(factor) == 1) else "the factor"
+        if "mean" in params.get("note", ""):
+            what = "sum, not mean, over the broadcast dims"
+        return _with_code(f"check {what}", src, stmt, "in ")
+    if kind == "ignores_grad_output":
+        uses = expr is not None and bool(_grad_output_names(src) & {n.id for n in ast.walk(expr)
+                                                                      if isinstance(n, ast.Name)} | _fed_names(src, expr))
+        advice = "multiply by grad_output (the chain rule)" if not uses else "check how grad_output is used"
+        return _with_code(advice, src, statement, "in ")
+    if kind == "transposed":
+        advice = "reshape the gradient to the input's shape" if "reshape" in params else \
+            "transpose the gradient (or swap the matmul operands)"
+        return _with_code(advice, src, statement, "in ")
+    if kind == "swapped":
+        order = ", ".join(names[i] for i in sorted(names))
+        return _with_code(f"return the gradients in forward's input order ({order})", src, statement, "in ")
+    if kind == "not_reduced":
+        dims = tuple(params.get("dims", ()))
+        dims_text = dims[0] if len(dims) == 1 else dims
+        return _with_code(f"sum the gradient over dim {dims_text} (e.g. `.sum({dims_text})`) to the shape of {name}",
+                          src, statement, "in ")
+    if kind == "region":
+        stmt = src and _first_statement_with(src, lambda n: isinstance(n, ast.Compare) or (
+            isinstance(n, ast.Attribute) and n.attr in ("where", "clamp", "sign", "maximum", "minimum")))
+        return _with_code(f"check the branch or mask for {params.get('description', 'that region')}",
+                          src, stmt or statement, "in ")
+    if kind == "missing_term":
+        if params.get("variant") == "wrong_saved":
+            return _with_code("check which tensor is saved and used", src, statement, "in ")
+        verb = "add" if params.get("coefficient", 1) > 0 else "remove"
+        return _with_code(f"{verb} the term {params.get('expression', '')}", src, statement, "in ")
+    if kind == "zero":
+        return _with_code(f"return a gradient for {name} instead of "
+                          f"{'None' if params.get('returned') == 'None' else 'zeros'}", src, statement, "in ")
+    return "", None
+
+
+def _fed_names(src, expr):
+    """Names used by the assignments that feed ``expr`` (grad_output may enter one step earlier)."""
+    used = set()
+    for stmt in _nodes_in(src, expr):
+        used |= {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+    return used & _grad_output_names(src)
+
+
+def _with_code(advice, src, stmt, joiner):
+    if src is None or stmt is None:
+        return advice, None
+    location = src.location(stmt)
+    text = f"{advice} {joiner}`{location['code']}` ({os.path.basename(location['file'])}:{location['line']})"
+    return text, location

@@ -1,0 +1,310 @@
+"""Whole-gradient patterns: zero, ignores_grad_output, scale/sign, swapped, transposed,
+not_reduced, missing_term. Each takes an ``Evidence`` and returns a ``Finding`` (without its hint)
+or None; every rule demands a near-exact fit (``Evidence.fits``), so a pattern is named only when
+the numbers leave no doubt.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from gradcli.check.diagnosis_evidence import Evidence, nice_number, short_number
+from gradcli.check.report import Finding
+
+
+def _shape_text(shape) -> str:
+    return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def zero(ev: Evidence):
+    """The gradient is None or identically zero while the function depends on the input."""
+    if ev.numeric is None or ev.support() == 0:
+        return None  # f does not depend on the input here: a zero gradient is right
+    if ev.returned_none or ev.analytic is None:
+        if not ev.returned_none:
+            return None
+        return Finding("zero", f"backward returns None for input {ev.name}, but the function depends on it",
+                       input=ev.index, params={"returned": "None"}, confidence=0.98)
+    if ev.fits(ev.analytic, 0.0 * ev.analytic):
+        return Finding("zero", f"backward's gradient for input {ev.name} is all zeros, but the function depends on it",
+                       input=ev.index, params={"returned": "zeros"}, confidence=0.97)
+    return None
+
+
+def ignores_grad_output(ev: Evidence):
+    """Right for a cotangent of ones, wrong for random ones (the issue's definition); strongest
+    when the backward's result does not change with the cotangent at all."""
+    o = ev.ones_row
+    if ev.analytic is None or o is None or len(ev.kinds) < 2:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    others = [k for k in range(len(ev.kinds)) if k != o]
+    numeric_varies = any(not ev.fits(N[k], N[o], E[k] + E[o]) for k in others)
+    if not numeric_varies:
+        return None  # all cotangents give the same vᵀJ: nothing tells "ignores" apart
+    invariant = all(ev.fits(A[k], A[o]) for k in others)
+    ones_ok = ev.fits(A[o], N[o], E[o])
+    random_wrong = any(not ev.fits(A[k], N[k], E[k]) for k in others)
+    if not random_wrong:
+        return None
+    if invariant:
+        extra = "" if ones_ok else " (and is wrong even for a cotangent of ones)"
+        return Finding("ignores_grad_output",
+                       f"backward ignores grad_output for input {ev.name}: its gradient is the same whatever the "
+                       f"cotangent{extra}",
+                       input=ev.index, params={"ones_ok": ones_ok, "uses_grad_output": False},
+                       confidence=0.95 if ones_ok else 0.8)
+    if ones_ok:
+        return Finding("ignores_grad_output",
+                       f"backward for input {ev.name} is right for a cotangent of ones but wrong for random ones: "
+                       "it does not multiply by grad_output correctly",
+                       input=ev.index, params={"ones_ok": True, "uses_grad_output": True}, confidence=0.75)
+    return None
+
+
+def scale(ev: Evidence):
+    """analytic = c · numeric for one constant c (least squares), reported only on a near-exact fit.
+    With fewer than 3 positions carrying signal any two numbers are proportional, so there a
+    factor is named only when it is a simple fraction (2, ½, −1, 3, ...)."""
+    if ev.analytic is None:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    denominator = float(np.sum(N * N))
+    if denominator == 0.0:
+        return None
+    c = float(np.sum(A * N)) / denominator
+    if not ev.fits(A, c * N, abs(c) * E) or ev.fits(A, N, E):
+        return None
+    nice = nice_number(c)
+    support = ev.support()
+    if nice is None and support < 3:
+        return None
+    factor = nice if nice is not None else float(f"{c:.6g}")
+    if factor == 0.0:
+        return None
+    confidence = 0.95 if support >= 3 else 0.7
+    params = {"factor": factor}
+    if factor == -1.0:
+        return Finding("sign", f"backward has the wrong sign for input {ev.name} (factor −1)",
+                       input=ev.index, params=params, confidence=confidence)
+    size = abs(factor)
+    how = f"{short_number(size)}× too large" if size > 1 else f"{short_number(1 / size)}× too small"
+    sign = "has the wrong sign and " if factor < 0 else ""
+    return Finding("scale", f"backward {sign}is {how} for input {ev.name} (factor {short_number(factor)})",
+                   input=ev.index, params=params, confidence=confidence)
+
+
+def swapped(ev: Evidence):
+    """Input i's gradient equals input j's numeric gradient (for every cotangent)."""
+    N = ev.numeric
+    for j, other in sorted(ev.others.items()):
+        if other.numeric is None:
+            continue
+        candidate = None
+        if ev.analytic is not None and other.numeric.shape == ev.analytic.shape:
+            candidate = ev.analytic
+        elif ev.raw is not None and all(r is not None for r in ev.raw):
+            raw = np.stack(ev.raw)
+            if raw.shape == other.numeric.shape:
+                candidate = raw
+        if candidate is None:
+            continue
+        if not ev.fits(candidate, other.numeric, other.numeric_error):
+            continue
+        if N.shape == other.numeric.shape and ev.fits(N, other.numeric, ev.numeric_error + other.numeric_error):
+            continue  # both inputs have the same true gradient: a swap would be invisible
+        mutual = other.analytic is not None and other.analytic.shape == N.shape and ev.fits(
+            other.analytic, N, ev.numeric_error)
+        return Finding("swapped",
+                       f"backward returns input {other.name}'s gradient in the place of input {ev.name}'s",
+                       input=ev.index, params={"other_input": int(j), "other_name": other.name, "mutual": mutual},
+                       confidence=0.98 if mutual else 0.95)
+    return None
+
+
+def _non_identity_permutations(ndim):
+    for perm in itertools.permutations(range(ndim)):
+        if perm != tuple(range(ndim)):
+            yield perm
+
+
+def transposed(ev: Evidence):
+    """The gradient matches the numeric one transposed (square case) or, for a gradient returned
+    with the wrong shape, the numeric one after a permutation of axes or a reshape."""
+    N, E, shape = ev.numeric, ev.numeric_error, ev.shape
+    if ev.analytic is not None and len(shape) >= 2:
+        for perm in _non_identity_permutations(len(shape)):
+            if tuple(shape[p] for p in perm) != tuple(shape):
+                continue
+            axes = (0,) + tuple(p + 1 for p in perm)
+            NT, ET = np.transpose(N, axes), np.transpose(E, axes)
+            if ev.fits(NT, N, E + ET):
+                continue  # symmetric: a transpose changes nothing
+            if ev.fits(ev.analytic, NT, ET):
+                return _transposed_finding(ev, {"permutation": list(perm)})
+    if ev.raw is None or any(r is None for r in ev.raw):
+        return None
+    raw = np.stack(ev.raw)
+    got = raw.shape[1:]
+    if got == tuple(shape) or raw[0].size != int(np.prod(shape, dtype=int)):
+        return None
+    if len(got) == len(shape):
+        for perm in _non_identity_permutations(len(shape)):
+            if tuple(got[p] for p in perm) == tuple(shape):
+                axes = (0,) + tuple(p + 1 for p in perm)
+                if ev.fits(np.transpose(raw, axes), N, E):
+                    return _transposed_finding(ev, {"permutation": list(perm), "returned_shape": list(got)})
+    for order in ("C", "F"):
+        reshaped = np.stack([np.reshape(r, shape, order=order) for r in raw])
+        if ev.fits(reshaped, N, E):
+            return _transposed_finding(ev, {"reshape": order, "returned_shape": list(got)})
+    return None
+
+
+def _transposed_finding(ev, params):
+    if "reshape" in params:
+        message = (f"backward's gradient for input {ev.name} has the right values but shape "
+                   f"{_shape_text(params['returned_shape'])}: reshape it to {_shape_text(ev.shape)}")
+    elif len(ev.shape) == 2:
+        message = f"backward's gradient for input {ev.name} is transposed"
+    else:
+        message = f"backward's gradient for input {ev.name} has its axes permuted ({tuple(params['permutation'])})"
+    return Finding("transposed", message, input=ev.index, params=params, confidence=0.95)
+
+
+def broadcast_dims(shape, full_shape):
+    """Dims of ``full_shape`` over which a gradient must be summed to get ``shape``; None if
+    ``shape`` does not broadcast to ``full_shape``."""
+    shape, full_shape = tuple(shape), tuple(full_shape)
+    if len(shape) > len(full_shape):
+        return None
+    lead = len(full_shape) - len(shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == full_shape[lead + i]:
+            continue
+        if s != 1:
+            return None
+        dims.append(lead + i)
+    return dims
+
+
+def sum_to(array, shape):
+    """Sum a broadcast-shaped array down to ``shape`` (as the engines do)."""
+    dims = broadcast_dims(shape, array.shape)
+    return np.sum(array, axis=tuple(dims), keepdims=True).reshape(shape)
+
+
+def not_reduced_shape(ev: Evidence):
+    """The backward returned the broadcast-shaped gradient and summing it down (what the engines
+    do silently) gives the right values. Tried before ``swapped``: the unreduced gradient of a bias
+    often equals another input's gradient (y = x + b), and the shape says which story is true."""
+    finding = not_reduced(ev, values_only=False)
+    return finding if finding is not None and finding.params.get("values_ok_once_summed") else None
+
+
+def not_reduced(ev: Evidence, values_only: bool = True):
+    """The backward returned the broadcast-shaped gradient (the engine refused it or summed it
+    down), or its values are one slice of the unreduced gradient instead of the sum."""
+    if ev.raw is not None and all(r is not None for r in ev.raw):
+        got = ev.raw[0].shape
+        dims = broadcast_dims(ev.shape, got) if got != tuple(ev.shape) else None
+        if dims:
+            summed = np.stack([sum_to(r, ev.shape) for r in ev.raw])
+            values_ok = ev.numeric is None or ev.fits(summed, ev.numeric, ev.numeric_error)
+            return Finding("not_reduced",
+                           f"backward returns input {ev.name}'s gradient with the broadcast shape {_shape_text(got)} "
+                           f"instead of {_shape_text(ev.shape)}: it is not summed over dim "
+                           f"{', '.join(map(str, dims))}" + ("" if values_ok else " (and still wrong once summed)"),
+                           input=ev.index, params={"dims": dims, "returned_shape": list(got),
+                                                   "expected_shape": list(ev.shape), "values_ok_once_summed": values_ok},
+                           confidence=0.97 if values_ok else 0.85)
+    if ev.analytic is None or ev.unreduced is None:
+        return None
+    unreduced = ev.unreduced()
+    if unreduced is None:
+        return None
+    U, UE, full = unreduced
+    dims = broadcast_dims(ev.shape, full)
+    if not dims:
+        return None
+    for taken in (0, -1):
+        index = tuple(taken if d in dims else slice(None) for d in range(len(full)))
+        sliced = np.stack([np.reshape(u[index], ev.shape) for u in U])
+        sliced_error = np.stack([np.reshape(e[index], ev.shape) for e in UE])
+        if ev.fits(ev.analytic, sliced, sliced_error) and not ev.fits(sliced, ev.numeric, ev.numeric_error + sliced_error):
+            which = "first" if taken == 0 else "last"
+            return Finding("not_reduced",
+                           f"backward's gradient for input {ev.name} is the {which} slice of the broadcast gradient "
+                           f"{_shape_text(full)} instead of its sum over dim {', '.join(map(str, dims))}",
+                           input=ev.index, params={"dims": dims, "taken": which, "broadcast_shape": list(full),
+                                                   "expected_shape": list(ev.shape)},
+                           confidence=0.85)
+    return None
+
+
+def _term_library(ev: Evidence):
+    """(description, array shaped like the input) for simple expressions of inputs and output."""
+    variables = []
+    if ev.values is not None:
+        variables.append((ev.name, ev.values))
+    for other in ev.others.values():
+        if other.values is not None and other.values.shape == ev.values.shape:
+            variables.append((other.name, other.values))
+    if len(ev.outputs) == 1 and ev.outputs[0].shape == ev.values.shape:
+        variables.append(("output", ev.outputs[0]))
+    terms = [("1", np.ones(ev.shape))]
+    with np.errstate(all="ignore"):
+        for name, z in variables:
+            terms += [(name, z), (f"{name}²", z * z), (f"1/{name}", 1.0 / z),
+                      (f"sin({name})", np.sin(z)), (f"cos({name})", np.cos(z)), (f"exp({name})", np.exp(z))]
+        for (n1, z1), (n2, z2) in itertools.combinations(variables, 2):
+            terms.append((f"{n1}·{n2}", z1 * z2))
+    return [(d, t) for d, t in terms if np.all(np.isfinite(t))]
+
+
+def _cosine(a, b):
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    return 0.0 if na == 0 or nb == 0 else abs(float(np.sum(a * b)) / (na * nb))
+
+
+def missing_term(ev: Evidence):
+    """Elementwise functions only (one output shaped like the input): the residual numeric −
+    analytic is α·grad_output·t for a simple term t (a dropped or extra term), or the analytic
+    gradient itself is α·grad_output·t for a term the true gradient is not (a wrong saved tensor).
+    Best effort: a near-exact fit over at least 3 positions, one candidate only."""
+    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.outputs[0].shape != ev.values.shape:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
+    residual = N - A
+    for variant, target in (("missing", residual), ("wrong_saved", A)):
+        for description, term in _term_library(ev):
+            T = V * term
+            collinear = _cosine(T, N) > 1 - 1e-9 or (variant == "missing" and _cosine(T, A) > 1 - 1e-9)
+            if ev.support(T) < 3 or collinear:
+                continue  # a term proportional to the gradient itself is a scale, not a term
+            alpha = float(np.sum(target * T) / np.sum(T * T))
+            prediction = A + alpha * T if variant == "missing" else alpha * T
+            if variant == "missing" and not ev.fits(prediction, N, E):
+                continue
+            if variant == "wrong_saved" and not ev.fits(A, prediction):
+                continue
+            nice = nice_number(alpha)
+            coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+            # the residual is what is missing: a negative coefficient is a term too many
+            shown = abs(coefficient) if variant == "missing" else coefficient
+            text = ("" if shown == 1 else f"{short_number(shown)}·") + "grad_output" + (
+                "" if description == "1" else f"·{description}")
+            if variant == "missing":
+                what = "misses the term" if coefficient > 0 else "has an extra term"
+                message = f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)"
+            else:
+                message = (f"backward for input {ev.name} computes {text}, which is not the derivative: "
+                           "is the right tensor saved for backward?")
+            return Finding("missing_term", message, input=ev.index,
+                           params={"variant": variant, "term": description, "coefficient": coefficient,
+                                   "expression": text},
+                           confidence=0.85 if nice is not None else 0.75)
+    return None

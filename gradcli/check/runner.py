@@ -1,0 +1,543 @@
+"""Running ``gradcli check``: one isolated process per file and per Function, and the run's results.
+
+Process layout (POSIX): the parent never imports user code. Each file is handled by a forked
+*worker* in its own process group: it imports the file, collects and selects its Functions,
+then forks one *checker* per Function and kills it after ``timeout`` seconds. Results travel back
+as pickled frames over pipes. An exception, ``sys.exit``, ``os._exit``, a crash or a hang in user
+code becomes an error result for that Function (or file) and the run goes on; Ctrl-C in the parent
+kills the workers' process groups and returns what was finished. Without ``os.fork`` everything
+runs in-process, without timeouts.
+
+Data flows one way: inputs -> gradcheck -> these dataclasses (``to_dict()``) -> renderers.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from gradcli.check.discovery import LoadError, collect, describe_exception, load_module, select as select_targets
+
+BAD = ("fail", "error")
+KILL_GRACE = 10.0  # the parent's backstop beyond the worker's own per-Function timeout
+MAX_OUTPUT = 4000  # characters of captured user output kept with a result
+
+
+@dataclass
+class RunOptions:
+    gradcheck: dict = field(default_factory=dict)  # passed through to gradcli.gradcheck
+    seed: int = 0
+    dtype: str = "float64"
+    shape: tuple = (3, 4)
+    specs: dict = field(default_factory=dict)  # forward parameter name -> inputs.Spec
+    timeout: float = 60.0
+    exitfirst: bool = False
+    keyword: Optional[Callable] = None  # compiled -k expression
+    collect_only: bool = False
+    jobs: int = 1  # files checked at the same time
+    isolate: bool = True  # fork per file and per Function (needs os.fork)
+
+
+@dataclass
+class CaseResult:
+    """One set of forward arguments and gradcheck's report for it."""
+
+    inputs: list  # JSON records, one per argument (see inputs._record)
+    status: str = "pass"
+    message: str = ""
+    report: Any = None  # CheckReport, None when gradcheck did not run
+
+
+@dataclass
+class FunctionResult:
+    file: str
+    function: Optional[str]  # None for a file that failed to import
+    backend: str
+    status: str  # pass | fail | error | skip
+    message: str = ""
+    cases: list = field(default_factory=list)
+    line: Optional[int] = None  # the class (or, for errors, the failing line) in ``file``
+    backward_line: Optional[int] = None
+    style: str = ""
+    hint: str = ""  # e.g. the migration hint for the legacy style (not in JSON)
+    traceback: str = field(default="", repr=False)
+    output: str = field(default="", repr=False)  # captured stdout/stderr of user code
+    duration: float = 0.0
+
+    def to_dict(self) -> dict:
+        from gradcli.check.report import json_safe
+
+        return {
+            "file": self.file,
+            "function": self.function,
+            "backend": self.backend,
+            "status": self.status,
+            "message": self.message,
+            "inputs": json_safe([c.inputs for c in self.cases]),
+            "checks": [c.report.to_dict() if c.report is not None else None for c in self.cases],
+        }
+
+
+@dataclass
+class RunResult:
+    results: list = field(default_factory=list)
+    seed: int = 0
+    duration: float = 0.0
+    collected: int = 0
+    deselected: int = 0
+    not_found: list = field(default_factory=list)  # ``file::Name`` selectors that matched nothing
+    collected_names: list = field(default_factory=list)  # (file, name, style, backend) for --collect-only
+    interrupted: bool = False
+
+    def count(self, status: str) -> int:
+        return sum(r.status == status for r in self.results)
+
+    @property
+    def summary(self) -> dict:
+        return {"passed": self.count("pass"), "failed": self.count("fail"),
+                "errors": self.count("error"), "skipped": self.count("skip")}
+
+    def closing_line(self) -> str:
+        """pytest's form: ``3 passed, 1 failed, 1 error in 0.84s``."""
+        s = self.summary
+        parts = [f"{s['passed']} passed"] if s["passed"] else []
+        parts += [f"{s['failed']} failed"] if s["failed"] else []
+        parts += [f"{s['errors']} error{'s' if s['errors'] != 1 else ''}"] if s["errors"] else []
+        parts += [f"{s['skipped']} skipped"] if s["skipped"] else []
+        parts += [f"{self.deselected} deselected"] if self.deselected else []
+        text = ", ".join(parts) if parts else "no Functions checked"
+        return f"{text} in {self.duration:.2f}s" + (" (interrupted)" if self.interrupted else "")
+
+    def exit_code(self, strict: bool = False) -> int:
+        s = self.summary
+        if self.interrupted or self.not_found:
+            return 2
+        if not self.results:
+            return 5
+        if s["failed"] or (strict and s["skipped"]):
+            return 1
+        if s["errors"]:
+            return 3
+        return 0
+
+    def to_dict(self) -> dict:
+        from gradcli import __version__
+
+        return {"gradcli_version": __version__, "seed": self.seed, "summary": self.summary,
+                "results": [r.to_dict() for r in self.results]}
+
+
+class RunEvents:
+    """Hooks for progress and streaming output; every method is optional."""
+
+    def collected(self, count: int):
+        pass
+
+    def started(self, file: str, name: str):
+        pass
+
+    def result(self, result: FunctionResult):
+        pass
+
+    def file_done(self, file: str, results: list):
+        pass
+
+
+# ----- checking one Function (in the checker process) ---------------------------------------------
+
+def check_target(target, options: RunOptions, announce: Callable = lambda records: None) -> FunctionResult:
+    """Build the inputs, run gradcheck for each input set, and turn everything into a result."""
+    import warnings
+
+    import numpy as np
+
+    from gradcli.check import gradcheck
+    from gradcli.check.inputs import NoInputs, backend_for, build_cases, forward_problem
+
+    start = time.perf_counter()
+    res = FunctionResult(target.file, target.name, target.backend, "pass", line=target.line,
+                         backward_line=target.backward_line, style=target.style)
+    if target.style == "legacy":
+        from gradcli.autograd.function import _legacy_hint
+
+        res.hint = _legacy_hint(target.cls)
+    abspath = os.path.realpath(sys.modules[target.cls.__module__].__file__)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            cases = build_cases(target, options.specs, seed=options.seed, dtype=options.dtype, shape=options.shape)
+            announce([c.records for c in cases])
+            be = backend_for(target.backend)
+            for case in cases:
+                res.cases.append(_check_case(target, case, be, options, gradcheck, forward_problem, abspath))
+        except NoInputs as e:
+            res.status, res.message = "skip", str(e)
+        except (Exception, SystemExit) as e:
+            _set_error(res, e, abspath)
+    if res.cases and res.status == "pass":
+        statuses = [c.status for c in res.cases]
+        res.status = next((s for s in ("error", "fail") if s in statuses),
+                          "skip" if all(s == "skip" for s in statuses) else "pass")
+        bad = [(i, c) for i, c in enumerate(res.cases) if c.status == res.status and c.message]
+        if bad:
+            i, case = bad[0]
+            res.message = (f"input set {i + 1} of {len(res.cases)}: " if len(res.cases) > 1 else "") + case.message
+    if res.status == "pass" and res.hint:
+        res.message = "legacy instance-style Function: migrate to @staticmethod forward(ctx, ...)/backward(ctx, ...)"
+    res.duration = time.perf_counter() - start
+    return res
+
+
+def _check_case(target, case, be, options, gradcheck, forward_problem, abspath) -> CaseResult:
+    out = CaseResult(case.records)
+    try:
+        why = forward_problem(be, target.fn, case.args)
+        if why is not None:
+            out.status = "error"
+            out.message = f"{why} at the given inputs: not checked; choose inputs inside forward's domain"
+            return out
+        report = gradcheck(target.fn, case.args, **options.gradcheck)
+    except (Exception, SystemExit) as e:
+        out.status, line = "error", None
+        out.message, line = describe_exception(e, abspath)
+        return out
+    out.report, out.status = report, report.status
+    failed = report.failures
+    if failed:
+        out.message = f"{failed[0].name}: {failed[0].message}"
+    return out
+
+
+def _set_error(res: FunctionResult, e: BaseException, abspath: str):
+    import traceback
+
+    res.status = "error"
+    res.message, line = describe_exception(e, abspath)
+    res.line = line or res.line
+    res.traceback = "".join(traceback.format_exception(e))
+
+
+# ----- one file: the messages a worker sends --------------------------------------------------------
+
+def file_messages(item, options: RunOptions, check: Callable):
+    """Import, collect, select and check one file, yielding ("kind", ...) messages in order."""
+    module = load_module(item)
+    if isinstance(module, LoadError):
+        yield ("load_error", module)
+        return
+    targets = collect(module, item)
+    chosen, missing = select_targets(targets, item, options.keyword)
+    yield ("collected", [t.info() for t in targets], [t.name for t in chosen], missing)
+    if options.collect_only:
+        return
+    for target in chosen:
+        yield ("start", target.name)
+        result = check(target, options)
+        yield ("result", result)
+        if options.exitfirst and result.status in BAD:
+            return
+
+
+class _Collector:
+    """Turns messages into a RunResult, in file order, and tells the events."""
+
+    def __init__(self, items, options: RunOptions, events: RunEvents):
+        self.run = RunResult(seed=options.seed)
+        self.items = items
+        self.events = events
+        self.per_file = {item.path: [] for item in items}
+        self.finished = set()
+        self.emitted = 0
+        self.stop = False
+        self.exitfirst = options.exitfirst
+
+    def handle(self, item, message):
+        kind = message[0]
+        if kind == "load_error":
+            err = message[1]
+            self._add(item, FunctionResult(item.path, None, _guess_backend(item.abspath),
+                                           "skip" if err.skip else "error", err.message, line=err.line,
+                                           traceback=err.traceback))
+        elif kind == "collected":
+            infos, chosen, missing = message[1:]
+            self.run.collected += len(infos)
+            self.run.deselected += len(infos) - len(chosen)
+            self.run.not_found += [f"{item.path}::{n}" for n in missing]
+            self.run.collected_names += [i for i in infos if i.name in chosen]
+            self.events.collected(len(chosen))
+        elif kind == "start":
+            self.events.started(item.path, message[1])
+        elif kind == "result":
+            self._add(item, message[1])
+
+    def _add(self, item, result: FunctionResult):
+        self.per_file[item.path].append(result)
+        self.events.result(result)
+        if self.exitfirst and result.status in BAD:
+            self.stop = True
+
+    def file_finished(self, item):
+        self.finished.add(item.path)
+        while self.emitted < len(self.items) and self.items[self.emitted].path in self.finished:
+            path = self.items[self.emitted].path
+            self.run.results += self.per_file[path]
+            self.events.file_done(path, self.per_file[path])
+            self.emitted += 1
+
+    def result(self, start: float) -> RunResult:
+        for item in self.items[self.emitted:]:  # interrupted: keep what finished
+            self.run.results += self.per_file[item.path]
+        self.run.duration = time.perf_counter() - start
+        return self.run
+
+
+def _guess_backend(abspath: str) -> str:
+    import re
+
+    try:
+        with open(abspath, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return "gradcli"
+    return "torch" if re.search(r"^\s*(import torch|from torch[ .])", text, re.M) else "gradcli"
+
+
+# ----- the run ---------------------------------------------------------------------------------------
+
+def run(items, options: RunOptions, events: Optional[RunEvents] = None) -> RunResult:
+    """Check every file in ``items`` (from discovery.expand_paths)."""
+    events = events or RunEvents()
+    start = time.perf_counter()
+    collector = _Collector(items, options, events)
+    if not (options.isolate and hasattr(os, "fork")):
+        for item in items:
+            if collector.stop:
+                break
+            for message in file_messages(item, options, check_target):
+                collector.handle(item, message)
+            collector.file_finished(item)
+        return collector.result(start)
+    try:
+        _run_workers(items, options, collector)
+    except KeyboardInterrupt:
+        collector.run.interrupted = True
+    return collector.result(start)
+
+
+# ----- isolation: worker per file, checker per Function --------------------------------------------
+
+_HEADER = struct.Struct("!Q")
+
+
+def _send(fd: int, obj):
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Frames:
+    """Reassembles pickled frames from a pipe read in arbitrary chunks."""
+
+    def __init__(self):
+        self.buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list:
+        self.buffer += chunk
+        out = []
+        while len(self.buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self.buffer)
+            if len(self.buffer) < _HEADER.size + size:
+                break
+            out.append(pickle.loads(bytes(self.buffer[_HEADER.size:_HEADER.size + size])))
+            del self.buffer[:_HEADER.size + size]
+        return out
+
+
+def _fork(body: Callable[[int], None], new_group: bool = False) -> tuple:
+    """Fork a child running ``body(write_fd)`` (in its own process group if ``new_group``);
+    returns (pid, read_fd)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns
+        code = 0
+        try:
+            os.close(r)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if new_group:
+                os.setpgid(0, 0)  # Ctrl-C at the terminal reaches the parent only; it kills the group
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            body(w)
+        except BaseException:  # noqa: BLE001 -- a child must never fall back into the parent's code
+            import traceback
+
+            traceback.print_exc()  # into the captured output, shown with the error result
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+_CAPTURE: list = []  # the temporary file a worker's (and its checkers') fds 1 and 2 point to
+
+
+def _capture() -> int:
+    """Send this process's fds 1 and 2 to a temporary file (once); returns its fd, to read back."""
+    if not _CAPTURE:
+        _CAPTURE.append(tempfile.TemporaryFile())
+        os.dup2(_CAPTURE[0].fileno(), 1)
+        os.dup2(_CAPTURE[0].fileno(), 2)
+    return _CAPTURE[0].fileno()
+
+
+def _read_output(fd: int) -> str:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, MAX_OUTPUT + 1).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return text if len(text) <= MAX_OUTPUT else text[:MAX_OUTPUT] + "\n[... output truncated]"
+
+
+def _died(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return f"killed by signal {signal.Signals(sig).name}" if sig in signal.Signals._value2member_map_ else \
+            f"killed by signal {sig}"
+    return f"exited with code {os.waitstatus_to_exitcode(status)}"
+
+
+def _check_in_child(target, options: RunOptions) -> FunctionResult:
+    """Run check_target in a forked checker; time it out; turn a dead child into an error result."""
+    out_fd = _capture()
+
+    def body(w):
+        result = check_target(target, options, announce=lambda records: _send(w, ("cases", records)))
+        result.output = _read_output(out_fd)
+        try:
+            _send(w, ("result", result))
+        except Exception as e:  # noqa: BLE001 -- e.g. an unpicklable object in a report
+            _send(w, ("result", FunctionResult(result.file, result.function, result.backend, "error",
+                                               f"could not transfer the result: {type(e).__name__}: {e}")))
+
+    os.lseek(out_fd, 0, os.SEEK_SET)
+    os.ftruncate(out_fd, 0)
+    start = time.perf_counter()
+    pid, fd = _fork(body)
+    frames, cases, result, timed_out = _Frames(), [], None, False
+    deadline = time.monotonic() + options.timeout
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
+                timed_out = True
+                os.kill(pid, signal.SIGKILL)
+                break
+            chunk = pipe.read(1 << 20)
+            if not chunk:
+                break
+            for kind, payload in frames.feed(chunk):
+                if kind == "cases":
+                    cases = payload
+                else:
+                    result = payload
+    _, status = os.waitpid(pid, 0)
+    if result is not None:
+        return result
+    why = f"timed out after {options.timeout:g} s (--timeout)" if timed_out else \
+        f"the checking process {_died(status)} without a result (os._exit or a crash in user code?)"
+    return FunctionResult(target.file, target.name, target.backend, "error", why, line=target.line,
+                          backward_line=target.backward_line, style=target.style,
+                          cases=[CaseResult(records, "error", why) for records in cases],
+                          output=_read_output(out_fd), duration=time.perf_counter() - start)
+
+
+def _worker_body(item, options: RunOptions, w: int):
+    _capture()  # user code's prints never reach the terminal
+    for message in file_messages(item, options, _check_in_child):
+        _send(w, message)
+        if message[0] == "collected" and not options.collect_only:
+            import gradcli.check.gradcheck  # noqa: F401 -- load once here, shared by every checker
+
+
+class _Worker:
+    def __init__(self, item, options: RunOptions):
+        self.item = item
+        self.pid, self.fd = _fork(lambda w: _worker_body(item, options, w), new_group=True)
+        try:
+            os.setpgid(self.pid, self.pid)
+        except OSError:
+            pass
+        self.frames = _Frames()
+        self.current = None  # Function being checked
+        self.deadline = time.monotonic() + options.timeout  # importing the file
+
+    def kill(self):
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _run_workers(items, options: RunOptions, collector: _Collector):
+    jobs = 1 if options.exitfirst else max(1, options.jobs)
+    # Files that import torch are the slowest to start: begin them first (output keeps file order).
+    queue = sorted(items, key=lambda it: _guess_backend(it.abspath) != "torch")
+    active: dict = {}
+    try:
+        while queue or active:
+            while queue and len(active) < jobs and not collector.stop:
+                worker = _Worker(queue.pop(0), options)
+                active[worker.fd] = worker
+            if not active:
+                break
+            timeout = max(0.0, min(w.deadline for w in active.values()) - time.monotonic())
+            ready = select.select(list(active), [], [], timeout)[0]
+            for fd in ready:
+                worker = active[fd]
+                chunk = os.read(fd, 1 << 20)
+                for message in worker.frames.feed(chunk):
+                    if message[0] == "start":
+                        worker.current = message[1]
+                    elif message[0] == "result":
+                        worker.current = None
+                    worker.deadline = time.monotonic() + options.timeout + KILL_GRACE
+                    collector.handle(worker.item, message)
+                if not chunk:
+                    _finish(active.pop(fd), collector, killed=False)
+            for fd, worker in list(active.items()):
+                if time.monotonic() > worker.deadline:
+                    worker.kill()
+                    _finish(active.pop(fd), collector, killed=True, timeout=options.timeout)
+    finally:
+        for worker in active.values():  # interrupted: kill what still runs
+            worker.kill()
+            os.waitpid(worker.pid, 0)
+            os.close(worker.fd)
+
+
+def _finish(worker: _Worker, collector: _Collector, killed: bool, timeout: float = 0.0):
+    _, status = os.waitpid(worker.pid, 0)
+    os.close(worker.fd)
+    if killed or status != 0:
+        what = f"timed out after {timeout:g} s" if killed else _died(status)
+        name = worker.current
+        message = (f"checking stopped: the worker process {what}" if name else
+                   f"importing the file {what}" if killed else f"the worker process {what} while importing")
+        collector.handle(worker.item, ("result", FunctionResult(worker.item.path, name,
+                                                                 _guess_backend(worker.item.abspath),
+                                                                 "error", message)))
+    collector.file_finished(worker.item)

@@ -1,0 +1,159 @@
+"""The automatic estimation pipeline over one line function.
+
+``estimate_line`` picks, per element, the most accurate estimate that can be trusted:
+
+1. a central difference (5 evaluations) — cheap, with an error estimate and one-sided
+   derivatives that reveal kinks;
+2. the complex step (1 evaluation), accepted only where the forward took complex input and
+   the result agrees with the central difference within their errors (abs/max/comparisons
+   break the complex step, and are caught here);
+3. Richardson extrapolation for the remaining smooth elements (rejected or unavailable complex step).
+
+Kink elements keep the central value and their one-sided derivatives: a checker accepts any
+value between them.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from gradcli.numeric.estimators import (
+    EPS64,
+    Estimate,
+    agree,
+    central_difference,
+    complex_step,
+    richardson,
+)
+
+METHODS = ("auto", "complex_step", "richardson", "central")
+
+
+class Line:
+    """g(t) for the elements of one estimation problem.
+
+    ``evaluate(t, rows)`` returns g(t) restricted to the given rows of its first axis (all rows
+    when ``rows`` is None); lines that cannot evaluate a subset cheaply may ignore ``rows`` and
+    slice. ``g0`` is g(0); ``magnitude`` the scale of one evaluation's rounding error (e.g.
+    |v|ᵀ|f(x)| for a projection, whose cancellation |vᵀf| would hide); ``complex_ok`` whether
+    complex t may be tried.
+    """
+
+    def __init__(
+        self,
+        evaluate: Callable,
+        g0: np.ndarray,
+        magnitude: Optional[np.ndarray] = None,
+        complex_ok: bool = False,
+    ):
+        self.evaluate = evaluate
+        self.g0 = np.asarray(g0)
+        self.magnitude = magnitude
+        self.complex_ok = complex_ok
+
+    def restricted(self, rows: np.ndarray) -> Callable:
+        return lambda t: self.evaluate(t, rows)
+
+
+def _rows_needing(mask: np.ndarray) -> np.ndarray:
+    """Indices along the first axis holding at least one True element."""
+    if mask.ndim == 0:
+        return np.arange(1) if mask else np.arange(0)
+    return np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+
+
+def estimate_line(line: Line, method: str = "auto", eps: float = EPS64) -> Estimate:
+    """Estimate dg/dt at 0 for every element of the line, with per-element error estimates.
+
+    Returns an Estimate whose ``method`` is "complex_step", "richardson", "central" or "mixed",
+    with ``used_complex`` (where the complex step was used) and ``kink`` (where the one-sided
+    derivatives disagree) filled in.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+    scalar = line.g0.ndim == 0
+    g0 = line.g0.reshape(1) if scalar else line.g0
+    magnitude = None if line.magnitude is None else np.asarray(line.magnitude)
+    if scalar and magnitude is not None:
+        magnitude = magnitude.reshape(1)
+
+    def evaluate(t, rows=None):
+        if scalar:  # a 0-d line has one element: nothing to select
+            return np.asarray(line.evaluate(t, None)).reshape(1)
+        return np.asarray(line.evaluate(t, rows))
+
+    def sliced(rows):
+        return (lambda t: evaluate(t, rows)), g0[rows], (None if magnitude is None else magnitude[rows])
+
+    if method == "richardson":
+        result = richardson(evaluate, eps=eps, g0=g0, magnitude=magnitude)
+        result.used_complex = np.zeros(g0.shape, dtype=bool)
+        result.kink = result.kinks(eps)
+        return _unwrap(result, scalar)
+
+    central = central_difference(evaluate, eps=eps, g0=g0, magnitude=magnitude)
+    kink = central.kinks(eps)
+    used_complex = np.zeros(g0.shape, dtype=bool)
+    result = central
+    if method == "central":
+        result.used_complex, result.kink = used_complex, kink
+        return _unwrap(result, scalar)
+
+    evaluations = central.evaluations
+    value, error = central.value.copy(), central.error.copy()
+    left, right = central.left.copy(), central.right.copy()
+    left_error, right_error = central.left_error.copy(), central.right_error.copy()
+    if line.complex_ok:
+        try:
+            cs = complex_step(evaluate, eps=eps)
+        except Exception:  # the forward rejected complex input after all: real methods only
+            cs = None
+        if cs is not None and cs.value.shape == value.shape:
+            evaluations += cs.evaluations
+            used_complex = agree(cs, central) & ~kink & np.isfinite(cs.value)
+            value = np.where(used_complex, cs.value, value)
+            error = np.where(used_complex, cs.error, error)
+
+    refine = ~used_complex & ~kink
+    rows = _rows_needing(refine)
+    if rows.size:
+        line_rows, g0_rows, magnitude_rows = sliced(rows)
+        refined = richardson(line_rows, eps=eps, g0=g0_rows, magnitude=magnitude_rows)
+        evaluations += refined.evaluations
+        # Richardson may fail where every step left the domain: keep the central value there.
+        take = refine[rows] & np.isfinite(refined.value)
+        for target, source in (
+            (value, refined.value),
+            (error, refined.error),
+            (left, refined.left),
+            (right, refined.right),
+            (left_error, refined.left_error),
+            (right_error, refined.right_error),
+        ):
+            target[rows] = np.where(take, source, target[rows])
+
+    label = _label(used_complex, kink)
+    result = Estimate(value, error, label, left, right, left_error, right_error, evaluations, used_complex, kink)
+    return _unwrap(result, scalar)
+
+
+def _label(used_complex, kink) -> str:
+    smooth = ~kink
+    if not smooth.any():
+        return "central"
+    if used_complex[smooth].all():
+        return "complex_step"
+    if not used_complex.any():
+        return "richardson"
+    return "mixed"
+
+
+def _unwrap(result: Estimate, scalar: bool) -> Estimate:
+    if not scalar:
+        return result
+    for name in ("value", "error", "left", "right", "left_error", "right_error", "used_complex", "kink"):
+        array = getattr(result, name, None)
+        if array is not None:
+            setattr(result, name, np.asarray(array).reshape(()))
+    return result

@@ -1,0 +1,108 @@
+"""Where ``gradcli check`` output goes: the chosen renderer (streamed per file, or after the
+progress bar), the progress bar on stderr, and the --json / --junit files."""
+from __future__ import annotations
+
+import os
+import sys
+
+from gradcli.check.runner import RunEvents
+
+PROGRESS_MIN_FUNCTIONS = 4  # "more than a few"
+
+
+def choose_format(requested: str) -> str:
+    """auto -> rich on a colour terminal, plain for NO_COLOR, pipes and dumb terminals."""
+    if requested != "auto":
+        return requested
+    tty = sys.stdout.isatty()
+    if not tty or "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return "plain"
+    return "rich"
+
+
+def make_renderer(fmt: str, seed: int, verbose: bool, console=None):
+    from gradcli.report.terminal import PlainRenderer, RichRenderer
+
+    if fmt == "rich":
+        if console is None:
+            from rich.console import Console
+
+            console = Console()
+        return RichRenderer(console, seed, verbose)
+    return PlainRenderer(lambda text: print(text, flush=False), seed, verbose)
+
+
+class Output(RunEvents):
+    """RunEvents that render as files finish, with a progress bar on a terminal's stderr."""
+
+    def __init__(self, fmt: str, seed: int, verbose: bool, progress: bool = None):
+        self.fmt = fmt
+        self.renderer = make_renderer(fmt, seed, verbose)
+        self.show_progress = sys.stderr.isatty() if progress is None else progress
+        self.deferred = []  # (path, results) rendered after the progress bar when it may be shown
+        self.progress = None
+        self.task = None
+        self.total = 0
+
+    # RunEvents
+    def collected(self, count: int):
+        self.total += count
+        if self.show_progress and self.progress is None and self.total >= PROGRESS_MIN_FUNCTIONS:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task("", total=self.total, completed=self._done)
+        elif self.progress is not None:
+            self.progress.update(self.task, total=self.total)
+
+    _done = 0
+
+    def started(self, file: str, name: str):
+        if self.progress is not None:
+            self.progress.update(self.task, description=f"{file}::{name}")
+
+    def result(self, result):
+        self._done += 1
+        if self.progress is not None:
+            self.progress.update(self.task, completed=self._done)
+
+    def file_done(self, path: str, results: list):
+        if self.show_progress:
+            self.deferred.append((path, results))
+        else:
+            self.renderer.file(path, results)
+            sys.stdout.flush()
+
+    def finish(self, run, collect_only: bool = False):
+        if self.progress is not None:
+            self.progress.stop()
+        if collect_only:
+            self.renderer.collect_only(run)
+            return
+        if run.interrupted:  # files that never finished still show what was checked
+            shown = {p for p, _ in self.deferred}
+            for r in run.results:
+                if r.file not in shown:
+                    shown.add(r.file)
+                    self.deferred.append((r.file, [x for x in run.results if x.file == r.file]))
+        for path, results in self.deferred:
+            self.renderer.file(path, results)
+        if self.fmt == "github":
+            from gradcli.report.machine import github_annotations
+
+            for line in github_annotations(run):
+                print(line)
+        self.renderer.finish(run)
+
+
+def write_files(run, json_path=None, junit_path=None):
+    """Write --json / --junit; raises OSError with the path in its message."""
+    from gradcli.report.machine import json_text, junit_xml
+
+    for path, make in ((json_path, json_text), (junit_path, junit_xml)):
+        if path:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(make(run))

@@ -1,0 +1,179 @@
+"""What the ``gradcli check`` renderers show, independent of how: table rows, failure details,
+heat-map levels and the reproduction command. Plain strings and lists; no rich, no colour."""
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass, field
+from typing import Optional
+
+HEAT_LEVELS = 5  # 0: within tolerance, 1..4: growing share of the largest error
+HEAT_MAX_ROWS, HEAT_MAX_COLS = 12, 40
+COLUMNS = ("Function", "input", "shape", "max abs err", "max rel err", "method", "status")
+
+
+@dataclass
+class Row:
+    function: str
+    input: str
+    shape: str
+    abs_err: str
+    rel_err: str
+    method: str
+    status: str  # pass | fail | error | skip
+
+    def cells(self) -> tuple:
+        return (self.function, self.input, self.shape, self.abs_err, self.rel_err, self.method, self.status.upper())
+
+
+@dataclass
+class HeatMap:
+    label: str  # "x (|analytic - numeric|, max 2.2e+00 at [1, 2])"
+    levels: list  # rows of ints in 0..HEAT_LEVELS-1
+    note: str = ""  # e.g. "8x8 blocks of 100x100, max per block"
+
+
+@dataclass
+class Detail:
+    """One failure/error panel: a title and lines of (kind, text); kinds style the text."""
+
+    status: str
+    title: str
+    lines: list = field(default_factory=list)  # (kind, text); kind in check|worst|finding|hint|inputs|repro|output|trace
+    heatmaps: list = field(default_factory=list)
+
+
+def fmt(value, spec: str = ".1e") -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value  # "nan", "inf" from json_safe
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return format(value, spec)
+
+
+def fmt_shape(shape, ascii_only: bool = False) -> str:
+    if not shape:
+        return "scalar"
+    return ("x" if ascii_only else "×").join(str(int(s)) for s in shape)
+
+
+def label(result, case_index: int) -> str:
+    name = result.function or "(file)"
+    return f"{name}[{case_index + 1}]" if len(result.cases) > 1 else name
+
+
+def rows(result, ascii_only: bool = False) -> list:
+    """Table rows for one FunctionResult: one per (input set, differentiable input) plus one per
+    failed Function-level check; a single row when nothing was checked."""
+    dash = "-" if ascii_only else "—"
+    blank = lambda name, status: Row(name, dash, dash, dash, dash, dash, status)  # noqa: E731
+    out = []
+    for i, case in enumerate(result.cases):
+        name = label(result, i)
+        report = case.report
+        if report is None:
+            out.append(blank(name, case.status))
+            continue
+        for r in report.inputs:
+            status = r.status if r.status != "skip" else report.status
+            out.append(Row(name, r.name, fmt_shape(r.shape, ascii_only), fmt(r.max_abs_error), fmt(r.max_rel_error),
+                           r.method or dash, status))
+            name = ""
+        for c in report.checks:
+            if c.status == "fail" and c.name != "values":
+                out.append(Row(name, f"({c.name})", "", "", "", "", "fail"))
+                name = ""
+        if not report.inputs and not any(c.status == "fail" and c.name != "values" for c in report.checks):
+            out.append(blank(name, report.status))
+    if not out:
+        out.append(blank(result.function or "(import)", result.status))
+    return out
+
+
+def input_summary(records) -> str:
+    """``x = float64[3,4]@(-2,2) (auto), bias = none``."""
+    parts = []
+    for rec in records:
+        what = rec.get("spec")
+        if what is None:
+            if rec.get("type") == "tensor":
+                what = f"{rec['dtype']}[{','.join(str(s) for s in rec['shape'])}]"
+                if rec.get("value") is not None and len(str(rec["value"])) <= 60:
+                    what += f" = {rec['value']}"
+            else:
+                what = repr(rec.get("value"))
+        parts.append(f"{rec['name']} = {what} ({rec['source']})")
+    return ", ".join(parts) if parts else "no arguments"
+
+
+def repro_command(result, records, seed: int) -> str:
+    """A command line that re-runs this check with the same inputs."""
+    cmd = ["gradcli", "check", f"{result.file}::{result.function}", "--seed", str(seed)]
+    for rec in records:
+        if rec.get("source") in ("auto", "cli") and rec.get("spec"):
+            cmd += ["--input", f"{rec['name']}={rec['spec']}"]
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+def heatmap(r, ascii_only: bool = False) -> Optional[HeatMap]:
+    """Where the error lives in a 1-D or 2-D input (block maxima when larger than the panel)."""
+    errors = r.error_map()
+    if errors is None or errors.ndim not in (1, 2) or errors.size < 2:
+        return None
+    import numpy as np
+
+    grid = np.atleast_2d(np.nan_to_num(np.asarray(errors, dtype=float), nan=np.inf))
+    finite = grid[np.isfinite(grid)]
+    top = float(finite.max()) if finite.size else 0.0
+    note = ""
+    if grid.shape[0] > HEAT_MAX_ROWS or grid.shape[1] > HEAT_MAX_COLS:
+        by, bx = -(-grid.shape[0] // HEAT_MAX_ROWS), -(-grid.shape[1] // HEAT_MAX_COLS)
+        padded = np.full((-(-grid.shape[0] // by) * by, -(-grid.shape[1] // bx) * bx), 0.0)
+        padded[:grid.shape[0], :grid.shape[1]] = grid
+        grid = padded.reshape(padded.shape[0] // by, by, padded.shape[1] // bx, bx).max(axis=(1, 3))
+        note = f"each cell is the max over a {by}x{bx} block"
+    threshold = r.tolerance if r.tolerance is not None else 0.0
+    scaled = np.where(np.isfinite(grid), grid / top if top > 0 else 0.0, 1.0)
+    levels = np.where(grid <= threshold, 0, 1 + np.minimum(HEAT_LEVELS - 2, (scaled * (HEAT_LEVELS - 1)).astype(int)))
+    where = f" at {list(r.worst.index)}" if r.worst is not None else ""
+    return HeatMap(f"{r.name} (|analytic - numeric|, max {fmt(top)}{where})", levels.tolist(), note)
+
+
+def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -> Detail:
+    """The panel for a failed or errored Function."""
+    where = f"{result.file}:{result.line}" if result.line else result.file
+    bwd = f", backward at line {result.backward_line}" if result.backward_line and result.status == "fail" else ""
+    d = Detail(result.status, f"{result.status.upper()}  {result.function or '(import)'}  ({where}{bwd})")
+    if not result.cases:
+        d.lines.append(("check", result.message))
+    for i, case in enumerate(result.cases):
+        if case.status not in ("fail", "error"):
+            continue
+        prefix = f"input set {i + 1}: " if len(result.cases) > 1 else ""
+        report = case.report
+        if report is None:
+            d.lines.append(("check", prefix + case.message))
+        else:
+            for c in report.failures:
+                d.lines.append(("check", f"{prefix}{c.name}: {c.message}"))
+            for r in report.inputs:
+                if r.status == "fail" and r.worst is not None:
+                    w = r.worst
+                    d.lines.append(("worst", f"worst element {r.name}{list(w.index)}: analytic {fmt(w.analytic, '.10g')}, "
+                                             f"numeric {fmt(w.numeric, '.10g')} (tolerance {fmt(r.tolerance)})"))
+                    hm = heatmap(r, ascii_only)
+                    if hm is not None:
+                        d.heatmaps.append(hm)
+            for f in report.diagnosis:
+                d.lines.append(("finding", f"Looks like: {f.message}"))
+                if f.hint:
+                    d.lines.append(("hint", f"  hint: {f.hint}"))
+        d.lines.append(("inputs", f"inputs: {input_summary(case.inputs)}"))
+        d.lines.append(("repro", f"reproduce: {repro_command(result, case.inputs, seed)}"))
+    if result.output.strip():
+        d.lines.append(("output", "captured output:\n" + result.output.rstrip()))
+    if verbose and result.traceback:
+        d.lines.append(("trace", result.traceback.rstrip()))
+    return d

@@ -1,0 +1,84 @@
+"""Machine output of ``gradcli check``: the JSON report, JUnit XML and GitHub Actions annotations."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import time
+
+from gradcli.report import check_view as view
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def json_text(run) -> str:
+    """The ``--json`` document (schema in specs/check.md). Never NaN/Infinity."""
+    return json.dumps(run.to_dict(), indent=2, allow_nan=False) + "\n"
+
+
+def _xml(text: str) -> str:
+    return _XML_INVALID.sub("?", text or "")
+
+
+def _detail_text(result, seed: int) -> str:
+    d = view.detail(result, seed, verbose=True, ascii_only=True)
+    return "\n".join(text for _, text in d.lines)
+
+
+def junit_xml(run) -> str:
+    """JUnit XML as CI dashboards read it: one testsuite, one testcase per Function (or file that
+    failed to import), ``failure``/``error``/``skipped`` children."""
+    import xml.etree.ElementTree as ET
+
+    s = run.summary
+    counts = {"tests": str(len(run.results)), "failures": str(s["failed"]), "errors": str(s["errors"]),
+              "skipped": str(s["skipped"]), "time": f"{run.duration:.3f}"}
+    suites = ET.Element("testsuites", name="gradcli check", **counts)
+    suite = ET.SubElement(suites, "testsuite", name="gradcli check", **counts,
+                          timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"), hostname=socket.gethostname())
+    for r in run.results:
+        module = os.path.splitext(r.file)[0].replace(os.sep, ".").replace("/", ".").lstrip(".")
+        attrs = {"classname": module, "name": r.function or "(import)", "file": r.file,
+                 "time": f"{r.duration:.3f}"}
+        if r.line:
+            attrs["line"] = str(r.line)
+        case = ET.SubElement(suite, "testcase", **attrs)
+        if r.status == "fail":
+            ET.SubElement(case, "failure", message=_xml(r.message), type="GradientMismatch").text = \
+                _xml(_detail_text(r, run.seed))
+        elif r.status == "error":
+            ET.SubElement(case, "error", message=_xml(r.message), type="UserCodeError").text = \
+                _xml(_detail_text(r, run.seed))
+        elif r.status == "skip":
+            ET.SubElement(case, "skipped", message=_xml(r.message))
+        if r.output.strip():
+            ET.SubElement(case, "system-out").text = _xml(r.output)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(run) -> list:
+    """``::error file=…,line=…,title=…::message`` lines: failures point at the backward's line,
+    errors at the failing line of user code, skips become warnings."""
+    lines = []
+    for r in run.results:
+        if r.status == "pass":
+            continue
+        level = "warning" if r.status == "skip" else "error"
+        line = r.backward_line if r.status == "fail" and r.backward_line else r.line
+        props = f"file={_escape_prop(r.file)}" + (f",line={line}" if line else "")
+        title = f"gradcli check: {r.function or r.file} {'skipped' if r.status == 'skip' else r.status + 'ed' if r.status == 'fail' else 'error'}"
+        body = r.message
+        if r.status in ("fail", "error"):
+            body = _detail_text(r, run.seed)
+        lines.append(f"::{level} {props},title={_escape_prop(title)}::{_escape_data(body)}")
+    return lines

@@ -1,0 +1,133 @@
+"""Human output of ``gradcli check``: a rich table per file with failure panels, or plain text.
+
+Both renderers stream: ``file()`` is called as each file finishes, ``finish()`` once at the end.
+"""
+from __future__ import annotations
+
+from gradcli.report import check_view as view
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "skip": "yellow"}
+HEAT_RICH = ("·", "░", "▒", "▓", "█")
+HEAT_PLAIN = (".", "-", "+", "*", "#")
+
+
+class PlainRenderer:
+    """ASCII only, no colour: for NO_COLOR, pipes, CI logs and ``--format plain``."""
+
+    ascii_only = True
+
+    def __init__(self, write, seed: int = 0, verbose: bool = False):
+        self.write = write  # write(str): one line at a time
+        self.seed = seed
+        self.verbose = verbose
+
+    def file(self, path: str, results: list):
+        if not results:
+            return
+        self.write("")
+        self.write(path)
+        table = [view.COLUMNS] + [row.cells() for r in results for row in view.rows(r, ascii_only=True)]
+        widths = [max(len(str(line[i])) for line in table) for i in range(len(view.COLUMNS))]
+        for line in table:
+            self.write("  " + "  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip())
+        self.notes(results)
+
+    def notes(self, results: list):
+        for r in results:
+            if r.status in ("fail", "error"):
+                self.panel(view.detail(r, self.seed, self.verbose, ascii_only=self.ascii_only))
+            elif r.status == "skip":
+                self.write(f"  SKIP {r.function or r.file}: {r.message}")
+            if self.verbose and r.cases:
+                for i, case in enumerate(r.cases):
+                    self.write(f"  inputs {view.label(r, i)}: {view.input_summary(case.inputs)}")
+            if r.hint:
+                self.write(f"  note: {r.hint.splitlines()[0]}")
+                for line in r.hint.splitlines()[1:]:
+                    self.write("  " + line)
+
+    def panel(self, d: view.Detail):
+        self.write("")
+        self.write(d.title)
+        for _, text in d.lines:
+            for line in text.splitlines():
+                self.write("    " + line)
+        for hm in d.heatmaps:
+            self.write(f"    error map of {hm.label}:")
+            for row in hm.levels:
+                self.write("      " + " ".join(HEAT_PLAIN[v] for v in row))
+            self.write(f"      {HEAT_PLAIN[0]} within tolerance, {HEAT_PLAIN[-1]} largest error"
+                       + (f"; {hm.note}" if hm.note else ""))
+
+    def finish(self, run):
+        for selector in run.not_found:
+            self.write(f"error: not found: {selector}")
+        self.write(run.closing_line())
+
+    def collect_only(self, run):
+        for info in run.collected_names:
+            self.write(f"{info.file}::{info.name}  ({info.style}, {info.backend})")
+        for r in run.results:
+            self.write(f"{r.status.upper()} {r.file}: {r.message}")
+        n = len(run.collected_names)
+        self.write(f"{n} Function{'s' if n != 1 else ''} collected"
+                   + (f", {run.deselected} deselected" if run.deselected else "") + f" in {run.duration:.2f}s")
+        for selector in run.not_found:
+            self.write(f"error: not found: {selector}")
+
+
+class RichRenderer(PlainRenderer):
+    """The terminal view: box tables, coloured statuses, panels with heat-maps."""
+
+    ascii_only = False
+
+    def __init__(self, console, seed: int = 0, verbose: bool = False):
+        super().__init__(lambda text: console.print(text, markup=False, highlight=False), seed, verbose)
+        self.console = console
+
+    def file(self, path: str, results: list):
+        from rich.table import Table
+        from rich.text import Text
+
+        if not results:
+            return
+        table = Table(title=path, title_justify="left", title_style="bold", show_edge=True, pad_edge=False)
+        for name in view.COLUMNS:
+            numeric = name.startswith("max")
+            table.add_column(name, justify="right" if numeric else "left", no_wrap=name != "Function")
+        for r in results:
+            for row in view.rows(r):
+                cells = list(row.cells())
+                cells[-1] = Text(cells[-1], style=STATUS_STYLE.get(row.status, ""))
+                table.add_row(*cells)
+        self.console.print()
+        self.console.print(table)
+        self.notes(results)
+
+    def panel(self, d: view.Detail):
+        from rich.console import Group
+        from rich.panel import Panel
+        from rich.text import Text
+
+        styles = {"check": "bold", "worst": "", "finding": "bold magenta", "hint": "magenta", "inputs": "cyan",
+                  "repro": "cyan", "output": "dim", "trace": "dim"}
+        parts = [Text(text, style=styles.get(kind, "")) for kind, text in d.lines]
+        for hm in d.heatmaps:
+            grid = Text(f"error map of {hm.label}:\n")
+            for row in hm.levels:
+                for v in row:
+                    grid.append(HEAT_RICH[v] + " ", style="red" if v else "green")
+                grid.append("\n")
+            grid.append(f"{HEAT_RICH[0]} within tolerance, {HEAT_RICH[-1]} largest error"
+                        + (f"; {hm.note}" if hm.note else ""), style="dim")
+            parts.append(grid)
+        self.console.print(Panel(Group(*parts), title=d.title, title_align="left",
+                                 border_style=STATUS_STYLE.get(d.status, "")))
+
+    def finish(self, run):
+        for selector in run.not_found:
+            self.console.print(f"[bold red]error:[/] not found: {selector}", highlight=False)
+        s = run.summary
+        style = "bold red" if s["failed"] or s["errors"] or run.interrupted else \
+            "bold green" if s["passed"] else "bold yellow"
+        self.console.print(run.closing_line(), style=style, highlight=False)

@@ -1,0 +1,194 @@
+"""``gradcli diff`` end to end, minus printing: a DiffRequest in, a DiffResult (plain data) out.
+
+Order of work: parse everything first (all usage errors surface before any computing), differentiate,
+fork the budgeted child for the unbounded symbolic jobs (exact values, proofs, simplification), do the
+numeric work (engine, finite differences, counterexample search) while it runs, then collect.
+"""
+from dataclasses import dataclass, field
+from typing import Optional
+
+from gradcli.symbolic import caveats, formatting
+from gradcli.symbolic.budget import Budgeted
+from gradcli.symbolic.calculus import choose_variables, differentiate
+from gradcli.symbolic.errors import ExpressionError
+from gradcli.symbolic.exact import difference_is_zero, exact_values, simplified
+from gradcli.symbolic.model import DiffResult, Formula, Note
+from gradcli.symbolic.parser import make_symbol, parse, parse_value, split_assignments
+
+MAX_POINTS = 50
+
+
+@dataclass
+class DiffRequest:
+    expressions: list
+    wrt: Optional[list] = None
+    order: int = 1
+    hessian: bool = False
+    at: list = field(default_factory=list)
+    check: Optional[str] = None
+    assumptions: str = "real"
+    simplify: bool = True
+    simplify_timeout: float = 3.0
+    python_code: bool = False
+    emit_function: Optional[str] = None
+    style: str = "gradcli"
+
+
+def _styles(expr):
+    return {style: formatting.form(expr, style) for style in ("ascii", "unicode", "latex")}
+
+
+def parse_point(text, variables, assumptions):
+    """``x=3,y=pi/4`` (or a bare value for one variable) -> ({symbol: exact value}, "x=3, y=pi/4")."""
+    import sympy
+    names = [str(v) for v in variables]
+    pieces = split_assignments(text)
+    if len(pieces) == 1 and pieces[0][0] is None and len(names) == 1:
+        pieces = [(names[0], pieces[0][1], pieces[0][2])]
+    point = {}
+    for name, value_text, column in pieces:
+        if name is None:
+            raise ExpressionError(f"expected NAME=VALUE (variables: {', '.join(names)})", column, text, "--at")
+        if name not in names:
+            raise ExpressionError(f"{name!r} is not a variable (variables: {', '.join(names)})", column, text,
+                                  "--at")
+        value = parse_value(value_text, column, text, "--at")
+        if value.free_symbols:
+            raise ExpressionError(f"the value of {name} must be a number", column, text, "--at")
+        if assumptions != "complex" and not value.is_extended_real:
+            if value.evalf(30).as_real_imag()[1] != 0:
+                raise ExpressionError(f"the value of {name} is not real", column, text, "--at")
+        if assumptions == "positive" and not value.is_positive:
+            raise ExpressionError(f"{name} is declared --positive", column, text, "--at")
+        if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+            raise ExpressionError(f"the value of {name} is not finite", column, text, "--at")
+        point[make_symbol(name, assumptions)] = value
+    missing = [n for n in names if make_symbol(n, assumptions) not in point]
+    if missing:
+        raise ExpressionError(f"no value for {', '.join(missing)}", None, text, "--at")
+    ordered = {v: point[v] for v in variables}
+    return ordered, ", ".join(f"{v}={formatting.ascii(point[v])}" for v in variables)
+
+
+def _parse_inputs(request):
+    exprs = []
+    for k, text in enumerate(request.expressions):
+        try:
+            exprs.append(parse(text, request.assumptions).expr)
+        except ExpressionError as error:
+            raise error.in_source("expression" if len(request.expressions) == 1 else f"expression {k + 1}")
+    variables = choose_variables(exprs, request.wrt, lambda n: make_symbol(n, request.assumptions))
+    if not variables:
+        raise ExpressionError("the expression has no variables (name one with --wrt to get a zero derivative)")
+    if len(request.at) > MAX_POINTS:
+        raise ExpressionError(f"at most {MAX_POINTS} --at points")
+    points = [parse_point(text, variables, request.assumptions) for text in request.at]
+    answers = None
+    if request.check is not None:
+        if len(exprs) > 1:
+            raise ExpressionError("--check works with one expression")
+        from gradcli.symbolic.verify import parse_answers
+        answers = parse_answers(request.check, variables, request.assumptions)
+    return exprs, variables, points, answers
+
+
+def _jobs(request, derivs, points, answers):
+    jobs = []
+    items = [(entry.key, entry.expr) for entry in derivs.entries]
+    for k, (point, _) in enumerate(points):
+        jobs.append((("exact", k), exact_values, (items, derivs.definitions, point)))
+    by_key = {entry.key: entry for entry in derivs.entries}
+    for name, (_, answer) in (answers or {}).items():
+        jobs.append((("proof", name), difference_is_zero, (answer - by_key[(0, (name,))].expr,)))
+    if request.simplify and not derivs.definitions:
+        for entry in derivs.entries:
+            if entry.wrt:
+                jobs.append((("simplify", entry.key), simplified, (entry.expr,)))
+    return jobs
+
+
+def run(request):
+    """Compute everything ``gradcli diff`` reports. Raises ExpressionError for bad input (exit 2)."""
+    exprs, variables, points, answers = _parse_inputs(request)
+    if request.emit_function:
+        from gradcli.symbolic.emit import check_name
+        check_name(request.emit_function)
+    derivs = differentiate(exprs, variables, request.order, request.hessian)
+    if answers and derivs.definitions:
+        raise ExpressionError("--check needs an expression small enough for sympy.diff (this one is in CSE form)")
+    worker = Budgeted(_jobs(request, derivs, points, answers), request.simplify_timeout)
+
+    result = DiffResult(list(request.expressions), {s: [formatting.form(e, s) for e in exprs]
+                                                    for s in ("ascii", "unicode", "latex")},
+                        derivs.names, derivs.variable_names, request.assumptions, derivs.method,
+                        order=request.order, hessian=request.hessian)
+    result.warnings += caveats.scan(derivs.entries)
+    if points:
+        from gradcli.symbolic.evaluate import PointEvaluator
+        evaluator = PointEvaluator(derivs)
+        for point, text in points:
+            point_result, notes = evaluator.evaluate(point, text)
+            result.points.append(point_result)
+            result.warnings += notes
+    found = worker.collect()
+
+    final = _apply_simplification(request, derivs, found, result)
+    for k, point_result in enumerate(result.points):
+        status, exact = found.get(("exact", k), (None, None))
+        if status == "ok":
+            for cell in point_result.cells:
+                cell.exact = exact.get(cell.key)
+    if points and any(("exact", k) not in found for k in range(len(points))):
+        result.warnings.append(Note("budget", {s: f"exact values not computed within {request.simplify_timeout:g} s"
+                                               " (the floats are exact to the digits shown)"
+                                               for s in ("unicode", "ascii")}))
+    if answers:
+        _checks(result, derivs, answers, found, request)
+    if request.python_code:
+        from gradcli.symbolic.codegen import numpy_module
+        result.python_code = numpy_module(derivs, [(entry, final[entry.key]) for entry in derivs.entries])
+    if request.emit_function:
+        from gradcli.symbolic.emit import emit_function
+        jacobian = [[final[(i, (str(v),))] for v in variables] for i in range(len(exprs))]
+        result.python_code = emit_function(request.emit_function, derivs, jacobian, request.style,
+                                           request.assumptions)
+    failed = any(not p.ok for p in result.points) or any(c.verdict == "refuted" for c in result.checks)
+    result.exit_code = 1 if failed else 0
+    return result
+
+
+def _apply_simplification(request, derivs, found, result):
+    """Formulas from the simplified forms where simplify finished and helped; notes where it did not."""
+    final, unfinished = {}, []
+    for entry in derivs.entries:
+        expr, was_simplified = entry.expr, False
+        if entry.wrt and request.simplify and not derivs.definitions:
+            outcome = found.get(("simplify", entry.key))
+            if outcome is None:
+                unfinished.append(entry)
+            elif outcome[0] == "ok" and outcome[1] is not None:
+                expr, was_simplified = outcome[1], True
+        final[entry.key] = expr
+        if entry.wrt:
+            result.formulas.append(Formula(entry.key, {s: entry.label(s) for s in ("unicode", "ascii", "latex")},
+                                           _styles(expr), was_simplified))
+    if unfinished:
+        labels = {s: ", ".join(e.label(s) for e in unfinished) for s in ("unicode", "ascii")}
+        result.warnings.append(Note("simplify", {
+            s: f"simplification did not finish within {request.simplify_timeout:g} s for {labels[s]}: "
+               "showing the unsimplified form" for s in ("unicode", "ascii")}))
+    if derivs.definitions:
+        result.definitions = [(str(symbol), _styles(value)) for symbol, value in derivs.definitions]
+        result.info.append(f"large expression: gradient by reverse mode over its shared subexpressions, shown "
+                           f"in CSE form ({len(derivs.definitions)} definitions); simplification skipped")
+    return final
+
+
+def _checks(result, derivs, answers, found, request):
+    from gradcli.symbolic.verify import verdict
+    by_key = {entry.key: entry for entry in derivs.entries}
+    for name, (_text, answer) in answers.items():
+        entry = by_key[(0, (name,))]
+        proof = found.get(("proof", name))
+        result.checks.append(verdict(name, entry.label("ascii"), formatting.ascii(answer), entry.expr, answer,
+                                     derivs.variables, request.assumptions, proof, request.simplify_timeout))

@@ -1,0 +1,148 @@
+"""Text forms of expressions and numbers: ASCII (plain/JSON, parseable back), Unicode (terminal), LaTeX.
+
+SymPy's printers put negative terms first (``-1/x**2 + 1/(2*sqrt(x))``); people write the positive terms
+first (``1/(2*sqrt(x)) - 1/x**2``), so every printer here reorders Add terms that way (stable otherwise).
+Numbers are printed from a high-precision value, rounded to the digits shown, never from a float repr.
+"""
+import re
+
+import mpmath
+from sympy.printing.latex import LatexPrinter
+from sympy.printing.str import StrPrinter
+
+DIGITS = 10            # significant digits shown for values
+MAX_EXACT_CHARS = 48   # exact values longer than this are shown as floats only (JSON keeps them)
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _positive_first(terms):
+    return sorted(terms, key=lambda term: 1 if term.could_extract_minus_sign() else 0)
+
+
+class AsciiPrinter(StrPrinter):
+    def _as_ordered_terms(self, expr, order=None):
+        return _positive_first(super()._as_ordered_terms(expr, order))
+
+
+class UnicodePrinter(AsciiPrinter):
+    """√x, x², |x|, π; ``*`` and ``-`` are replaced afterwards (see ``unicode``)."""
+
+    def _print_Pow(self, expr, rational=False):
+        base, exp = expr.as_base_exp()
+        if exp.is_Rational and exp.q == 2 and exp.p == 1:
+            inner = self._print(base)
+            return "√" + (inner if base.is_Atom and not (base.is_Rational and base.q != 1) else f"({inner})")
+        if exp.is_Rational and exp.q == 2 and exp.p == -1:
+            return "1/" + self._print_Pow(base ** (exp * -1), rational)
+        if exp.is_Integer and exp > 1:
+            inner = self._print(base)
+            if not (base.is_Atom and not base.is_Rational) and not base.is_Function:
+                inner = f"({inner})"
+            return inner + str(exp).translate(_SUPERSCRIPT)
+        return super()._print_Pow(expr, rational).replace("**", "^")
+
+    def _print_Abs(self, expr):
+        return f"|{self._print(expr.args[0])}|"
+
+    def _print_Pi(self, expr):
+        return "π"
+
+    def _print_Exp1(self, expr):
+        return "e"
+
+
+class OrderedLatexPrinter(LatexPrinter):
+    def _as_ordered_terms(self, expr, order=None):
+        return _positive_first(super()._as_ordered_terms(expr, order))
+
+
+_COEFFICIENT = re.compile(r"(?<![\w.⁰¹²³⁴⁵⁶⁷⁸⁹√^/])(\d+)\*(?=[A-Za-z√(|π])")
+
+
+def ascii(expr):
+    return AsciiPrinter().doprint(expr)
+
+
+def unicode(expr):
+    text = UnicodePrinter().doprint(expr)
+    text = _COEFFICIENT.sub(r"\1", text)     # 4*y -> 4y, 2*√x -> 2√x
+    return text.replace("*", "·").replace("-", "−")
+
+
+def latex(expr):
+    return OrderedLatexPrinter().doprint(expr)
+
+
+def form(expr, style):
+    return {"ascii": ascii, "unicode": unicode, "latex": latex}[style](expr)
+
+
+# ---- derivative labels ----
+def _powers(wrt):
+    counts = {}
+    for name in wrt:
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def label(output_name, wrt, style="unicode"):
+    """``f``, ``∂f/∂x``, ``∂²f/∂x∂y``, ``∂²f/∂x²`` (unicode) or ``df/dx``, ``d2f/dxdy`` (ascii)."""
+    if not wrt:
+        return output_name
+    order = len(wrt)
+    counts = _powers(wrt)
+    if style == "unicode":
+        top = "∂" + (str(order).translate(_SUPERSCRIPT) if order > 1 else "")
+        bottom = "".join("∂" + name + (str(n).translate(_SUPERSCRIPT) if n > 1 else "") for name, n in counts.items())
+        return f"{top}{output_name}/{bottom}"
+    if style == "latex":
+        top = r"\partial" + (f"^{{{order}}}" if order > 1 else "")
+        bottom = " ".join(r"\partial " + name + (f"^{{{n}}}" if n > 1 else "") for name, n in counts.items())
+        return rf"\frac{{{top} {output_name}}}{{{bottom}}}"
+    top = "d" + (str(order) if order > 1 else "")
+    bottom = "".join("d" + name + (str(n) if n > 1 else "") for name, n in counts.items())
+    return f"{top}{output_name}/{bottom}"
+
+
+# ---- numbers ----
+def number(value, digits=DIGITS):
+    """A real (mpmath or float) rounded to ``digits`` significant digits: '10.06538414', '8', '-1.5e-12'."""
+    if value is None:
+        return "—"
+    value = mpmath.mpf(value) if not isinstance(value, mpmath.mpf) else value
+    if mpmath.isnan(value):
+        return "nan"
+    if mpmath.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == 0:
+        return "0"
+    text = mpmath.nstr(value, digits, min_fixed=-4, max_fixed=digits)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+        return f"{mantissa}e{int(exponent)}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def honest_digits(value, error, most=DIGITS):
+    """How many significant digits of ``value`` an absolute ``error`` leaves trustworthy (1..most)."""
+    import math
+    if error is None or not math.isfinite(error) or value == 0:
+        return most
+    if error <= 0:
+        return most
+    ratio = abs(value) / error
+    if ratio <= 1:
+        return 1
+    return max(1, min(most, int(math.floor(math.log10(ratio)))))
+
+
+def error_text(value):
+    if value is None:
+        return "—"
+    if value == 0:
+        return "0"
+    return f"{value:.1e}"

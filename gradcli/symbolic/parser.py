@@ -1,0 +1,241 @@
+"""Safe expression parser: lexer output -> ast.parse -> whitelist -> SymPy, built node by node.
+
+Nothing the user typed is ever executed: the text never reaches ``eval``/``sympify``/``parse_expr``.
+The lexer already guarantees the token set; the AST whitelist below is a second, independent wall, and
+the builder constructs every SymPy object itself. Bounds keep hostile input cheap: length and nesting
+(lexer), recursion depth and power sizes (here) - ``10**10**10`` is refused before SymPy computes it.
+"""
+import ast
+import math
+import sys
+from dataclasses import dataclass
+
+import sympy
+
+from gradcli.symbolic.errors import ExpressionError
+from gradcli.symbolic.functions import BUILDERS, CONSTANT_VALUES
+from gradcli.symbolic.lexer import MAX_LENGTH, lex
+from gradcli.symbolic.vocabulary import FUNCTIONS
+
+MAX_DEPTH = 100              # builder recursion; sums and products are flattened so they don't count
+MAX_EXPONENT = 10_000        # |n| in x**n for symbolic x (evaluating x**n exactly at a point must stay cheap)
+MAX_POWER_BITS = 100_000     # size of an exact numeric power such as 2**1000
+MAX_LITERAL_EXPONENT = 1_000  # 1e1000 is allowed, 1e100000 is not
+
+ASSUMPTIONS = {
+    "real": {"real": True},
+    "positive": {"positive": True},
+    "complex": {"complex": True},
+}
+
+_BINARY_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+_UNARY_OPS = (ast.UAdd, ast.USub)
+
+
+@dataclass
+class Parsed:
+    expr: object          # sympy.Expr
+    text: str             # what the user typed
+    python: str           # the plain-Python form after conveniences, for messages and JSON
+
+
+def make_symbol(name, assumptions="real"):
+    return sympy.Symbol(name, **ASSUMPTIONS[assumptions])
+
+
+class _Builder:
+    def __init__(self, text, lexed, assumptions):
+        self.text = text
+        self.lexed = lexed
+        self.assumptions = assumptions
+
+    def column(self, node):
+        offset = getattr(node, "col_offset", None)
+        if offset is None or not self.lexed.columns:
+            return None
+        return self.lexed.columns[min(offset, len(self.lexed.columns) - 1)]
+
+    def fail(self, message, node):
+        raise ExpressionError(message, self.column(node), self.text)
+
+    def build(self, node, depth=0):
+        if depth > MAX_DEPTH:
+            self.fail(f"expression nested more than {MAX_DEPTH} levels deep", node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            return self._sum(node, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+            return self._product(node, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            return self._power(node, depth)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, _UNARY_OPS):
+            operand = self.build(node.operand, depth + 1)
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.Call):
+            return self._call(node, depth)
+        if isinstance(node, ast.Name):
+            return self._name(node)
+        if isinstance(node, ast.Constant):
+            return self._number(node)
+        self.fail(f"unsupported syntax ({type(node).__name__})", node)
+
+    def _chain(self, node, ops):
+        """Left-associative chain a op b op c ... as [(op, operand)] without recursing down the spine."""
+        items = []
+        while isinstance(node, ast.BinOp) and isinstance(node.op, ops):
+            items.append((node.op, node.right))
+            node = node.left
+        items.append((None, node))
+        items.reverse()
+        return items
+
+    def _sum(self, node, depth):
+        terms = []
+        for op, operand in self._chain(node, (ast.Add, ast.Sub)):
+            value = self.build(operand, depth + 1)
+            terms.append(-value if isinstance(op, ast.Sub) else value)
+        return self._checked(sympy.Add(*terms), node)
+
+    def _product(self, node, depth):
+        factors = []
+        for op, operand in self._chain(node, (ast.Mult, ast.Div)):
+            value = self.build(operand, depth + 1)
+            if isinstance(op, ast.Div):
+                value = sympy.Pow(value, -1)
+            factors.append(value)
+        return self._checked(sympy.Mul(*factors), node)
+
+    def _power(self, node, depth):
+        base = self.build(node.left, depth + 1)
+        exponent = self.build(node.right, depth + 1)
+        self._guard_power(base, exponent, node)
+        return self._checked(sympy.Pow(base, exponent), node)
+
+    def _guard_power(self, base, exponent, node):
+        if not exponent.is_Rational:
+            return
+        size = abs(exponent)
+        if base.is_Rational:
+            if abs(base) in (0, 1):
+                return
+            bits = float(size) * max(1.0, math.log2(max(abs(base.p), base.q)))
+            if bits > MAX_POWER_BITS:
+                self.fail(f"power too large: {base}**{exponent} has about {bits:.3g} bits", node)
+        elif size > MAX_EXPONENT:
+            self.fail(f"exponent {exponent} is too large (at most {MAX_EXPONENT})", node)
+
+    def _checked(self, result, node):
+        """SymPy merges powers (x**100 * x**100, (x**100)**100): re-check what it built."""
+        for part in (result, *result.args):
+            if part.is_Pow and part.exp.is_Rational and not part.base.is_Rational \
+                    and abs(part.exp) > MAX_EXPONENT:
+                self.fail(f"exponent {part.exp} is too large (at most {MAX_EXPONENT})", node)
+        return result
+
+    def _call(self, node, depth):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            self.fail("only calls to known functions are allowed", node)
+        if node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
+            self.fail(f"{node.func.id}() takes plain arguments only", node)
+        name = node.func.id
+        low, high = FUNCTIONS[name]
+        count = len(node.args)
+        if count < low or (high is not None and count > high):
+            wanted = f"{low}" if low == high else (f"at least {low}" if high is None else f"{low} or {high}")
+            self.fail(f"{name}() takes {wanted} argument{'s' if wanted != '1' else ''}, got {count}", node)
+        args = [self.build(arg, depth + 1) for arg in node.args]
+        return self._checked(BUILDERS[name](*args), node)
+
+    def _name(self, node):
+        if not isinstance(node.ctx, ast.Load) or node.id.startswith("_"):
+            self.fail(f"name {node.id!r} is not allowed", node)
+        if node.id in FUNCTIONS:
+            self.fail(f"function {node.id!r} needs its argument in parentheses", node)
+        if node.id in CONSTANT_VALUES:
+            return CONSTANT_VALUES[node.id]
+        return make_symbol(node.id, self.assumptions)
+
+    def _number(self, node):
+        literal = self.lexed.numbers.get(node.col_offset)
+        if literal is None or isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            self.fail("unsupported constant", node)
+        mantissa, _, exponent = literal.lower().partition("e")
+        if exponent and abs(int(exponent)) > MAX_LITERAL_EXPONENT:
+            self.fail(f"number {literal} out of range (exponent at most {MAX_LITERAL_EXPONENT})", node)
+        if "." not in mantissa and not exponent:
+            return sympy.Integer(int(mantissa))
+        # Decimal literals are exact rationals (0.1 is 1/10), so "exact" results stay exact.
+        return sympy.Rational(literal)
+
+
+def _syntax_error(error, text, lexed):
+    offset = (error.offset or 1) - 1
+    if offset >= len(lexed.python):
+        return ExpressionError("unexpected end of expression", len(text) + 1, text)
+    column = lexed.columns[offset] if offset < len(lexed.columns) else None
+    return ExpressionError(f"unexpected {lexed.python[offset]!r}", column, text)
+
+
+def _validate(tree, text, lexed):
+    """Whitelist every node type before building anything (defence in depth behind the lexer)."""
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.Name, ast.Constant, ast.Load,
+               *_BINARY_OPS, *_UNARY_OPS)
+    for node in ast.walk(tree):
+        if not isinstance(node, allowed):
+            offset = getattr(node, "col_offset", None)
+            column = lexed.columns[offset] if offset is not None and offset < len(lexed.columns) else None
+            raise ExpressionError(f"unsupported syntax ({type(node).__name__})", column, text)
+
+
+def parse(text, assumptions="real"):
+    """Parse a calculator expression into SymPy without executing any of it. Raises ExpressionError."""
+    if assumptions not in ASSUMPTIONS:
+        raise ValueError(f"unknown assumptions {assumptions!r}")
+    lexed = lex(text)
+    # CPython converts long flat chains (x+x+...+x, legal within MAX_LENGTH) recursively; the lexer has
+    # already bounded real nesting, so a higher limit here only admits long sums, not deep trees.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * MAX_LENGTH))
+    try:
+        tree = ast.parse(lexed.python, mode="eval")
+    except SyntaxError as error:
+        raise _syntax_error(error, text, lexed) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise ExpressionError("expression too deeply nested to parse", None, text) from None
+    finally:
+        sys.setrecursionlimit(limit)
+    _validate(tree, text, lexed)
+    try:
+        expr = _Builder(text, lexed, assumptions).build(tree.body)
+    except RecursionError:
+        raise ExpressionError("expression too deeply nested", None, text) from None
+    return Parsed(expr, text, lexed.python)
+
+
+def split_assignments(text):
+    """``"x=3, y=max(1,2)"`` -> [(name, value_text, value_column)] split at top-level commas only."""
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            pieces.append((text[start:i], start))
+            start = i + 1
+    result = []
+    for piece, offset in pieces:
+        name, equals, value = piece.partition("=")
+        if not equals:
+            result.append((None, piece, offset + 1))
+            continue
+        result.append((name.strip(), value, offset + len(name) + 2))
+    return result
+
+
+def parse_value(text, column, whole, source, assumptions="real"):
+    """A value inside an option (``--at x=pi/4``): a parsed expression; errors point into the whole option."""
+    try:
+        return parse(text, assumptions).expr
+    except ExpressionError as error:
+        shifted = None if error.column is None else error.column + column - 1
+        raise ExpressionError(error.message, shifted, whole, source) from None

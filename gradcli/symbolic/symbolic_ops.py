@@ -1,0 +1,190 @@
+"""The engine's symbolic side: what its ops compute when a tensor holds SymPy expressions.
+
+Importing this module registers, for every row of the engine's unary table
+(``gradcli.autograd.ops.elementwise.UNARY``), a rule on numpy object arrays built from that table's own
+SymPy column (``elementwise.sympy_expr``): the table stays the one place per op. Binary arithmetic,
+matmul, sums, reshapes and indexing need nothing: numpy runs them on object arrays as they are.
+
+Comparisons are the other hook: when the engine offers ``SYMBOLIC_COMPARE`` (``Tensor._compare`` routes
+object arrays to it), ``x > 0`` on symbols becomes ``Indicator(x > 0)``, an expression worth 1 where
+the condition holds and 0 elsewhere, so masks such as relu's backward ``g * (x > 0)`` trace. An
+Indicator refuses to be a Python bool, so code that branches on it fails loudly (not traceable) instead
+of silently taking one branch.
+
+The rest are the rewrites every consumer (exact references, proofs) applies before doing mathematics:
+``almost_everywhere`` (derivatives of kinks: DiracDelta -> 0, Heaviside -> Indicator), and
+``exact_constants`` (float constants -> the exact numbers they stand for, with a note for each guess).
+"""
+import numpy as np
+import sympy
+from sympy import S
+
+from gradcli.autograd.ops import elementwise
+
+
+class Indicator(sympy.Function):
+    """1 where the condition holds, else 0: the value of a comparison mask on symbols."""
+
+    nargs = 1
+    is_real = True
+    is_finite = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, condition):
+        if condition is S.true or condition is True:
+            return S.One
+        if condition is S.false or condition is False:
+            return S.Zero
+        return None
+
+    def __bool__(self):
+        # numpy's bool conversions (np.where(mask), ~mask, if mask:) land here: refuse, so the
+        # trace stops as "data-dependent" instead of quietly treating every mask as true
+        raise TypeError(f"cannot determine truth value of the symbolic mask {self.args[0]}")
+
+    def _eval_derivative(self, symbol):
+        return S.Zero  # constant almost everywhere
+
+    def _eval_rewrite_as_Piecewise(self, condition, **kwargs):
+        return sympy.Piecewise((S.One, condition), (S.Zero, True))
+
+    def _sympystr(self, printer):
+        return "[%s]" % printer._print(self.args[0])
+
+
+_RELATIONS = {np.less: sympy.Lt, np.less_equal: sympy.Le, np.greater: sympy.Gt,
+              np.greater_equal: sympy.Ge, np.equal: sympy.Eq, np.not_equal: sympy.Ne}
+
+
+def _condition(value):
+    """The condition an element stands for: an Indicator's condition, or ``value != 0``."""
+    if isinstance(value, Indicator):
+        return value.args[0]
+    if isinstance(value, (bool, np.bool_)):
+        return sympy.true if value else sympy.false
+    return sympy.Ne(sympy.sympify(value), 0)
+
+
+def _compare_elements(np_op, a, b):
+    if np_op in _RELATIONS:
+        return Indicator(_RELATIONS[np_op](a, b))
+    if np_op is np.logical_and:
+        return Indicator(sympy.And(_condition(a), _condition(b)))
+    if np_op is np.logical_or:
+        return Indicator(sympy.Or(_condition(a), _condition(b)))
+    raise TypeError(f"no symbolic rule for {getattr(np_op, '__name__', np_op)}")
+
+
+_compare_vectorized = np.frompyfunc(_compare_elements, 3, 1)
+
+
+def symbolic_compare(np_op, a, b=None):
+    """``np_op(a, b)`` (a comparison or a logical op) on object arrays, as an array of Indicators."""
+    if np_op is np.logical_not:
+        out = np.frompyfunc(lambda e: Indicator(sympy.Not(_condition(e))), 1, 1)(a)
+    else:
+        out = _compare_vectorized(np_op, a, b)
+    return np.asarray(out, dtype=object)
+
+
+def _unary_rule(name):
+    element = np.frompyfunc(lambda e: elementwise.sympy_expr(name, sympy.sympify(e)), 1, 1)
+
+    def rule(a):
+        return np.asarray(element(a), dtype=object)  # frompyfunc returns a bare object for 0-d input
+
+    rule.__name__ = f"symbolic_{name}"
+    return rule
+
+
+def register():
+    """Fill the engine's symbolic hooks (idempotent; runs at import)."""
+    for name in elementwise.UNARY:
+        elementwise.SYMBOLIC_UNARY.setdefault(name, _unary_rule(name))
+    from gradcli.autograd import tensor
+    hooks = getattr(tensor, "SYMBOLIC_COMPARE", None)
+    if isinstance(hooks, dict):
+        hooks.setdefault("compare", symbolic_compare)
+
+
+def comparisons_trace():
+    """Whether the engine routes comparisons of symbolic tensors here (relu masks then trace)."""
+    from gradcli.autograd import tensor
+    return isinstance(getattr(tensor, "SYMBOLIC_COMPARE", None), dict)
+
+
+register()
+
+
+# ---- rewrites before mathematics ------------------------------------------------------------------
+def almost_everywhere(expr):
+    """Derivatives as they hold away from kinks: DiracDelta -> 0, Heaviside(a) -> Indicator(a > 0).
+
+    The value at a kink itself is a convention (SymPy's Heaviside(0) = 1/2, torch's relu'(0) = 0);
+    gradients are compared where the function is differentiable."""
+    if not isinstance(expr, sympy.Basic):
+        return sympy.sympify(expr)
+    if expr.has(sympy.DiracDelta):
+        expr = expr.replace(lambda e: isinstance(e, sympy.DiracDelta), lambda e: S.Zero)
+    if expr.has(sympy.Derivative):  # floor/ceiling/sign are flat away from their jumps
+        expr = expr.replace(lambda e: isinstance(e, (sympy.Derivative, sympy.Subs)) and _piecewise_constant(e),
+                            lambda e: S.Zero)
+        expr = expr.replace(lambda e: isinstance(e, sympy.Subs) and e.expr == 0, lambda e: S.Zero)
+    if expr.has(sympy.Heaviside):
+        expr = expr.replace(lambda e: isinstance(e, sympy.Heaviside), lambda e: Indicator(e.args[0] > 0))
+    return expr
+
+
+_FLAT = (sympy.floor, sympy.ceiling, sympy.sign, sympy.Heaviside)
+
+
+def _piecewise_constant(derivative):
+    inner = derivative.expr
+    while isinstance(inner, (sympy.Derivative, sympy.Subs)):
+        inner = inner.expr
+    return isinstance(inner, _FLAT + (Indicator,))
+
+
+def indicators_as_piecewise(expr):
+    if expr.has(Indicator):
+        expr = expr.replace(lambda e: isinstance(e, Indicator),
+                            lambda e: sympy.Piecewise((S.One, e.args[0]), (S.Zero, True)))
+    return expr
+
+
+_KNOWN_CONSTANTS = [sympy.pi, sympy.E]
+
+
+def exact_constant(value):
+    """The exact number a float constant in the code stands for, and a note if that is a guess.
+
+    A short decimal (0.5, 1.001, 1e-3) is read as written. A float with all 16-17 digits is usually
+    a computed constant (2/math.sqrt(math.pi) in erf's rule): it is identified with a closed form
+    in pi and e when one matches to the last bit, and read as its exact binary value otherwise."""
+    f = float(value)
+    text = repr(f)
+    digits = len(text.split("e")[0].replace("-", "").replace(".", "").lstrip("0"))
+    as_written = sympy.Rational(text)
+    if digits < 15 or not np.isfinite(f):
+        return as_written, None
+    try:
+        guess = sympy.nsimplify(f, _KNOWN_CONSTANTS, tolerance=4 * np.spacing(abs(f)))
+    except Exception:  # nsimplify gives up in odd ways on odd floats; the binary value is always right
+        return as_written, None
+    if guess.has(sympy.Float) or guess == as_written or float(guess) != f:
+        return as_written, None
+    return guess, f"the constant {text} was read as {guess}"
+
+
+def exact_constants(expr, notes=None):
+    """``expr`` with every Float replaced by ``exact_constant``; guesses appended to ``notes``."""
+    floats = expr.atoms(sympy.Float) if isinstance(expr, sympy.Basic) else ()
+    if not floats:
+        return expr
+    mapping = {}
+    for f in floats:
+        mapping[f], note = exact_constant(f)
+        if note and notes is not None and note not in notes:
+            notes.append(note)
+    return expr.xreplace(mapping)

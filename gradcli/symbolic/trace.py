@@ -1,0 +1,354 @@
+"""Symbolic tracing: run a Function's forward and backward on tensors of SymPy symbols.
+
+The engine's tensors accept numpy object arrays, so a Function written on gradcli runs unchanged on
+symbols: ``x`` of shape (2, 2) becomes the symbols ``x[0,0] .. x[1,1]``, the outputs come back as
+expressions, and a backward pass with symbolic cotangents ``g[...]`` returns the user's
+vector-Jacobian product as expressions. ``Trace.exact_vjp()`` is the same product from SymPy's own
+derivatives of the traced forward; proofs and exact references compare the two.
+
+Whatever cannot run on symbols stops the trace with ``NotTraceable(reason)``, never with a crash:
+a numpy function called on ``.data`` (np.exp on symbols has no meaning), a symbolic value used as a
+Python bool or float (data-dependent control flow), an op without a symbolic rule, a torch Function.
+"""
+import inspect
+import linecache
+import os
+import re
+import traceback
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy
+
+from gradcli.autograd import grad as _autograd_grad
+from gradcli.autograd.function import Function
+from gradcli.autograd.grad_mode import enable_grad
+from gradcli.autograd.tensor import Tensor
+from gradcli.symbolic.symbolic_ops import almost_everywhere
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OPS_DIR = os.path.join(_PACKAGE_DIR, "autograd", "ops")
+_NAME = re.compile(r"^(.*?)(?:\[([0-9,]*)\])?$")
+
+
+class NotTraceable(Exception):
+    """The Function cannot run on symbols; ``reason`` says why and where."""
+
+    def __init__(self, reason, phase="", location=""):
+        self.reason, self.phase, self.location = reason, phase, location
+        super().__init__(reason)
+
+
+@dataclass
+class Trace:
+    """A Function run on symbols. Arrays are numpy object arrays of SymPy expressions."""
+
+    function: str
+    names: list                 # forward's parameter name per positional argument
+    args: list                  # the arguments used: symbolic Tensors and the non-tensor values
+    inputs: dict                # argument index -> array of input symbols (the differentiated inputs)
+    outputs: list               # one array of expressions per differentiable output
+    cotangents: list            # one array of cotangent symbols per differentiable output
+    vjp: dict                   # argument index -> the user's backward as expressions (zeros for None)
+    domain: list = field(default_factory=list)   # expressions the forward needs > 0 (sqrt/log arguments, ...)
+    signs: dict = field(default_factory=dict)    # input name -> "positive" | "negative" | "real" | "mixed"
+
+    def symbols(self):
+        """Every input symbol, in argument and element order."""
+        return [s for i in sorted(self.inputs) for s in self.inputs[i].flat]
+
+    def cotangent_symbols(self):
+        return [s for arr in self.cotangents for s in arr.flat]
+
+    def exact_vjp(self):
+        """Jᵀv from SymPy: per input element, sum over outputs of v_k * d(y_k)/d(x_i), taken away from kinks."""
+        owner = {s: (i, idx) for i, arr in self.inputs.items() for idx, s in np.ndenumerate(arr)}
+        result = {i: np.full(arr.shape, sympy.S.Zero, dtype=object) for i, arr in self.inputs.items()}
+        for out, cot in zip(self.outputs, self.cotangents):
+            for idx, y in np.ndenumerate(out):
+                y = sympy.sympify(y)
+                v = cot[idx]
+                for s in y.free_symbols:
+                    if s in owner:
+                        i, at = owner[s]
+                        result[i][at] += v * almost_everywhere(sympy.diff(y, s))
+        return result
+
+
+# ---- which callable, which parameters --------------------------------------------------------------
+def is_torch_function(fn):
+    cls = function_class(fn)
+    candidates = [fn, getattr(fn, "__self__", None)] + ([cls] if cls is not None else [])
+    for obj in candidates:
+        klass = obj if isinstance(obj, type) else type(obj)
+        if any(getattr(k, "__module__", "").split(".")[0] == "torch" for k in getattr(klass, "__mro__", ())):
+            return True
+    return False
+
+
+def function_class(fn):
+    """The autograd Function class behind ``fn`` (the class, its ``apply``, or a legacy instance)."""
+    for obj in (fn, getattr(fn, "__self__", None)):
+        if obj is None:
+            continue
+        cls = obj if isinstance(obj, type) else type(obj)
+        if any(k.__name__ == "Function" and "autograd" in getattr(k, "__module__", "") for k in cls.__mro__[1:]):
+            return cls
+    return None
+
+
+def function_name(fn):
+    cls = function_class(fn)
+    return cls.__name__ if cls is not None else getattr(fn, "__name__", type(fn).__name__)
+
+
+def callable_of(fn):
+    cls = function_class(fn)
+    if cls is not None and isinstance(fn, type):
+        return cls.apply
+    return fn
+
+
+def parameter_names(fn, count=None):
+    """forward's positional parameter names after ctx (or the callable's own), ``input{i}`` where unknown."""
+    cls = function_class(fn)
+    names, required = [], []
+    try:
+        if cls is not None:
+            params = list(inspect.signature(cls.forward).parameters.values())
+            ctx_first = not getattr(cls, "_uses_setup_context", False) and not _is_torch_setup_context(cls)
+            params = params[1:] if ctx_first and params else params
+        else:
+            params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+            if p.default is p.empty:
+                required.append(p.name)
+    if count is not None:
+        names = (names + [f"input{i}" for i in range(len(names), count)])[:count]
+    return names, required
+
+
+def _is_torch_setup_context(cls):
+    setup = getattr(cls, "setup_context", None)
+    return setup is not None and "setup_context" in cls.__dict__
+
+
+# ---- symbols ---------------------------------------------------------------------------------------
+def element_name(base, idx):
+    return base if not idx else f"{base}[{','.join(str(int(i)) for i in idx)}]"
+
+
+def symbol_order(symbol):
+    """Sort key (base name, element index) of a symbol made here: a stable order for canonical forms."""
+    match = _NAME.match(symbol.name)
+    base, idx = match.group(1), match.group(2)
+    return base, tuple(int(i) for i in idx.split(",") if i) if idx else ()
+
+
+def symbol_array(base, shape, signs=None):
+    """Symbols ``base[i,j]`` with assumptions: ``signs`` maps an element index to "positive"/"negative"."""
+    arr = np.empty(shape, dtype=object)
+    for idx in np.ndindex(*shape):
+        sign = (signs or {}).get(idx, "real")
+        arr[idx] = sympy.Symbol(element_name(base, idx), real=True,
+                                **({"positive": True} if sign == "positive" else
+                                   {"negative": True} if sign == "negative" else {}))
+    return arr
+
+
+def _is_float_tensor(a):
+    return type(a) is Tensor and a.data.dtype.kind in "fO"
+
+
+def differentiable_positions(args):
+    """Float tensors that require grad; if none does, every float tensor (an example given without flags)."""
+    floats = [i for i, a in enumerate(args) if _is_float_tensor(a)]
+    flagged = [i for i in floats if args[i].requires_grad]
+    return flagged or floats
+
+
+# ---- the trace -------------------------------------------------------------------------------------
+def trace_function(fn, example_inputs=None, shape=None, signs=None):
+    """Run ``fn`` forward and backward on symbols.
+
+    ``example_inputs``: the arguments (tensors are replaced by symbols of their shape, other values
+    pass through); without them every required positional parameter is a tensor of ``shape``
+    (default (2, 2)). ``signs``: {argument index: {element index: "positive"|"negative"}}; by default
+    inputs are real, and positive (negative) where the forward takes sqrt/log of a plain input
+    element (of its negative). Raises ``NotTraceable``.
+    """
+    if is_torch_function(fn):
+        raise NotTraceable("a torch Function: tracing runs gradcli's engine; give the forward as a formula "
+                           "(expr=... / a `formula` attribute) for an exact reference", "setup")
+    name = function_name(fn)
+    template = _template(fn, example_inputs, shape)
+    if signs is not None:
+        return _run(fn, name, template, signs)
+    first = _run(fn, name, template, {})
+    inferred = _signs_from_domain(first)
+    return _run(fn, name, template, inferred) if inferred else first
+
+
+def _template(fn, example_inputs, shape):
+    """(names, args, positions): positional arguments with the differentiated tensors marked."""
+    if example_inputs is None:
+        names, required = parameter_names(fn)
+        if not required:
+            raise NotTraceable("forward has no required positional parameters to make symbols for; "
+                               "give example_inputs", "setup")
+        shape = tuple(shape) if shape is not None else (2, 2)
+        args = [Tensor(np.zeros(shape)) for _ in required]
+        return list(required), args, list(range(len(args)))
+    args = list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
+    if any(type(a).__module__.split(".")[0] == "torch" for a in args):
+        raise NotTraceable("torch tensors as inputs: tracing runs gradcli's engine", "setup")
+    names, _ = parameter_names(fn, len(args))
+    return names, args, differentiable_positions(args)
+
+
+def _run(fn, name, template, signs):
+    names, args, positions = template
+    call = callable_of(fn)
+    used = set(names)
+    inputs, call_args = {}, list(args)
+    for i in positions:
+        inputs[i] = symbol_array(names[i], args[i].data.shape, signs.get(i))
+        call_args[i] = Tensor(inputs[i].copy(), requires_grad=True)
+    with warnings.catch_warnings(), np.errstate(all="ignore"), enable_grad():
+        warnings.simplefilter("ignore")
+        try:
+            result = call(*call_args)
+        except Exception as error:
+            raise _not_traceable(error, "forward") from None
+        outs = [t for t in (result if isinstance(result, (tuple, list)) else (result,))
+                if type(t) is Tensor and t.requires_grad and t.data.dtype.kind in "fO"]
+        if not outs:
+            raise NotTraceable("forward returned no differentiable tensor that depends on the inputs", "forward")
+        base = "g" if "g" not in used else "grad_out"
+        cotangents = [symbol_array(base if len(outs) == 1 else f"{base}{k}", t.data.shape)
+                      for k, t in enumerate(outs)]
+        leaves = [call_args[i] for i in positions]
+        try:
+            grads = _autograd_grad(outs, leaves, [Tensor(c.copy()) for c in cotangents], allow_unused=True)
+        except Exception as error:
+            raise _not_traceable(error, "backward") from None
+    vjp = {}
+    for i, g in zip(positions, grads):
+        vjp[i] = _expressions(g.data, args[i].data.shape) if g is not None else \
+            np.full(args[i].data.shape, sympy.S.Zero, dtype=object)
+    outputs = [_expressions(t.data, t.data.shape) for t in outs]
+    trace = Trace(name, list(names), call_args, inputs, outputs, cotangents, vjp)
+    trace.domain = domain_conditions(trace.outputs)
+    trace.signs = {names[i]: _sign_summary(signs.get(i), inputs[i].shape) for i in positions}
+    return trace
+
+
+def _expressions(data, shape):
+    arr = np.asarray(data)
+    if arr.dtype.kind != "O":
+        arr = arr.astype(object)
+    out = np.empty(arr.shape, dtype=object)
+    for idx, e in np.ndenumerate(arr):
+        out[idx] = e if isinstance(e, sympy.Basic) else sympy.sympify(_number(e))
+    return np.broadcast_to(out, shape).copy() if out.shape != tuple(shape) else out
+
+
+def _number(e):
+    if isinstance(e, (bool, np.bool_)):
+        return int(e)
+    if isinstance(e, (int, float, np.integer, np.floating)):
+        return e.item() if isinstance(e, np.generic) else e
+    raise NotTraceable(f"backward produced a {type(e).__name__}, not a number or an expression", "backward")
+
+
+def _sign_summary(signs, shape):
+    values = {(signs or {}).get(idx, "real") for idx in np.ndindex(*shape)}
+    return values.pop() if len(values) == 1 else "mixed"
+
+
+# ---- the forward's domain --------------------------------------------------------------------------
+def domain_conditions(exprs):
+    """Expressions that must be > 0 for the forward to be real and differentiable there."""
+    conditions = []
+    seen = set()
+    for arr in exprs:
+        for e in arr.flat:
+            if not isinstance(e, sympy.Basic) or e.is_number:
+                continue
+            for node in e.atoms(sympy.Pow, sympy.log, sympy.asin, sympy.acos, sympy.atanh, sympy.acosh):
+                for cond in _needs_positive(node):
+                    if cond not in seen and not cond.is_number:
+                        seen.add(cond)
+                        conditions.append(cond)
+    return conditions
+
+
+def _needs_positive(node):
+    if isinstance(node, sympy.Pow):
+        return [node.base] if node.exp.is_integer is not True else []
+    if isinstance(node, sympy.log):
+        return [node.args[0]]
+    if isinstance(node, (sympy.asin, sympy.acos, sympy.atanh)):
+        return [1 - node.args[0] ** 2]
+    if isinstance(node, sympy.acosh):
+        return [node.args[0] - 1]
+    return []
+
+
+def _signs_from_domain(trace):
+    """Input elements the forward needs positive (sqrt(x), log(x)) or negative (sqrt(-x))."""
+    owner = {s: (i, idx) for i, arr in trace.inputs.items() for idx, s in np.ndenumerate(arr)}
+    signs = {}
+    for cond in trace.domain:
+        coeff, rest = cond.as_coeff_Mul()
+        if rest in owner and coeff != 0:
+            i, idx = owner[rest]
+            signs.setdefault(i, {})[idx] = "positive" if coeff > 0 else "negative"
+    return signs
+
+
+# ---- why not ---------------------------------------------------------------------------------------
+def _not_traceable(error, phase):
+    frames = traceback.extract_tb(error.__traceback__)
+    user = next((f for f in reversed(frames) if not _inside_library(f.filename)), None)
+    op = next((f for f in reversed(frames) if os.path.abspath(f.filename).startswith(_OPS_DIR)), None)
+    reason = _explain(error, op)
+    location = ""
+    if user is not None:
+        code = (linecache.getline(user.filename, user.lineno) or "").strip()
+        location = f"{os.path.basename(user.filename)}:{user.lineno}" + (f": {code}" if code else "")
+        reason += f" (in {phase}, at {location})"
+    else:
+        reason += f" (in {phase})"
+    return NotTraceable(reason, phase, location)
+
+
+def _inside_library(filename):
+    path = os.path.abspath(filename)
+    return path.startswith(_PACKAGE_DIR) or f"{os.sep}numpy{os.sep}" in path or f"{os.sep}sympy{os.sep}" in path
+
+
+def _explain(error, op_frame):
+    text = str(error)
+    op = f"{op_frame.name} in gradcli/autograd/ops/{os.path.basename(op_frame.filename)}" if op_frame else ""
+    if isinstance(error, NotTraceable):
+        return error.reason
+    if "truth value of Relational" in text or "truth value of the symbolic mask" in text:
+        what = f"the op {op} compares values" if op else "the code branches on a symbolic value"
+        return f"data-dependent: {what} ({text}); a comparison has no single answer for all inputs"
+    ufunc = re.search(r"no callable (\w+) method", text)
+    if ufunc:
+        where = f" inside {op}" if op else ""
+        return (f"numpy's {ufunc.group(1)} is called on an array of symbols{where}: numpy calls on `.data` "
+                f"cannot be traced (use the tensor op, e.g. x.{ufunc.group(1)}())")
+    if re.search(r"[Cc]an(no|')t convert .*(float|int|complex)|convert expression to", text):
+        return ("a symbolic value is converted to a number (float(), int(), .item() in arithmetic, "
+                f"or an assignment into a float array): {text}")
+    if op:
+        return f"the op {op} has no symbolic rule ({type(error).__name__}: {text})"
+    return f"{type(error).__name__}: {text}"

@@ -1,0 +1,98 @@
+"""``--check ANSWER``: is the user's derivative right? Proved, refuted (with a point), or undecided.
+
+Refutation is numeric but unambiguous: both sides at 30 digits, on simple points first (1, 2, 1/2, ...)
+so a counterexample is easy to redo by hand. Proof is symbolic (the difference simplifies to 0) and runs
+in the budgeted child; if it does not finish, the verdict is "undecided" with the numeric evidence.
+"""
+import random
+
+import sympy
+
+from gradcli.symbolic import formatting
+from gradcli.symbolic.errors import ExpressionError
+from gradcli.symbolic.evaluate import PRECISION, _high_precision
+from gradcli.symbolic.model import CheckVerdict
+from gradcli.symbolic.parser import parse_value, split_assignments
+
+NICE = [sympy.Integer(1), sympy.Integer(2), sympy.Rational(1, 2), sympy.Integer(3), sympy.Integer(-1),
+        sympy.Rational(1, 3), sympy.Integer(-2), sympy.Rational(5, 2), sympy.Rational(-1, 2), sympy.Integer(5)]
+RANDOM_POINTS = 20
+MISMATCH_RTOL = 1e-15     # at 30 digits, equal expressions agree to ~1e-28
+
+
+def parse_answers(text, variables, assumptions):
+    """{variable name: (answer text, expression)} from ``ANSWER`` or ``x=..., y=...``."""
+    names = [str(v) for v in variables]
+    pieces = split_assignments(text)
+    if len(pieces) == 1 and pieces[0][0] is None:
+        if len(names) != 1:
+            raise ExpressionError(f"--check: give one answer per variable, e.g. "
+                                  f"{', '.join(n + '=...' for n in names)}")
+        _, value, column = pieces[0]
+        return {names[0]: (value.strip(), parse_value(value, column, text, "--check", assumptions))}
+    answers = {}
+    for name, value, column in pieces:
+        if name is None:
+            raise ExpressionError("--check: expected NAME=ANSWER", column, text, "--check")
+        if name not in names:
+            raise ExpressionError(f"--check: {name!r} is not a variable of the expression", column, text,
+                                  "--check")
+        answers[name] = (value.strip(), parse_value(value, column, text, "--check", assumptions))
+    return answers
+
+
+def _points(variables, assumptions, seed=0):
+    values = [v for v in NICE if assumptions != "positive" or v > 0]
+    for k in range(len(values)):
+        yield {var: values[(k + 3 * j) % len(values)] for j, var in enumerate(variables)}
+    rng = random.Random(seed)
+    for _ in range(RANDOM_POINTS):
+        low = 0 if assumptions == "positive" else -30
+        yield {var: sympy.Rational(rng.randint(low + 1, 30), rng.randint(1, 10)) for var in variables}
+
+
+def search_counterexample(derived, answer, variables, assumptions):
+    """(point, derived value, answer value) where they differ, else (None, points tried, largest gap)."""
+    tried, largest = 0, 0.0
+    for point in _points(variables, assumptions):
+        status_d, value_d = _high_precision(derived, point)
+        status_a, value_a = _high_precision(answer, point)
+        if status_d != "ok" or status_a != "ok":
+            continue
+        tried += 1
+        gap = abs(value_d - value_a)
+        if gap > MISMATCH_RTOL * max(1, abs(value_d)):
+            return point, value_d, value_a
+        largest = max(largest, float(gap))
+    return None, tried, largest
+
+
+def point_text(point):
+    return ", ".join(f"{k}={formatting.ascii(v)}" for k, v in point.items())
+
+
+def verdict(variable, label, answer_text, derived, answer, variables, assumptions, proof, budget):
+    """The CheckVerdict, from the numeric search and the (possibly missing) proof job result."""
+    found = search_counterexample(derived, answer, variables, assumptions)
+    if found[0] is not None:
+        point, value_d, value_a = found
+        return CheckVerdict(variable, answer_text, "refuted",
+                            f"at {point_text(point)} your answer gives {formatting.number(value_a)}, "
+                            f"but {label} = {formatting.number(value_d)}",
+                            {str(k): formatting.ascii(v) for k, v in point.items()})
+    _, tried, largest = found
+    if proof == ("ok", True):
+        return CheckVerdict(variable, answer_text, "proved",
+                            f"{label} equals your answer: the difference simplifies to 0")
+    if proof is None:
+        why = f"SymPy did not finish simplifying the difference within {budget:g} s"
+    elif proof[0] == "error":
+        why = f"SymPy failed on the difference ({proof[1]})"
+    else:
+        why = "SymPy could not simplify the difference to 0"
+    if tried == 0:
+        return CheckVerdict(variable, answer_text, "undecided",
+                            f"{why}, and no test point had both sides real and finite")
+    return CheckVerdict(variable, answer_text, "undecided",
+                        f"{why}; numerically equal at {tried} points (largest difference "
+                        f"{formatting.error_text(largest)} at {PRECISION} digits)")
