@@ -15,5 +15,145 @@ def main():
     """
 
 
+# ----- gradcli check (specs/check.md) ---------------------------------------------------------------
+from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  (pure Python: no numpy)
+
+
+@main.command("check")
+@click.argument("paths", nargs=-1)
+@click.option("-k", "keyword", metavar="EXPR", help="Only Functions whose name/file matches EXPR (and/or/not).")
+@click.option("--collect-only", is_flag=True, help="List the Functions that would be checked.")
+@click.option("--input", "inputs", type=InputParam(), multiple=True, help="Input for forward's parameter NAME.")
+@click.option("--at", "at", type=AtParam(), multiple=True, help="Scalar inputs, e.g. --at x=3,y=2.")
+@click.option("--shape", type=ShapeParam(), default="3x4", show_default=True, help="Shape of automatic inputs.")
+@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64", show_default=True)
+@click.option("--mode", type=click.Choice(["auto", "full", "fast"]), help="gradcheck mode.")
+@click.option("--method", type=click.Choice(["auto", "complex_step", "richardson", "central"]),
+              help="Numerical reference.")
+@click.option("--atol", type=float, help="Absolute tolerance override.")
+@click.option("--rtol", type=float, help="Relative tolerance override.")
+@click.option("--eps", type=float, help="Finite-difference step override.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs and cotangents.")
+@click.option("--second-order", is_flag=True, help="Also check double backward.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Seconds per Function.")
+@click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure or error.")
+@click.option("--strict", is_flag=True, help="Skipped Functions make the run fail.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "rich", "plain", "github"]), default="auto",
+              show_default=True, help="Terminal output.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the JSON report to FILE.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML to FILE.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Files checked in parallel [default: CPUs, max 4].")
+@click.option("-v", "--verbose", is_flag=True, help="Show the inputs of every Function, and tracebacks.")
+@click.option("--debug", is_flag=True, help="Show gradcli's own tracebacks.")
+def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, atol, rtol, eps, seed,
+          second_order, timeout, exitfirst, strict, fmt, json_path, junit_path, jobs, verbose, debug):
+    """Check every autograd Function in files or directories (default: the current directory).
+
+    \b
+      gradcli check examples/                 every Function, every file
+      gradcli check ops.py::MySqrt --at x=3   one Function at a given point
+      gradcli check ops/ -k "not slow" --json report.json --junit junit.xml
+    Exit codes: 0 passed, 1 failures, 2 usage error/interrupted, 3 errors in user code, 5 nothing collected.
+    """
+    import os
+
+    from gradcli.check.discovery import UsageError, compile_keyword, expand_paths
+    from gradcli.check.runner import RunOptions, run, unsupported_options
+    from gradcli.report.check_output import Output, choose_format, write_files
+
+    try:
+        items = expand_paths(paths or (".",))
+        match = compile_keyword(keyword) if keyword is not None else None
+    except UsageError as e:
+        raise click.UsageError(str(e)) from None
+    specs = dict(pair for group in at for pair in group)
+    specs.update(dict(inputs))
+    passthrough = {"mode": mode, "method": method, "atol": atol, "rtol": rtol, "eps": eps}
+    gradcheck_options = {k: v for k, v in passthrough.items() if v is not None}
+    gradcheck_options.update(seed=seed, second_order=second_order)
+    for name in unsupported_options(gradcheck_options):
+        raise click.UsageError(f"--{name.replace('_', '-')} is not supported by this version of gradcli.gradcheck")
+    options = RunOptions(gradcheck=gradcheck_options, seed=seed, dtype=dtype, shape=shape, specs=specs,
+                         timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
+                         jobs=jobs or min(4, os.cpu_count() or 1))
+    fmt = choose_format(fmt)
+    out = Output(fmt, seed, verbose or debug)
+    try:
+        result = run(items, options, out)
+        out.finish(result, collect_only=collect_only)
+        write_files(result, json_path, junit_path)
+    except OSError as e:
+        raise click.ClickException(f"cannot write report: {e}") from None
+    except Exception as e:  # noqa: BLE001 -- gradcli's own bug: one line unless --debug
+        if debug:
+            raise
+        raise click.ClickException(f"internal error: {type(e).__name__}: {e} (run with --debug)") from None
+    for name in [] if collect_only else result.unused_inputs(specs):
+        click.echo(f"warning: --input/--at {name}: no checked forward has a parameter named {name!r}", err=True)
+    raise SystemExit(result.exit_code(strict, collect_only))
+
+
+# ----- gradcli diff (specs/diff.md) ----------------------------------------------------------------
+@main.command("diff", context_settings={"ignore_unknown_options": True})
+@click.argument("expressions", nargs=-1, metavar="EXPR [EXPR ...]")
+@click.option("--wrt", metavar="X,Y", help="Variables to differentiate by, in this order [default: all, sorted].")
+@click.option("--order", metavar="N", default="1", show_default=True, help="Also all mixed partials of order N.")
+@click.option("--hessian", is_flag=True, help="Also the Hessian.")
+@click.option("--at", "at", metavar="X=V,...", multiple=True,
+              help="Evaluate at a point (repeatable): exact, float, autograd, finite difference.")
+@click.option("--check", "check_answer", metavar="ANSWER", help="Your derivative (or x=...,y=...): proved or refuted.")
+@click.option("--positive", is_flag=True, help="Variables are positive (default: real).")
+@click.option("--complex", "complex_", is_flag=True, help="Variables are complex (default: real).")
+@click.option("--format", "fmt", metavar="FORMAT", help="table|plain|json|latex|python [default: table on a "
+              "terminal, plain otherwise].")
+@click.option("--simplify/--no-simplify", default=True, show_default=True, help="Simplify the derivatives.")
+@click.option("--simplify-timeout", metavar="SECONDS", default="3", show_default=True,
+              help="Budget for simplification, exact values and --check proofs.")
+@click.option("--emit-function", metavar="NAME", help="Print a Python file with an autograd Function NAME.")
+@click.option("--style", metavar="STYLE", default="gradcli", show_default=True, help="gradcli|torch for --emit-function.")
+@click.option("--debug", is_flag=True, help="Show tracebacks of gradcli's own errors.")
+def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_, fmt, simplify, simplify_timeout,
+         emit_function, style, debug):
+    """Exact derivatives of EXPR, cross-checked against gradcli's autograd and finite differences.
+
+    \b
+      gradcli diff "sqrt(x)+1/x+2*y^2" --at x=3,y=2    gradient, checked at a point
+      gradcli diff "x*y" "x+y" --wrt x,y               Jacobian of two expressions
+      gradcli diff "sigmoid(x)" --check "sigmoid(x)*(1-sigmoid(x))"
+    Exit codes: 0 agreed, 1 a disagreement or a refuted --check, 2 bad input.
+    """
+    import sys
+
+    from gradcli.symbolic.options import DiffOptionError, build_request
+
+    try:
+        request, fmt = build_request(expressions, wrt=wrt, order=order, hessian=hessian, at=at,
+                                     check=check_answer, positive=positive, complex_=complex_, fmt=fmt,
+                                     simplify=simplify, simplify_timeout=simplify_timeout,
+                                     emit_function=emit_function, style=style, tty=sys.stdout.isatty())
+        from gradcli.report.diff_render import render
+        from gradcli.symbolic.api import run
+        from gradcli.symbolic.errors import ExpressionError
+        try:
+            result = run(request)
+        except ExpressionError as error:
+            raise DiffOptionError(str(error)) from None
+    except DiffOptionError as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(2) from None
+    except Exception as error:  # noqa: BLE001 -- gradcli's own bug: one line unless --debug
+        if debug:
+            raise
+        click.echo(f"internal error: {type(error).__name__}: {error} (run with --debug)", err=True)
+        raise SystemExit(3) from None
+    if fmt == "table":
+        from rich.console import Console
+        render(result, "table", Console())
+    else:
+        sys.stdout.write(render(result, fmt))
+    raise SystemExit(result.exit_code)
+
+
 if __name__ == "__main__":
     main()

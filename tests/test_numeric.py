@@ -14,7 +14,8 @@ from gradcli.numeric import (
 )
 
 # The classic complex-step test function (Squire & Trapp 1998; Martins et al. 2003).
-TRUE_DERIVATIVE = mpmath.mpf("4.0534278938986206577141879256080007143826567052026")
+with mpmath.workdps(50):
+    TRUE_DERIVATIVE = mpmath.mpf("4.0534278938986206577141879256080007143826567052026")
 
 
 def paper(x):
@@ -22,7 +23,7 @@ def paper(x):
 
 
 def true_error(value):
-    with mpmath.workdps(40):
+    with mpmath.workdps(50):
         return float(abs(mpmath.mpf(float(value)) - TRUE_DERIVATIVE))
 
 
@@ -135,7 +136,8 @@ def test_element_derivatives_every_strategy(strategy):
         assert result.method == "complex_step"
         expected = np.stack([c[0] * exact[index] for c in cotangents])
         assert np.max(np.abs(result.value - expected)) <= 1e-14
-        assert np.all(np.abs(result.value - expected) <= 10 * result.error + 1e-300)
+        # `expected` itself cancels (0.5/sqrt(x) ≈ 1/x² near x = 4^(1/3)): allow its rounding too.
+        assert np.all(np.abs(result.value - expected) <= 10 * result.error + 4e-16 * np.abs(expected).max())
 
 
 def test_broadcast_strategy_costs_the_same_for_any_size():

@@ -123,10 +123,28 @@ def _make_grads(outputs, grad_tensors):
     return made
 
 
-def _dependencies(roots, postorder):
-    """``deps[node]``: how many edges lead into node from the part of the graph reachable from the
-    roots. With ``postorder`` a list, it also receives every node after all nodes below it."""
+def _dependencies(roots):
+    """``deps[node]``: how many edges lead into ``node`` from the graph reachable from the roots."""
     deps = {}
+    stack = [node for node, _ in roots]
+    root_nodes = set(stack)
+    while stack:
+        for edge in stack.pop()._next:
+            if edge is None:
+                continue
+            child = edge[0]
+            if child in deps:
+                deps[child] += 1
+            else:
+                deps[child] = 1
+                if child not in root_nodes:  # first visit (a root is on the stack already)
+                    stack.append(child)
+    return deps
+
+
+def _postorder(roots):
+    """Every node reachable from the roots, each after all the nodes below it."""
+    order = []
     seen = set()
     for root, _ in roots:
         if root in seen:
@@ -136,19 +154,14 @@ def _dependencies(roots, postorder):
         while stack:
             node, edges = stack[-1]
             for edge in edges:
-                if edge is None:
-                    continue
-                child = edge[0]
-                deps[child] = deps.get(child, 0) + 1
-                if child not in seen:
-                    seen.add(child)
-                    stack.append((child, iter(child._next)))
+                if edge is not None and edge[0] not in seen:
+                    seen.add(edge[0])
+                    stack.append((edge[0], iter(edge[0]._next)))
                     break
             else:
                 stack.pop()
-                if postorder is not None:
-                    postorder.append(node)
-    return deps
+                order.append(node)
+    return order
 
 
 def _nodes_to_run(postorder, captures):
@@ -169,9 +182,8 @@ def _nodes_to_run(postorder, captures):
 
 def _execute(roots, root_grads, retain_graph, create_graph, captures):
     """Run the graph; returns ``{(node, output_nr): gradient}`` for the captured edges."""
-    postorder = [] if captures is not None else None
-    deps = _dependencies(roots, postorder)
-    run = _nodes_to_run(postorder, captures) if captures is not None else None
+    deps = _dependencies(roots)
+    run = _nodes_to_run(_postorder(roots), captures) if captures is not None else None
     buffers = {}
     for (node, nr), g in zip(roots, root_grads):
         _add_to_buffer(buffers, node, nr, g, create_graph)

@@ -14,7 +14,7 @@ from gradcli.autograd.grad_mode import _state
 from gradcli.autograd.tensor import Tensor
 
 _RELEASED = object()  # stands in for the saved tensors once backward has freed them
-_NO_GRADS = [()]  # _NO_GRADS[n]: the all-False needs_input_grad tuple for n inputs, built once
+_NO_GRADS = tuple((False,) * n for n in range(9))  # needs_input_grad under no_grad, for n < 9 inputs
 
 
 class FunctionCtx:
@@ -130,6 +130,7 @@ class Function(Node):
 
     _legacy = False
     _uses_setup_context = False
+    _plain = True  # forward(ctx, *args): neither legacy nor setup_context style
     _signature = None
 
     def __init_subclass__(cls, **kwargs):
@@ -138,6 +139,7 @@ class Function(Node):
                                  {"_forward_cls": cls, "__module__": cls.__module__})
         cls._legacy = inspect.isfunction(inspect.getattr_static(cls, "forward"))
         cls._uses_setup_context = inspect.getattr_static(cls, "setup_context") is not _BASE_SETUP_CONTEXT
+        cls._plain = not (cls._legacy or cls._uses_setup_context)
         cls._signature = None
         backward = inspect.getattr_static(cls, "backward")
         vjp = inspect.getattr_static(cls, "vjp")
@@ -168,10 +170,19 @@ class Function(Node):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if cls._plain and not kwargs:
+            ctx = cls._backward_cls()
+            if _state.enabled:
+                return _apply(cls, ctx, args, kwargs)
+            # grad mode off (e.g. the ops inside a backward): no bookkeeping at all, inlined for speed
+            ctx.needs_input_grad = _NO_GRADS[len(args)] if len(args) < len(_NO_GRADS) else (False,) * len(args)
+            outputs = cls.forward(ctx, *args)
+            for t in ctx._dirty:
+                t._vc[0] += 1
+            return outputs
         if cls._legacy:
             return cls()(*args, **kwargs)
-        if kwargs or cls._uses_setup_context:
-            args, kwargs = _bind(cls, args, kwargs)
+        args, kwargs = _bind(cls, args, kwargs)
         return _apply(cls, cls._backward_cls(), args, kwargs)
 
     def __call__(self, *args, **kwargs):
@@ -193,6 +204,8 @@ class Function(Node):
 
     def _backward(self, grads):  # a legacy Function instance is its own graph node
         return self.backward(*grads)
+
+    __repr__ = object.__repr__  # old torch printed a legacy grad_fn as <__main__.F object at 0x...>
 
 
 _BASE_SETUP_CONTEXT = Function.__dict__["setup_context"]
@@ -228,82 +241,77 @@ def _legacy_hint(cls):
 
 def _apply(cls, ctx, args, kwargs):
     """Run forward with grad mode off, then, if any input requires grad, make ``ctx`` the grad_fn
-    of the outputs. This is the hot path of every op: keep it lean."""
+    of the outputs. This is the hot path of every op (built-in ones included), hence the inlining."""
     if not _state.enabled:
-        n = len(args)
-        while len(_NO_GRADS) <= n:
-            _NO_GRADS.append((False,) * len(_NO_GRADS))
-        ctx.needs_input_grad = _NO_GRADS[n]
-        outputs = _call_forward(cls, ctx, args, kwargs)
-        if ctx._dirty:
-            for t in ctx._dirty:
-                t._vc[0] += 1
+        ctx.needs_input_grad = _NO_GRADS[len(args)] if len(args) < len(_NO_GRADS) else (False,) * len(args)
+        outputs = cls.forward(ctx, *args, **kwargs) if cls._plain else _call_forward(cls, ctx, args, kwargs)
+        for t in ctx._dirty:
+            t._vc[0] += 1
         return outputs
 
-    needs = []
-    tracked = False
-    for a in args:
-        if isinstance(a, Tensor) and (a.requires_grad or (a._base is not None and a._base.requires_grad)):
-            needs.append(True)
-            tracked = True
-        else:
-            needs.append(False)
+    needs = [isinstance(a, Tensor) and (a.requires_grad or (a._base is not None and _stale_view_needs_grad(a)))
+             for a in args]
     ctx.needs_input_grad = needs = tuple(needs)
-
     _state.enabled = False
     try:
-        outputs = _call_forward(cls, ctx, args, kwargs)
+        outputs = cls.forward(ctx, *args, **kwargs) if cls._plain else _call_forward(cls, ctx, args, kwargs)
     finally:
         _state.enabled = True
-
-    single = type(outputs) is not tuple
-    outs = (outputs,) if single else outputs
-    dirty = ctx._dirty
-    if not tracked:
-        for t in dirty:
+    if True not in needs:
+        for t in ctx._dirty:
             t._vc[0] += 1
         return outputs
 
     # edges first: a dirty input is about to become this node's own output
     ctx._next = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
-    nondiff = ctx._non_differentiable
-    result = []
-    meta = []
-    for i, out in enumerate(outs):
-        if not isinstance(out, Tensor):
-            result.append(out)
-            meta.append(None)
-            continue
-        if dirty and _contains(dirty, out):
-            if out.requires_grad and out.grad_fn is None:
-                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-            out._vc[0] += 1
-        elif out.grad_fn is not None or out.requires_grad or _contains(args, out):
-            out = out._alias()  # an input returned as is: a new tensor gets the grad_fn, the input stays put
-        if out.data.dtype.kind in "fcO" and not (nondiff and _contains(nondiff, out)):
-            out._rebase(ctx, i)
-            if out._base is not None:
-                out._view_version = out._vc[0]
-        result.append(out)
-        meta.append((out.data.shape, out.data.dtype))
-
     ctx._input_meta = tuple([(a.data.shape, a.data.dtype) if isinstance(a, Tensor) else None for a in args])
-    ctx._n_outputs = len(result)
-    ctx._output_meta = tuple(meta)
+    if type(outputs) is tuple:
+        result = tuple([_attach(ctx, i, out, args) for i, out in enumerate(outputs)])
+        ctx._n_outputs = len(result)
+        ctx._output_meta = tuple([(o.data.shape, o.data.dtype) if isinstance(o, Tensor) else None for o in result])
+    else:
+        result = _attach(ctx, 0, outputs, args)
+        ctx._output_meta = ((result.data.shape, result.data.dtype),) if isinstance(result, Tensor) else (None,)
     saved = ctx._to_save
     if saved:
         ctx._saved_versions = tuple([None if t is None else t._vc[0] for t in saved])
-    return result[0] if single else tuple(result)
+    return result
+
+
+def _attach(ctx, i, out, args):
+    """Make ``ctx`` the grad_fn of output ``i`` (unless it is non-differentiable) and return it."""
+    if not isinstance(out, Tensor):
+        return out
+    dirty = ctx._dirty
+    if dirty and _contains(dirty, out):
+        if out.requires_grad and out.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        out._vc[0] += 1
+    elif out.grad_fn is not None or out.requires_grad or _contains(args, out):
+        out = out._alias()  # an input returned as is: a new tensor gets the grad_fn, the input stays put
+    if out.data.dtype.kind not in "fcO" or (ctx._non_differentiable and _contains(ctx._non_differentiable, out)):
+        return out
+    if out.grad_fn is None and out._output_nr == i:  # the common case: a fresh tensor made by forward
+        out.grad_fn = ctx
+        out.requires_grad = True
+    else:
+        out._rebase(ctx, i)
+    if out._base is not None:
+        out._view_version = out._vc[0]
+    return out
+
+
+def _stale_view_needs_grad(view):
+    """A view that does not require grad, whose base gained a graph through an in-place op."""
+    return view._view_version != view._vc[0] and view._base.requires_grad
 
 
 def _call_forward(cls, ctx, args, kwargs):
     if cls._legacy:
         return ctx.forward(*args, **kwargs)
-    if cls._uses_setup_context:
-        outputs = cls.forward(*args, **kwargs)
-        cls.setup_context(ctx, args, outputs)
-        return outputs
-    return cls.forward(ctx, *args, **kwargs)
+    outputs = cls.forward(*args, **kwargs)  # setup_context style
+    cls.setup_context(ctx, args, outputs)
+    return outputs
 
 
 def _contains(items, obj):

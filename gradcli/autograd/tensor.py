@@ -5,8 +5,13 @@ Every differentiable operation is a Function in ``ops/``; the methods here only 
 import numpy as np
 
 from gradcli.autograd import grad_mode
+from gradcli.autograd.formatting import format_data
 
 DEFAULT_DTYPE = np.dtype(np.float64)  # a gradient checker needs float64; torch defaults to float32
+
+# Comparisons of symbolic tensors (numpy object arrays of SymPy expressions): filled by
+# gradcli.symbolic when it is imported; numeric code never looks at it.
+SYMBOLIC_COMPARE = {}
 
 
 class Tensor:
@@ -266,7 +271,7 @@ class Tensor:
 
     # ----- representation -------------------------------------------------------------------
     def __repr__(self):
-        body = _format_data(self.data)
+        body = format_data(self.data)
         extras = []
         if self.data.dtype != DEFAULT_DTYPE and self.data.dtype.kind in "fc":
             extras.append(f"dtype={self.data.dtype}")
@@ -277,8 +282,11 @@ class Tensor:
         return "tensor(" + ", ".join([body] + extras) + ")"
 
     def __format__(self, spec):
-        if self.data.ndim == 0 and spec:
+        # as torch: a 0-d tensor formats as its number (f"{g}" gives "2.5", the seed's output)
+        if self.data.ndim == 0:
             return format(self.data.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
         return repr(self)
 
     # ----- arithmetic: every operator is a Function in ops/ ---------------------------------
@@ -328,7 +336,11 @@ class Tensor:
         return _ops.Abs.apply(self)
 
     def _compare(self, other, np_op):
-        return Tensor(np_op(self.data, other.data if isinstance(other, Tensor) else other))
+        b = other.data if isinstance(other, Tensor) else other
+        if self.data.dtype.kind == "O" or getattr(b, "dtype", None) == object:
+            # symbolic tracing: a comparison of expressions is an indicator expression (gradcli.symbolic)
+            return Tensor(SYMBOLIC_COMPARE["compare"](np_op, self.data, b))
+        return Tensor(np_op(self.data, b))
 
     def __lt__(self, other):
         return self._compare(other, np.less)
@@ -355,6 +367,8 @@ class Tensor:
         return self._compare(other, np.logical_or)
 
     def __invert__(self):
+        if self.data.dtype.kind == "O":
+            return Tensor(SYMBOLIC_COMPARE["compare"](np.logical_not, self.data))
         return Tensor(np.logical_not(self.data))
 
     @property
@@ -375,19 +389,6 @@ class _HookHandle:
             if h is self._hook:
                 del self._hooks[i]
                 return
-
-
-def _format_data(arr):
-    if arr.dtype.kind == "O":
-        return repr(arr.tolist())
-    if arr.dtype.kind == "b":
-        return np.array2string(arr, separator=", ")
-    if arr.dtype.kind in "iu":
-        return np.array2string(arr, separator=", ")
-    # torch prints 4 decimals, dropping trailing zeros for whole numbers ("8." as torch does)
-    with np.printoptions(precision=4, suppress=True, floatmode="maxprec_equal"):
-        text = np.array2string(arr, separator=", ", prefix="tensor(")
-    return text
 
 
 # Late imports: ops and inplace need Tensor and Function; methods above reach them through these names.

@@ -47,6 +47,11 @@ def _is_autograd_function(cls) -> bool:
     )
 
 
+def is_user_function(cls) -> bool:
+    """An autograd Function written by the user (not one of gradcli's or torch's built-in ops)."""
+    return _is_autograd_function(cls) and not getattr(cls, "__module__", "").startswith(("gradcli.autograd", "torch."))
+
+
 def flatten_outputs(out) -> list:
     """Tensors (and other objects) in the order gradcheck numbers outputs: nested tuples/lists flattened."""
     if isinstance(out, (tuple, list)):
@@ -84,6 +89,14 @@ class Backend:
         """A detached copy of ``tensor`` (same dtype) that requires grad: the user's tensors stay untouched."""
         raise NotImplementedError
 
+    def shared_leaf(self, tensor):
+        """A leaf that requires grad and shares ``tensor``'s storage and version counter (no copy)."""
+        raise NotImplementedError
+
+    def version(self, tensor) -> int:
+        """The in-place version counter (bumped by every in-place write)."""
+        return int(tensor._version)
+
     def no_grad(self):
         raise NotImplementedError
 
@@ -112,9 +125,7 @@ class Backend:
         cls = getattr(type(node), "_forward_cls", None)
         if cls is None and _is_autograd_function(type(node)):
             cls = type(node)  # a legacy-style Function instance is its own node
-        if cls is None or cls.__module__.startswith(("gradcli.autograd", "torch.")):
-            return None
-        return cls
+        return cls if cls is not None and is_user_function(cls) else None
 
     def graph_fixups(self, outputs) -> list:
         """Gradients the engine had to sum down to the input's shape: [(Function name, index, got, expected)]."""
@@ -160,6 +171,11 @@ class GradcliBackend(Backend):
 
     def fresh_leaf(self, tensor):
         return self._tensor(np.array(tensor.data, copy=True), requires_grad=True)
+
+    def shared_leaf(self, tensor):
+        leaf = tensor.detach()
+        leaf.requires_grad = True
+        return leaf
 
     def no_grad(self):
         return self._autograd.no_grad()
@@ -220,6 +236,9 @@ class TorchBackend(Backend):
 
     def fresh_leaf(self, tensor):
         return tensor.detach().clone().requires_grad_(True)
+
+    def shared_leaf(self, tensor):
+        return tensor.detach().requires_grad_(True)
 
     def no_grad(self):
         return self.torch.no_grad()

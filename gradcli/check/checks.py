@@ -116,13 +116,26 @@ def raw_gradient_problems(raw: Sequence, args: Sequence, names: Sequence[str], d
             continue
         got, expected = tuple(backend.to_numpy(g).shape), tuple(backend.to_numpy(args[i]).shape)
         if got != expected:
-            message = (f"gradient for {names[i]} has shape {list(got)} but {names[i]} has shape {list(expected)}"
-                       f" (not reduced over the broadcast dimensions?)")
+            message = f"gradient for {names[i]} has shape {list(got)} but {names[i]} has shape {list(expected)}"
+            message += shape_hint(got, expected)
             (problems if strict_shapes else warnings).append(message)
         got_dtype, want_dtype = backend.dtype_name(g), backend.dtype_name(args[i])
         if got_dtype != want_dtype:
             warnings.append(f"gradient for {names[i]} is {got_dtype} but {names[i]} is {want_dtype}")
     return problems, warnings
+
+
+def shape_hint(got: tuple, expected: tuple) -> str:
+    """Why a gradient might have come back with the wrong shape."""
+    try:
+        broadcast = np.broadcast_shapes(got, expected) == tuple(got)
+    except ValueError:
+        broadcast = False
+    if broadcast:
+        return " (not reduced over the broadcast dimensions: sum it down to the input's shape)"
+    if sorted(got) == sorted(expected) and len(got) > 1:
+        return " (transposed or permuted?)"
+    return ""
 
 
 def zero_cotangent_check(grads: Optional[Sequence], error: Optional[BaseException]) -> tuple:
@@ -140,11 +153,14 @@ def cotangents_check(kinds: Sequence[str], failed: Sequence[int], zero_ok: Optio
     ones_ok = None if not ones else not (set(ones) & failed)
     random_ok = not (set(random) & failed)
     details = {"ones_ok": ones_ok, "random_ok": random_ok, "zero_cotangent_max": zero_worst, "kinds": list(kinds)}
+    blind = ones_ok and not random_ok
     if zero_ok is False:
-        return Check("cotangents", "fail",
-                     f"a zero grad_output gave a non-zero gradient (max |g| = {zero_worst:.3g}): backward does not "
-                     f"multiply by grad_output", None, details)
-    if ones_ok and not random_ok:
+        message = (f"a zero grad_output gave a non-zero gradient (max |g| = {zero_worst:.3g}): backward does not "
+                   f"multiply by grad_output")
+        if blind:
+            message += "; it is right for grad_output = ones and wrong for random grad_output"
+        return Check("cotangents", "fail", message, None, details)
+    if blind:
         return Check("cotangents", "fail",
                      "backward is right for grad_output = ones but wrong for random grad_output: it ignores or "
                      "misuses grad_output", None, details)

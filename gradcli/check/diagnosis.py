@@ -6,23 +6,22 @@ on ``inputs``) and returns ``Finding``s, documented in ``specs/diagnosis.md``:
 - Function-wide first: ``inplace`` (a saved tensor or an input modified in place) and
   ``nondeterministic`` (two backward passes differ). Either makes the values meaningless, so no
   value pattern is tried after them.
-- Then one finding per failed input: the first confident pattern among kink, zero,
-  ignores_grad_output, scale/sign, swapped, transposed, not_reduced, region, missing_term
-  (from the most to the least certain), or kind ``none`` ("no simple pattern found") — never a
-  guess: every rule demands a near-exact fit, and findings under ``MIN_CONFIDENCE`` are dropped.
+- Then one finding per failed input: the first confident pattern in ``PATTERNS`` (from the most
+  to the least certain), or kind ``none`` ("no simple pattern found") — never a guess: every
+  rule demands a near-exact fit, and findings under ``MIN_CONFIDENCE`` are dropped.
 """
 from __future__ import annotations
 
-import inspect
+import time
 from typing import Optional
 
 import numpy as np
 
 from gradcli.check import diagnosis_patterns as patterns
 from gradcli.check import diagnosis_region as regions
-from gradcli.check.diagnosis_evidence import Evidence
+from gradcli.check.diagnosis_evidence import Evidence, lazy
 from gradcli.check.diagnosis_hints import hint
-from gradcli.check.diagnosis_probe import Probe, ProbeError, function_class
+from gradcli.check.diagnosis_probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
 MIN_CONFIDENCE = 0.5
@@ -31,7 +30,7 @@ NO_PATTERN = "none"
 # unmistakable, region and missing_term are the loosest descriptions.
 PATTERNS = (regions.kink, patterns.zero, patterns.ignores_grad_output, patterns.scale, patterns.not_reduced_shape,
             patterns.swapped, patterns.transposed, patterns.not_reduced, regions.region, patterns.missing_term)
-FUNCTION_KINDS = ("inplace", "nondeterministic")
+VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
 def diagnose(report: CheckReport, fn=None, inputs=None) -> list:
@@ -43,6 +42,20 @@ def diagnose(report: CheckReport, fn=None, inputs=None) -> list:
     return _Diagnosis(report, fn, inputs).run()
 
 
+def attach(report: CheckReport, fn, inputs) -> CheckReport:
+    """gradcheck's hook: fill ``report.diagnosis`` for a failed report. Never raises — a
+    diagnosis is a courtesy, and a bug in it must not turn a verdict into a crash."""
+    if report.ok:
+        return report
+    started = time.perf_counter()
+    try:
+        report.diagnosis = diagnose(report, fn, inputs)
+    except Exception as exc:  # noqa: BLE001
+        report.diagnosis = [Finding(NO_PATTERN, f"diagnosis failed: {type(exc).__name__}: {exc}", confidence=0.0)]
+    report.timing["diagnosis_s"] = time.perf_counter() - started
+    return report
+
+
 class _Diagnosis:
     def __init__(self, report, fn, inputs):
         self.report = report
@@ -51,13 +64,14 @@ class _Diagnosis:
             indices = [r.index for r in report.inputs] or None
             try:
                 self.probe = Probe(fn, inputs, indices)
-            except Exception:  # inputs the probe cannot rebuild: diagnose from the report alone
+                self.probe.output_mask()  # runs fn once
+            except Exception:  # fn cannot be re-run on rebuilt inputs: diagnose from the report alone
                 self.probe = None
         self.cls = function_class(fn, self.probe) if fn is not None else None
         indices = [r.index for r in report.inputs] or (self.probe.indices if self.probe else [])
         self.results = {r.index: r for r in report.inputs}
         self.indices = indices
-        self.names = {i: self.results[i].name if i in self.results else _parameter_name(fn, i) for i in indices}
+        self.names = {i: self.results[i].name if i in self.results else parameter_name(fn, i) for i in indices}
         self.positions = {}
         self.vjp_error = None
 
@@ -81,7 +95,10 @@ class _Diagnosis:
                     finding = candidate
                     break
             findings.append(self._finish(finding or self._no_pattern(ev), ev))
-        if not findings and not self.report.ok:
+        if not findings and self.vjp_error is None and any(
+                c.name in VALUE_CHECKS for c in self.report.failures):
+            # a value failure the evidence could not localise: say so rather than nothing. Other
+            # failures (backward raised, never invoked, non-finite) are explained by their check.
             findings = [self._finish(Finding(NO_PATTERN, "no simple pattern found", confidence=0.0))]
         return findings
 
@@ -119,11 +136,16 @@ class _Diagnosis:
 
     def _no_pattern(self, ev: Evidence) -> Finding:
         params = {}
+        message = f"no simple pattern found for input {ev.name}"
         wrong = ev.wrong()
         if wrong is not None and wrong.size:
-            params["wrong_fraction"] = round(float(wrong.mean()), 4)
-        return Finding(NO_PATTERN, f"no simple pattern found for input {ev.name}", input=ev.index, params=params,
-                       confidence=0.0)
+            params["wrong_fraction"] = float(wrong.mean())
+            if not wrong.any() and ev.raw is not None:
+                # the report failed, yet what backward itself returned is right
+                message += (": backward's own return value agrees with the numerical derivative, so the gradient "
+                            "changed after backward returned it (a hook, or the engine)")
+                params["reason"] = "changed_after_backward"
+        return Finding(NO_PATTERN, message, input=ev.index, params=params, confidence=0.0)
 
     def _mean_note(self, finding, ev):
         """A factor of 1/m where m is the number of broadcast copies: averaged instead of summed."""
@@ -140,34 +162,40 @@ class _Diagnosis:
         report, probe = self.report, self.probe
         inplace = report.check("inplace")
         if inplace is not None and inplace.status == "fail":
-            return [Finding("inplace", f"a tensor saved for backward was modified in place: {inplace.message}",
+            # gradcheck's message already names the tensor and the fix
+            return [Finding("inplace", f"in-place modification: {inplace.message}",
                             params={"source_check": "inplace"}, confidence=0.99)]
         reentrant = report.check("reentrant")
         if reentrant is not None and reentrant.status == "fail":
-            return [Finding("nondeterministic", f"backward is nondeterministic: {reentrant.message}",
-                            params=dict(reentrant.details), confidence=0.95)]
+            return [Finding("nondeterministic", reentrant.message, params=dict(reentrant.details), confidence=0.95)]
         if probe is None:
             return []
-        try:
-            mutated = probe.mutated_inputs()
-        except Exception:
-            mutated = []
+        # What gradcheck already judged is not re-judged (its nondet_tol may be deliberately loose).
+        mutated = []
+        if inplace is None:
+            try:
+                mutated = probe.mutated_inputs()
+            except Exception:
+                mutated = []
         if mutated:
             names = ", ".join(self.names.get(i, f"input{i}") for i in mutated)
             return [Finding("inplace", f"forward modifies input {names} in place",
                             params={"inputs": mutated}, confidence=0.95)]
-        return self._nondeterminism()
+        return self._nondeterminism(check_backward=reentrant is None)
 
-    def _nondeterminism(self) -> list:
+    def _nondeterminism(self, check_backward: bool) -> list:
         probe = self.probe
         rows = self._own_cotangents()[1]
         try:
-            first, second = probe.vjp(rows[-1]), probe.vjp(rows[-1])
+            first = probe.vjp(rows[-1])
+            second = probe.vjp(rows[-1]) if check_backward else first
         except ProbeError as err:
             self.vjp_error = err
             if err.inplace:
                 return [Finding("inplace", f"a tensor saved for backward was modified in place: {err.exc}",
                                 confidence=0.99)]
+            return []
+        except Exception:
             return []
         for i in probe.indices:
             a, b = first.get(i), second.get(i)
@@ -288,8 +316,8 @@ class _Diagnosis:
             ev.outputs = outputs
             if ev.cotangents and ev.ones_row is None:
                 self._add_ones_row(ev, outputs)
-            ev.unreduced = _lazy(lambda ev=ev: self._unreduced(ev, outputs))
-            ev.one_sided = _lazy(lambda ev=ev: self._one_sided(ev))
+            ev.unreduced = lazy(lambda ev=ev: self._unreduced(ev, outputs))
+            ev.one_sided = lambda positions, ev=ev: self._one_sided(ev, positions)
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):
@@ -326,11 +354,15 @@ class _Diagnosis:
                 continue
             ev.position = self.positions.get(i)
             ev.raw = [r["grads"][i] for r in raws]
+            if i in raws[0]["missing"]:
+                ev.returned_count = (raws[0]["returned"], raws[0]["expected"])
             if any(g is None for g in ev.raw):
                 ev.returned_none = ev.returned_none or all(g is None for g in ev.raw)
                 ev.raw = None
-            elif ev.analytic is None and all(g.shape == tuple(ev.shape) for g in ev.raw):
-                # the engine refused another input's gradient; this one is usable as returned
+            elif all(g.shape == tuple(ev.shape) for g in ev.raw):
+                # The backward's own return is what the patterns judge: the engine may have refused
+                # another input's gradient (no analytic at all), or changed this one on its way
+                # to the leaf; either way the user's code is what the finding is about.
                 ev.analytic = np.stack(ev.raw)
 
     def _unreduced(self, ev, outputs):
@@ -349,31 +381,15 @@ class _Diagnosis:
         numeric = self._numeric(ev.index, ev.cotangents, values={ev.index: expanded})
         return None if numeric is None else (numeric[0], numeric[1], full)
 
-    def _one_sided(self, ev):
-        numeric = self._numeric(ev.index, ev.cotangents) if ev.cotangents else None
+    def _one_sided(self, ev, positions):
+        if not ev.cotangents:
+            return None
+        numeric = None
+        for upcast in (True, False):
+            try:
+                numeric = self.probe.numeric(ev.index, ev.cotangents, upcast=upcast, positions=positions)
+                break
+            except Exception:
+                continue
         return None if numeric is None else (numeric[2], numeric[3])
 
-
-def _lazy(compute):
-    cache = []
-
-    def get():
-        if not cache:
-            cache.append(compute())
-        return cache[0]
-
-    return get
-
-
-def _parameter_name(fn, index) -> str:
-    """forward's parameter name for positional input ``index`` (after ctx), else input<index>."""
-    target = fn if isinstance(fn, type) else getattr(fn, "__self__", None)
-    target = getattr(target, "forward", None) if isinstance(target, type) else fn
-    try:
-        params = [p.name for p in inspect.signature(target).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        return f"input{index}"
-    if params and params[0] in ("ctx", "self"):
-        params = params[1:]
-    return params[index] if index < len(params) else f"input{index}"

@@ -38,6 +38,7 @@ class Evidence:
     values: Optional[np.ndarray] = None  # the input, float64
     outputs: list = field(default_factory=list)  # fn's differentiable outputs, float64
     returned_none: bool = False  # the backward returned None for this input
+    returned_count: Optional[tuple] = None  # (returned, expected) when backward returned too few
     raw: Optional[list] = None  # per row: the backward's unvalidated gradient (any shape) or None
     kink_mask: Optional[np.ndarray] = None
     left: Optional[np.ndarray] = None  # one-sided numeric vᵀJ, (K, *shape)
@@ -45,7 +46,7 @@ class Evidence:
     others: dict = field(default_factory=dict)  # index -> Evidence of the other inputs
     position: Optional[int] = None  # position of this input's gradient in backward's return
     unreduced: Optional[Callable[[], Any]] = None  # lazily: (numeric before broadcast reduction, shape)
-    one_sided: Optional[Callable[[], Any]] = None  # lazily: (left, right)
+    one_sided: Optional[Callable[[Any], Any]] = None  # flat positions -> (left, right), NaN elsewhere
 
     @property
     def rho(self) -> float:
@@ -132,3 +133,16 @@ def short_number(value: float) -> str:
                 return f"{p}/{q}"
         return f"{nice:g}"
     return f"{value:.4g}"
+
+
+def lazy(compute):
+    """compute() once, on first use."""
+    cache = []
+
+    def get():
+        if not cache:
+            cache.append(compute())
+        return cache[0]
+
+    return get
+

@@ -30,9 +30,9 @@ class Source:
         return self.first_line + node.lineno - 1
 
     def code(self, node) -> str:
-        """The source line(s) of ``node``'s statement, on one line, shortened."""
-        lines = self.text.splitlines()[node.lineno - 1: getattr(node, "end_lineno", node.lineno)]
-        code = " ".join(line.strip() for line in lines)
+        """The source of ``node``'s statement (no comments) on one line, shortened."""
+        segment = ast.get_source_segment(self.text, node) or ""
+        code = " ".join(line.strip() for line in segment.splitlines())
         return code if len(code) <= MAX_CODE else code[: MAX_CODE - 1] + "…"
 
     def location(self, node) -> dict:
@@ -151,6 +151,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
     if kind == "kink":
         return "not a bug: check at inputs away from the kink, or accept any value between the one-sided derivatives", None
     if kind == "none":
+        if params.get("reason") == "changed_after_backward":
+            return "backward's return value is right: look at hooks on the tensors, or report an engine bug", None
         return "no simple pattern found: see where the error lives in the heat-map", None
     if kind == "inplace":
         src = forward_source(cls)
@@ -168,22 +170,27 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
     if kind == "nondeterministic":
         stmt = src and _first_statement_with(src, lambda n: isinstance(n, ast.Attribute) and "rand" in n.attr)
         return _with_code("backward must return the same gradient every time: remove randomness or state",
-                          src, stmt or statement, "see ")
+                          src, stmt or statement, "in ")
     if kind in ("scale", "sign"):
         factor = params.get("factor", -1.0)
         stmt = src and expr is not None and _constant_line(src, expr, statement, factor) or statement
         what = "the sign" if kind == "sign" or (factor < 0 and abs(factor) == 1) else "the factor"
+        advice = f"check {what}"
         if "mean" in params.get("note", ""):
-            what = "sum, not mean, over the broadcast dims"
-        return _with_code(f"check {what}", src, stmt, "in ")
+            advice = "sum over the broadcast dims instead of averaging"
+        return _with_code(advice, src, stmt, "in ")
     if kind == "ignores_grad_output":
         uses = expr is not None and bool(_grad_output_names(src) & {n.id for n in ast.walk(expr)
                                                                       if isinstance(n, ast.Name)} | _fed_names(src, expr))
         advice = "multiply by grad_output (the chain rule)" if not uses else "check how grad_output is used"
         return _with_code(advice, src, statement, "in ")
     if kind == "transposed":
-        advice = "reshape the gradient to the input's shape" if "reshape" in params else \
-            "transpose the gradient (or swap the matmul operands)"
+        if "operand" in params:
+            advice = f"use {params['expected']}"
+        elif "reshape" in params:
+            advice = "reshape the gradient to the input's shape"
+        else:
+            advice = "transpose the gradient (or swap the matmul operands)"
         return _with_code(advice, src, statement, "in ")
     if kind == "swapped":
         order = ", ".join(names[i] for i in sorted(names))
@@ -200,10 +207,15 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
                           src, stmt or statement, "in ")
     if kind == "missing_term":
         if params.get("variant") == "wrong_saved":
-            return _with_code("check which tensor is saved and used", src, statement, "in ")
+            return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
+                              src, statement, "in ")
         verb = "add" if params.get("coefficient", 1) > 0 else "remove"
         return _with_code(f"{verb} the term {params.get('expression', '')}", src, statement, "in ")
     if kind == "zero":
+        if params.get("returned") == "missing":
+            returns = [n for n in _statements(src.tree) if isinstance(n, ast.Return)] if src is not None else []
+            return _with_code("return one gradient per forward input (None only where no gradient flows)",
+                              src, returns[-1] if returns else None, "in ")
         return _with_code(f"return a gradient for {name} instead of "
                           f"{'None' if params.get('returned') == 'None' else 'zeros'}", src, statement, "in ")
     return "", None

@@ -21,6 +21,14 @@ def zero(ev: Evidence):
     """The gradient is None or identically zero while the function depends on the input."""
     if ev.numeric is None or ev.support() == 0:
         return None  # f does not depend on the input here: a zero gradient is right
+    if ev.raw is not None and any(np.any(r != 0) for r in ev.raw):
+        return None  # the user's backward did return a gradient: whatever lost it, it was not backward
+    if ev.returned_count is not None:
+        returned, expected = ev.returned_count
+        return Finding("zero", f"backward returns no gradient for input {ev.name} ({returned} gradient"
+                       f"{'s' if returned != 1 else ''} for {expected} inputs), but the function depends on it",
+                       input=ev.index, params={"returned": "missing", "count": returned, "expected": expected},
+                       confidence=0.98)
     if ev.returned_none or ev.analytic is None:
         if not ev.returned_none:
             return None
@@ -39,6 +47,8 @@ def ignores_grad_output(ev: Evidence):
     if ev.analytic is None or o is None or len(ev.kinds) < 2:
         return None
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    if ev.fits(A, 0 * A):
+        return None  # a zero gradient is trivially the same for every cotangent: that is `zero`
     others = [k for k in range(len(ev.kinds)) if k != o]
     numeric_varies = any(not ev.fits(N[k], N[o], E[k] + E[o]) for k in others)
     if not numeric_varies:
@@ -143,6 +153,9 @@ def transposed(ev: Evidence):
                 continue  # symmetric: a transpose changes nothing
             if ev.fits(ev.analytic, NT, ET):
                 return _transposed_finding(ev, {"permutation": list(perm)})
+    operand = _transposed_operand(ev)
+    if operand is not None:
+        return operand
     if ev.raw is None or any(r is None for r in ev.raw):
         return None
     raw = np.stack(ev.raw)
@@ -162,8 +175,46 @@ def transposed(ev: Evidence):
     return None
 
 
+# (right, buggy) matrix-product forms of a gradient, as text and as a function of (v, z).
+_PRODUCT_FORMS = (
+    ("grad_output @ {z}.T", lambda v, z: v @ z.T, "grad_output @ {z}", lambda v, z: v @ z),
+    ("grad_output @ {z}", lambda v, z: v @ z, "grad_output @ {z}.T", lambda v, z: v @ z.T),
+    ("{z}.T @ grad_output", lambda v, z: z.T @ v, "{z} @ grad_output", lambda v, z: z @ v),
+    ("{z} @ grad_output", lambda v, z: z @ v, "{z}.T @ grad_output", lambda v, z: z.T @ v),
+)
+
+
+def _transposed_operand(ev: Evidence):
+    """A matrix-product backward that uses an operand where its transpose is needed (the
+    classic missing ``.T`` of a linear layer): numeric = v @ zᵀ exactly while analytic = v @ z."""
+    if ev.analytic is None or len(ev.shape) != 2 or len(ev.outputs) != 1 or ev.outputs[0].ndim != 2:
+        return None
+    V = [np.reshape(row[0], ev.outputs[0].shape) for row in ev.cotangents]
+    if len(V) != ev.analytic.shape[0]:
+        return None
+    for other in ev.others.values():
+        z = other.values
+        if z is None or z.ndim != 2 or z.shape[0] != z.shape[1]:
+            continue
+        for right_text, right, wrong_text, wrong in _PRODUCT_FORMS:
+            try:
+                R = np.stack([right(v, z) for v in V])
+                W = np.stack([wrong(v, z) for v in V])
+            except ValueError:
+                continue  # shapes do not chain
+            if R.shape != ev.analytic.shape or ev.fits(R, W):
+                continue
+            if ev.fits(R, ev.numeric, ev.numeric_error) and ev.fits(ev.analytic, W):
+                return _transposed_finding(ev, {"operand": other.name, "expected": right_text.format(z=other.name),
+                                                "got": wrong_text.format(z=other.name)})
+    return None
+
+
 def _transposed_finding(ev, params):
-    if "reshape" in params:
+    if "operand" in params:
+        message = (f"backward's gradient for input {ev.name} uses {params['operand']} where its transpose is "
+                   f"needed: it computes {params['got']} instead of {params['expected']}")
+    elif "reshape" in params:
         message = (f"backward's gradient for input {ev.name} has the right values but shape "
                    f"{_shape_text(params['returned_shape'])}: reshape it to {_shape_text(ev.shape)}")
     elif len(ev.shape) == 2:
@@ -220,7 +271,12 @@ def not_reduced(ev: Evidence, values_only: bool = True):
                            input=ev.index, params={"dims": dims, "returned_shape": list(got),
                                                    "expected_shape": list(ev.shape), "values_ok_once_summed": values_ok},
                            confidence=0.97 if values_ok else 0.85)
-    if ev.analytic is None or ev.unreduced is None:
+    analytic = ev.analytic
+    if analytic is None and ev.raw is not None and all(
+            r is not None and r.size == int(np.prod(ev.shape, dtype=int)) for r in ev.raw):
+        # e.g. grad[0] of shape (4,) for a (1, 4) bias: refused by the engine, same elements
+        analytic = np.stack([np.reshape(r, ev.shape) for r in ev.raw])
+    if analytic is None or ev.unreduced is None:
         return None
     unreduced = ev.unreduced()
     if unreduced is None:
@@ -233,7 +289,7 @@ def not_reduced(ev: Evidence, values_only: bool = True):
         index = tuple(taken if d in dims else slice(None) for d in range(len(full)))
         sliced = np.stack([np.reshape(u[index], ev.shape) for u in U])
         sliced_error = np.stack([np.reshape(e[index], ev.shape) for e in UE])
-        if ev.fits(ev.analytic, sliced, sliced_error) and not ev.fits(sliced, ev.numeric, ev.numeric_error + sliced_error):
+        if ev.fits(analytic, sliced, sliced_error) and not ev.fits(sliced, ev.numeric, ev.numeric_error + sliced_error):
             which = "first" if taken == 0 else "last"
             return Finding("not_reduced",
                            f"backward's gradient for input {ev.name} is the {which} slice of the broadcast gradient "
@@ -244,24 +300,37 @@ def not_reduced(ev: Evidence, values_only: bool = True):
     return None
 
 
-def _term_library(ev: Evidence):
-    """(description, array shaped like the input) for simple expressions of inputs and output."""
-    variables = []
-    if ev.values is not None:
-        variables.append((ev.name, ev.values))
+def _variables(ev: Evidence):
+    """(name, values) of the inputs and the output that are shaped like this input."""
+    variables = [(ev.name, ev.values)]
     for other in ev.others.values():
         if other.values is not None and other.values.shape == ev.values.shape:
             variables.append((other.name, other.values))
     if len(ev.outputs) == 1 and ev.outputs[0].shape == ev.values.shape:
         variables.append(("output", ev.outputs[0]))
-    terms = [("1", np.ones(ev.shape))]
+    return variables
+
+
+def _term_library(variables):
+    """(description, array) for the simple terms a derivative is made of: constants, powers,
+    elementary functions of one variable, their product-rule partners z·f(z), and products of
+    two variables."""
+    terms = [("1", np.ones(np.shape(variables[0][1])))]
     with np.errstate(all="ignore"):
         for name, z in variables:
-            terms += [(name, z), (f"{name}²", z * z), (f"1/{name}", 1.0 / z),
-                      (f"sin({name})", np.sin(z)), (f"cos({name})", np.cos(z)), (f"exp({name})", np.exp(z))]
+            terms += [(name, z), (f"{name}²", z * z), (f"1/{name}", 1.0 / z), (f"1/{name}²", 1.0 / (z * z)),
+                      (f"sin({name})", np.sin(z)), (f"cos({name})", np.cos(z)), (f"exp({name})", np.exp(z)),
+                      (f"{name}·sin({name})", z * np.sin(z)), (f"{name}·cos({name})", z * np.cos(z)),
+                      (f"{name}·exp({name})", z * np.exp(z))]
         for (n1, z1), (n2, z2) in itertools.combinations(variables, 2):
             terms.append((f"{n1}·{n2}", z1 * z2))
     return [(d, t) for d, t in terms if np.all(np.isfinite(t))]
+
+
+# Local derivatives written in terms of one saved tensor z: using the wrong z (the input where
+# the output is needed, as in exp, tanh or sigmoid) keeps the form and changes the tensor.
+SAVED_FORMS = (("{z}", lambda z: z), ("{z}²", lambda z: z * z), ("1 − {z}²", lambda z: 1 - z * z),
+               ("{z}·(1 − {z})", lambda z: z * (1 - z)), ("1/{z}", lambda z: 1 / z), ("2·{z}", lambda z: 2 * z))
 
 
 def _cosine(a, b):
@@ -270,41 +339,51 @@ def _cosine(a, b):
 
 
 def missing_term(ev: Evidence):
-    """Elementwise functions only (one output shaped like the input): the residual numeric −
-    analytic is α·grad_output·t for a simple term t (a dropped or extra term), or the analytic
-    gradient itself is α·grad_output·t for a term the true gradient is not (a wrong saved tensor).
-    Best effort: a near-exact fit over at least 3 positions, one candidate only."""
+    """Elementwise functions only (one output shaped like the input), best effort:
+
+    - wrong saved tensor: analytic = v·h(z₁) and numeric = v·h(z₂) for one local-derivative form
+      h and two different tensors (e.g. 1 − x² where 1 − y² is needed);
+    - missing (or extra) term: numeric − analytic = α·v·t for one simple term t.
+    Both demand a near-exact fit over at least 3 positions; merely finding that analytic is
+    *some* simple expression is no evidence (a dropped term leaves one), so it is not reported.
+    """
     if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.outputs[0].shape != ev.values.shape:
         return None
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
     V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
+    if ev.support() < 3:
+        return None
+    variables = _variables(ev)
+    with np.errstate(all="ignore"):
+        for form, h in SAVED_FORMS:
+            for (used, z1), (needed, z2) in itertools.permutations(variables, 2):
+                got, want = V * h(z1), V * h(z2)
+                if np.all(np.isfinite(got)) and ev.fits(A, got) and ev.fits(want, N, E) and not ev.fits(got, want):
+                    got_text, want_text = form.format(z=used), form.format(z=needed)
+                    return Finding("missing_term",
+                                   f"backward for input {ev.name} uses {used} where {needed} is needed: it computes "
+                                   f"grad_output·({got_text}) instead of grad_output·({want_text})",
+                                   input=ev.index, params={"variant": "wrong_saved", "term": used, "needed": needed,
+                                                           "expression": f"grad_output·({got_text})",
+                                                           "expected": f"grad_output·({want_text})"},
+                                   confidence=0.85)
     residual = N - A
-    for variant, target in (("missing", residual), ("wrong_saved", A)):
-        for description, term in _term_library(ev):
-            T = V * term
-            collinear = _cosine(T, N) > 1 - 1e-9 or (variant == "missing" and _cosine(T, A) > 1 - 1e-9)
-            if ev.support(T) < 3 or collinear:
-                continue  # a term proportional to the gradient itself is a scale, not a term
-            alpha = float(np.sum(target * T) / np.sum(T * T))
-            prediction = A + alpha * T if variant == "missing" else alpha * T
-            if variant == "missing" and not ev.fits(prediction, N, E):
-                continue
-            if variant == "wrong_saved" and not ev.fits(A, prediction):
-                continue
-            nice = nice_number(alpha)
-            coefficient = nice if nice is not None else float(f"{alpha:.6g}")
-            # the residual is what is missing: a negative coefficient is a term too many
-            shown = abs(coefficient) if variant == "missing" else coefficient
-            text = ("" if shown == 1 else f"{short_number(shown)}·") + "grad_output" + (
-                "" if description == "1" else f"·{description}")
-            if variant == "missing":
-                what = "misses the term" if coefficient > 0 else "has an extra term"
-                message = f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)"
-            else:
-                message = (f"backward for input {ev.name} computes {text}, which is not the derivative: "
-                           "is the right tensor saved for backward?")
-            return Finding("missing_term", message, input=ev.index,
-                           params={"variant": variant, "term": description, "coefficient": coefficient,
-                                   "expression": text},
-                           confidence=0.85 if nice is not None else 0.75)
+    for description, term in _term_library(variables):
+        T = V * term
+        if ev.support(T) < 3 or _cosine(T, N) > 1 - 1e-9 or _cosine(T, A) > 1 - 1e-9:
+            continue  # a term proportional to the gradient itself is a scale, not a term
+        alpha = float(np.sum(residual * T) / np.sum(T * T))
+        if not ev.fits(A + alpha * T, N, E):
+            continue
+        nice = nice_number(alpha)
+        coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+        # the residual is what is missing: a negative coefficient is a term too many
+        size = abs(coefficient)
+        text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
+            "" if description == "1" else f"·{description}")
+        what = "misses the term" if coefficient > 0 else "has an extra term"
+        return Finding("missing_term", f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
+                       input=ev.index, params={"variant": "missing", "term": description, "coefficient": coefficient,
+                                               "expression": text},
+                       confidence=0.85 if nice is not None else 0.75)
     return None

@@ -17,6 +17,8 @@ break when the checker's estimators change.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 EPS64 = float(np.finfo(np.float64).eps)
@@ -219,19 +221,23 @@ class Probe:
         for i, p in positions.items():
             g = raw[p] if p < len(raw) else None
             grads[i] = None if g is None or not hasattr(g, "shape") else np.asarray(_to_numpy(g), dtype=np.float64)
-        return {"grads": grads, "positions": positions, "returned": len(raw)}
+        missing = [i for i, p in positions.items() if p >= len(raw)]  # too few gradients returned
+        return {"grads": grads, "positions": positions, "returned": len(raw), "missing": missing,
+                "expected": len(leaves)}
 
     # ----- numerical reference ------------------------------------------------------------
-    def numeric(self, index, cotangents, values=None, upcast=True):
+    def numeric(self, index, cotangents, values=None, upcast=True, positions=None):
         """Per-element vᵀJ for every cotangent by central differences.
 
         Returns ``(value, error, left, right)``, each shaped ``(len(cotangents), *x.shape)``, or
-        None when the input is too large. ``values`` may replace inputs (e.g. a broadcast-expanded
-        copy of one input, to get the gradient *before* reduction over broadcast dims).
+        None when there are too many elements. ``values`` may replace inputs (e.g. a
+        broadcast-expanded copy of one input, to get the gradient *before* reduction over broadcast
+        dims); ``positions`` (flat indices) limits the work to those elements, the others are NaN.
         """
         values = {**self.values, **(values or {})}
         x = np.asarray(values[index], dtype=np.float64)
-        if x.size > MAX_NUMERIC_ELEMENTS:
+        positions = range(x.size) if positions is None else [int(j) for j in positions]
+        if len(positions) > MAX_NUMERIC_ELEMENTS:
             return None
         cot = [np.concatenate([np.ravel(np.asarray(c, dtype=np.float64)) for c in row]) for row in cotangents]
         C = np.stack(cot)  # (K, total output size)
@@ -246,10 +252,10 @@ class Probe:
             raise ValueError("cotangent sizes do not match the function's outputs")
         s0, mag = C @ f0, np.abs(C) @ np.abs(f0)
         K = C.shape[0]
-        value, error, left, right = (np.zeros((K, x.size)) for _ in range(4))
+        value, error, left, right = (np.full((K, x.size), np.nan) for _ in range(4))
         flat_x = x.ravel()
         with np.errstate(all="ignore"):
-            for j in range(x.size):
+            for j in positions:
                 h = STEP * max(1.0, abs(flat_x[j]))
                 s = {}
                 for t in (h, -h, 2 * h, -2 * h):
@@ -267,8 +273,26 @@ class Probe:
         return value.reshape(shape), error.reshape(shape), left.reshape(shape), right.reshape(shape)
 
 
+def _node_class(node):
+    """The user's Function class behind a graph node, or None for built-in ops and leaves."""
+    cls = getattr(node, "_forward_cls", None) or getattr(type(node), "_forward_cls", None)
+    if cls is None and hasattr(type(node), "backward") and hasattr(type(node), "forward"):
+        cls = type(node)  # a legacy gradcli Function instance is its own graph node
+    if cls is None or cls.__module__.startswith(("gradcli.autograd", "torch")):
+        return None  # a built-in op: its source is not the user's to fix
+    return cls
+
+
+def _next_nodes(node):
+    edges = getattr(node, "next_functions", None)
+    if edges is None:
+        edges = getattr(node, "_next", ())
+    return [e[0] for e in edges if e is not None and e[0] is not None]
+
+
 def function_class(fn, probe: Probe | None = None):
-    """The custom autograd Function class behind ``fn`` (``Cls.apply`` or a wrapper), or None."""
+    """The custom autograd Function class behind ``fn``: ``Cls``/``Cls.apply`` directly, or the
+    only user Function in the graph of a wrapper (``lambda x: MyFn.apply(x) * 3``); else None."""
     owner = fn if isinstance(fn, type) else getattr(fn, "__self__", None)
     if isinstance(owner, type) and hasattr(owner, "backward"):
         return owner
@@ -278,15 +302,31 @@ def function_class(fn, probe: Probe | None = None):
         probe.output_mask()
         with probe._grad_enabled(True):
             outs = probe._differentiable_outputs(_flatten_outputs(probe.fn(*probe._build())))
-        root = probe._root(outs)
     except Exception:
         return None
-    if root is None:
-        return None
-    node = root[0]
-    cls = getattr(node, "_forward_cls", None) or getattr(type(node), "_forward_cls", None)
-    if cls is None and hasattr(type(node), "backward") and hasattr(type(node), "forward"):
-        cls = type(node)  # a legacy gradcli Function instance is its own graph node
-    if cls is not None and cls.__module__.startswith(("gradcli.autograd", "torch")):
-        return None  # a built-in op: its source is not the user's to fix
-    return cls
+    found, seen = [], set()
+    stack = [o.grad_fn for o in outs if o.grad_fn is not None]
+    while stack and len(seen) < 10000:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        cls = _node_class(node)
+        if cls is not None and cls not in found:
+            found.append(cls)
+        stack.extend(_next_nodes(node))
+    return found[0] if len(found) == 1 else None
+
+
+def parameter_name(fn, index) -> str:
+    """forward's parameter name for positional input ``index`` (after ctx), else input<index>."""
+    target = fn if isinstance(fn, type) else getattr(fn, "__self__", None)
+    target = getattr(target, "forward", None) if isinstance(target, type) else fn
+    try:
+        params = [p.name for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return f"input{index}"
+    if params and params[0] in ("ctx", "self"):
+        params = params[1:]
+    return params[index] if index < len(params) else f"input{index}"

@@ -167,7 +167,13 @@ class Target:
         return [self.name, os.path.basename(self.file), f"{self.file}::{self.name}"]
 
     def info(self) -> "TargetInfo":
-        return TargetInfo(self.file, self.name, self.line, self.backward_line, self.style, self.backend)
+        from gradcli.check.inputs import forward_params
+
+        try:
+            params = [p.name for p in forward_params(self)[0]]
+        except (TypeError, ValueError):  # no signature (a C function, ...)
+            params = []
+        return TargetInfo(self.file, self.name, self.line, self.backward_line, self.style, self.backend, params)
 
 
 @dataclass
@@ -178,6 +184,7 @@ class TargetInfo:
     backward_line: Optional[int]
     style: str
     backend: str
+    params: list = field(default_factory=list)  # forward's positional parameters (after ctx)
 
 
 @dataclass
@@ -210,7 +217,7 @@ def load_module(item: FileItem):
             return LoadError("needs PyTorch, which is not installed (pip install torch): not checked",
                              _user_line(e, item.abspath), skip=True)
         message, line = describe_exception(e, item.abspath)
-        return LoadError(message, line, traceback="".join(traceback.format_exception(e)))
+        return LoadError(message, line, traceback=user_traceback(e))
     return module
 
 
@@ -228,6 +235,15 @@ def describe_exception(e: BaseException, abspath: Optional[str] = None) -> tuple
     if frame is None:
         return last, None
     return f"{last} ({_display(frame.filename)}:{frame.lineno})", frame.lineno if user else None
+
+
+def user_traceback(e: BaseException) -> str:
+    """The traceback without gradcli's and importlib's own frames (they are noise to the user)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not f.filename.startswith((package + os.sep, "<frozen"))]
+    text = "".join(traceback.format_list(frames)) if frames else ""
+    return "Traceback (most recent call last):\n" + text + "".join(traceback.format_exception_only(type(e), e))
 
 
 def _user_line(e: BaseException, abspath: str) -> Optional[int]:
@@ -284,22 +300,25 @@ def _style(cls) -> str:
 
 
 def _line(obj) -> Optional[int]:
+    """The line of a class's ``class`` or a function's ``def`` (not of its decorators)."""
     if isinstance(obj, (staticmethod, classmethod)):
         obj = obj.__func__
+    if obj is None:
+        return None
     try:
-        return inspect.getsourcelines(obj)[1] if obj is not None else None
+        lines, start = inspect.getsourcelines(obj)
     except (OSError, TypeError):
         return None
+    keywords = ("class ",) if isinstance(obj, type) else ("def ", "async def ")
+    return start + next((i for i, text in enumerate(lines) if text.lstrip().startswith(keywords)), 0)
 
 
 def select(targets: list, item: FileItem, keyword=None) -> tuple:
-    """(selected targets, names of ``::Name`` selectors that matched nothing)."""
-    chosen = targets
-    missing = []
+    """(selected targets, how many ``-k`` deselected, ``::Name`` selectors that matched nothing)."""
+    chosen, missing = targets, []
     if item.names is not None:
-        by_name = {t.name: t for t in targets}
-        missing = [n for n in item.names if n not in by_name]
+        known = {t.name for t in targets}
+        missing = [n for n in item.names if n not in known]
         chosen = [t for t in targets if t.name in item.names]
-    if keyword is not None:
-        chosen = [t for t in chosen if keyword(t.ids())]
-    return chosen, missing
+    selected = [t for t in chosen if keyword(t.ids())] if keyword is not None else chosen
+    return selected, len(chosen) - len(selected), missing

@@ -12,8 +12,6 @@ with the same ``--seed`` reproduces an automatic input exactly.
 """
 from __future__ import annotations
 
-import inspect
-import json
 import math
 import re
 import zlib
@@ -128,6 +126,8 @@ def _parse_domain(dom: str, whole: str) -> tuple:
 
 
 def _parse_list(t: str):
+    import json
+
     try:
         value = json.loads(t)
     except ValueError:
@@ -228,8 +228,14 @@ class NoInputs(Exception):
     """Automatic inputs could not be built; the message says how to supply them (result: skip)."""
 
 
+class ForwardBroken(Exception):
+    """forward gives NaN/Inf everywhere, whatever the inputs (a "NaN storm": result error)."""
+
+
 def forward_params(target) -> tuple:
     """(positional parameters of forward after ctx/self, whether forward takes *args)."""
+    import inspect
+
     sig = inspect.signature(target.forward)
     params = list(sig.parameters.values())
     if target.style in ("static", "classmethod", "legacy"):
@@ -269,6 +275,7 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
     if not auto:
         return [Case(args, records)]
     problems: dict = {}  # why forward was unusable -> the domains where it happened
+    storm = True  # every output element non-finite on every domain: forward itself is broken
     for domain in AUTO_DOMAINS:
         trial, trial_records = list(args), list(records)
         for i in auto:
@@ -276,36 +283,49 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
             spec = Spec("tensor", "", shape=tuple(shape), dtype=dtype, domain=domain)
             trial[i], trial_records[i] = _from_spec(be, spec, key, seed, dtype, p, source="auto")
         try:
-            why = forward_problem(be, target.fn, trial)
+            why, everywhere = forward_problem(be, target.fn, trial)
         except UNSUITABLE_INPUT_ERRORS as e:
-            why = f"forward raised {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            why, everywhere = f"forward raised {type(e).__name__}: {text}", False
         if why is None:
             return [Case(trial, trial_records)]
+        storm = storm and everywhere
         problems.setdefault(why if "raised" in why else why.split(" (")[0], []).append(format_domain(domain))
     dims = "x".join(str(d) for d in shape)
-    found = "; ".join(f"{why} on {', '.join(domains)}" for why, domains in problems.items())
+    if storm:
+        raise ForwardBroken(f"forward returns NaN/Inf for every element of its output, for {dims} inputs in every "
+                            f"domain tried: {', '.join(format_domain(d) for d in AUTO_DOMAINS)}")
+    found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
+                      f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
     names = [args[i][0].name for i in auto]
-    raise NoInputs(f"could not build inputs automatically with {dims} tensors in any domain ({found}). "
-                   f"Supply them on the command line, e.g. {' '.join(f'--input {n}=SPEC' for n in names)} "
-                   f"(SPEC like 3x4, float32[2,5], 3x4@(1,5), [1,2,3]; see specs/check.md), or define a "
-                   f"staticmethod example_inputs() on {target.name} returning ({', '.join(p.name for p in params)})")
+    raise NoInputs(f"cannot build inputs automatically: {found}. Give them with "
+                   f"{' '.join(f'--input {n}=SPEC' for n in names)} (SPEC like 3x4, float32[2,5], 3x4@(1,5) or "
+                   f"[1,2,3]; see specs/check.md), or add a staticmethod example_inputs() to {target.name} "
+                   f"returning ({', '.join(p.name for p in params)})")
 
 
-def forward_problem(be, fn, args) -> Optional[str]:
-    """None when forward runs and its floating outputs are finite, else why not. Exceptions propagate."""
+def forward_problem(be, fn, args) -> tuple:
+    """(None, False) when forward runs and its floating outputs are finite, else (why not, whether
+    every output element is non-finite). Exceptions from forward propagate."""
     import numpy as np
 
     from gradcli.check.backends import flatten_outputs
 
-    with be.no_grad():
+    import warnings
+
+    with be.no_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # probing a domain: "invalid value in sqrt" is expected
         out = fn(*[be.leaf(be.to_numpy(a), False) if be.is_tensor(a) else a for a in args])
-    bad = []
+    bad, everywhere = [], True
     for i, o in enumerate(flatten_outputs(out)):
         if be.is_tensor(o):
             array = be.to_numpy(o)
-            if array.dtype.kind in "fc" and not np.isfinite(array).all():
-                bad.append(f"output {i} ({int((~np.isfinite(array)).sum())} of {array.size} elements)")
-    return f"forward's output is NaN/Inf ({', '.join(bad)})" if bad else None
+            if array.dtype.kind in "fc":
+                n = int((~np.isfinite(array)).sum())
+                everywhere = everywhere and n == array.size
+                if n:
+                    bad.append(f"output {i}: {n} of {array.size} elements")
+    return (f"forward's output is NaN/Inf ({', '.join(bad)})", everywhere) if bad else (None, False)
 
 
 def format_domain(domain) -> str:

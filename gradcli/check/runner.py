@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from gradcli.check.discovery import LoadError, collect, describe_exception, load_module, select as select_targets
+from gradcli.check.discovery import (LoadError, collect, describe_exception, load_module, select as select_targets,
+                                     user_traceback)
 
 BAD = ("fail", "error")
 KILL_GRACE = 10.0  # the parent's backstop beyond the worker's own per-Function timeout
@@ -90,10 +91,9 @@ class RunResult:
     results: list = field(default_factory=list)
     seed: int = 0
     duration: float = 0.0
-    collected: int = 0
-    deselected: int = 0
+    collected: list = field(default_factory=list)  # TargetInfo of every selected Function, in file order
+    deselected: int = 0  # by -k
     not_found: list = field(default_factory=list)  # ``file::Name`` selectors that matched nothing
-    collected_names: list = field(default_factory=list)  # (file, name, style, backend) for --collect-only
     interrupted: bool = False
 
     def count(self, status: str) -> int:
@@ -115,10 +115,14 @@ class RunResult:
         text = ", ".join(parts) if parts else "no Functions checked"
         return f"{text} in {self.duration:.2f}s" + (" (interrupted)" if self.interrupted else "")
 
-    def exit_code(self, strict: bool = False) -> int:
+    def exit_code(self, strict: bool = False, collect_only: bool = False) -> int:
+        """pytest's codes: 0 passed, 1 failures (or skips with ``strict``), 2 interrupted or a
+        selector that matched nothing, 3 errors in user code only, 5 nothing collected."""
         s = self.summary
         if self.interrupted or self.not_found:
             return 2
+        if collect_only:
+            return 3 if s["errors"] else 0 if self.collected else 5
         if not self.results:
             return 5
         if s["failed"] or (strict and s["skipped"]):
@@ -126,6 +130,11 @@ class RunResult:
         if s["errors"]:
             return 3
         return 0
+
+    def unused_inputs(self, names) -> list:
+        """``--input`` names that are no parameter of any selected Function's forward."""
+        known = {p for info in self.collected for p in info.params}
+        return sorted(set(names) - known) if self.collected else []
 
     def to_dict(self) -> dict:
         from gradcli import __version__
@@ -150,6 +159,16 @@ class RunEvents:
         pass
 
 
+def unsupported_options(gradcheck_options: dict) -> list:
+    """Option names that this ``gradcli.gradcheck`` does not take (a usage error for the CLI)."""
+    import inspect
+
+    import gradcli
+
+    accepted = inspect.signature(gradcli.gradcheck).parameters
+    return [name for name in gradcheck_options if name not in accepted]
+
+
 # ----- checking one Function (in the checker process) ---------------------------------------------
 
 def check_target(target, options: RunOptions, announce: Callable = lambda records: None) -> FunctionResult:
@@ -158,8 +177,8 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
 
     import numpy as np
 
-    from gradcli.check import gradcheck
-    from gradcli.check.inputs import NoInputs, backend_for, build_cases, forward_problem
+    from gradcli import gradcheck
+    from gradcli.check.inputs import ForwardBroken, NoInputs, backend_for, build_cases, forward_problem
 
     start = time.perf_counter()
     res = FunctionResult(target.file, target.name, target.backend, "pass", line=target.line,
@@ -179,6 +198,8 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
                 res.cases.append(_check_case(target, case, be, options, gradcheck, forward_problem, abspath))
         except NoInputs as e:
             res.status, res.message = "skip", str(e)
+        except ForwardBroken as e:
+            res.status, res.message = "error", str(e)
         except (Exception, SystemExit) as e:
             _set_error(res, e, abspath)
     if res.cases and res.status == "pass":
@@ -189,6 +210,8 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
         if bad:
             i, case = bad[0]
             res.message = (f"input set {i + 1} of {len(res.cases)}: " if len(res.cases) > 1 else "") + case.message
+    if res.status == "error" and any(c.report is not None for c in res.cases if c.status == "error"):
+        res.line = res.backward_line or res.line  # gradcheck ran: the exception came from backward
     if res.status == "pass" and res.hint:
         res.message = "legacy instance-style Function: migrate to @staticmethod forward(ctx, ...)/backward(ctx, ...)"
     res.duration = time.perf_counter() - start
@@ -198,7 +221,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
 def _check_case(target, case, be, options, gradcheck, forward_problem, abspath) -> CaseResult:
     out = CaseResult(case.records)
     try:
-        why = forward_problem(be, target.fn, case.args)
+        why, _ = forward_problem(be, target.fn, case.args)
         if why is not None:
             out.status = "error"
             out.message = f"{why} at the given inputs: not checked; choose inputs inside forward's domain"
@@ -209,19 +232,33 @@ def _check_case(target, case, be, options, gradcheck, forward_problem, abspath) 
         out.message, line = describe_exception(e, abspath)
         return out
     out.report, out.status = report, report.status
+    raised = report.check("backward")
+    if raised is not None and raised.status == "fail":  # an exception in user code: error, not a verdict
+        out.status, out.message = "error", raised.message
+        return out
+    if not report.ok and not report.diagnosis:
+        report.diagnosis = _diagnose(report, target.fn, case.args)
     failed = report.failures
     if failed:
         out.message = f"{failed[0].name}: {failed[0].message}"
     return out
 
 
-def _set_error(res: FunctionResult, e: BaseException, abspath: str):
-    import traceback
+def _diagnose(report, fn, args) -> list:
+    """The diagnosis layer's findings for a failed report; none when it is absent or breaks."""
+    try:
+        from gradcli.check.diagnosis import diagnose
 
+        return list(diagnose(report, fn, tuple(args)))
+    except Exception:  # noqa: BLE001 -- a diagnosis is a bonus: never turn a verdict into an error
+        return []
+
+
+def _set_error(res: FunctionResult, e: BaseException, abspath: str):
     res.status = "error"
     res.message, line = describe_exception(e, abspath)
     res.line = line or res.line
-    res.traceback = "".join(traceback.format_exception(e))
+    res.traceback = user_traceback(e)
 
 
 # ----- one file: the messages a worker sends --------------------------------------------------------
@@ -233,8 +270,8 @@ def file_messages(item, options: RunOptions, check: Callable):
         yield ("load_error", module)
         return
     targets = collect(module, item)
-    chosen, missing = select_targets(targets, item, options.keyword)
-    yield ("collected", [t.info() for t in targets], [t.name for t in chosen], missing)
+    chosen, deselected, missing = select_targets(targets, item, options.keyword)
+    yield ("collected", [t.info() for t in chosen], deselected, missing, [t.name for t in targets])
     if options.collect_only:
         return
     for target in chosen:
@@ -253,6 +290,7 @@ class _Collector:
         self.items = items
         self.events = events
         self.per_file = {item.path: [] for item in items}
+        self.collected = {}  # file -> TargetInfo of its selected Functions
         self.finished = set()
         self.emitted = 0
         self.stop = False
@@ -266,11 +304,11 @@ class _Collector:
                                            "skip" if err.skip else "error", err.message, line=err.line,
                                            traceback=err.traceback))
         elif kind == "collected":
-            infos, chosen, missing = message[1:]
-            self.run.collected += len(infos)
-            self.run.deselected += len(infos) - len(chosen)
-            self.run.not_found += [f"{item.path}::{n}" for n in missing]
-            self.run.collected_names += [i for i in infos if i.name in chosen]
+            chosen, deselected, missing, known = message[1:]
+            self.run.deselected += deselected
+            defines = f"{item.path} defines: {', '.join(known)}" if known else f"no Functions in {item.path}"
+            self.run.not_found += [f"{item.path}::{n} ({defines})" for n in missing]
+            self.collected[item.path] = chosen
             self.events.collected(len(chosen))
         elif kind == "start":
             self.events.started(item.path, message[1])
@@ -294,6 +332,7 @@ class _Collector:
     def result(self, start: float) -> RunResult:
         for item in self.items[self.emitted:]:  # interrupted: keep what finished
             self.run.results += self.per_file[item.path]
+        self.run.collected = [info for item in self.items for info in self.collected.get(item.path, ())]
         self.run.duration = time.perf_counter() - start
         return self.run
 
@@ -470,7 +509,18 @@ def _worker_body(item, options: RunOptions, w: int):
     for message in file_messages(item, options, _check_in_child):
         _send(w, message)
         if message[0] == "collected" and not options.collect_only:
-            import gradcli.check.gradcheck  # noqa: F401 -- load once here, shared by every checker
+            _warm_up({info.backend for info in message[1]})
+
+
+def _warm_up(backends: set):
+    """Load, once per file, what every checker would otherwise load again after its fork: the
+    checker itself, and torch's lazily imported autograd machinery (about a second)."""
+    import gradcli.check.gradcheck  # noqa: F401
+
+    if "torch" in backends:
+        torch = sys.modules["torch"]
+        x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+        torch.autograd.grad(x * 2, x, torch.ones(1, dtype=torch.float64))
 
 
 class _Worker:
@@ -494,6 +544,9 @@ class _Worker:
 
 def _run_workers(items, options: RunOptions, collector: _Collector):
     jobs = 1 if options.exitfirst else max(1, options.jobs)
+    if not options.collect_only:
+        import gradcli.autograd.namespace  # noqa: F401 -- loaded once here, inherited by every fork
+        import gradcli.check.gradcheck  # noqa: F401
     # Files that import torch are the slowest to start: begin them first (output keeps file order).
     queue = sorted(items, key=lambda it: _guess_backend(it.abspath) != "torch")
     active: dict = {}

@@ -47,6 +47,12 @@ def second_order_check(session, gradcheck) -> Check:
         "checks": [c.to_dict() for c in inner.checks if c.status in ("fail", "warn")],
     }
     failures = [c for c in inner.checks if c.status == "fail"]
+    structure = inner.check("structure")
+    if structure is not None and structure.status == "fail" and "no output is connected" in structure.message:
+        return Check("second_order", "fail",
+                     "backward's gradients are not differentiable: they do not depend on the inputs through "
+                     "autograd (computed with numpy, .data or .detach()?), so second derivatives are lost",
+                     None, details)
     if failures:
         return Check("second_order", "fail", "double backward: " + "; ".join(c.message for c in failures[:3]),
                      None, details)

@@ -18,6 +18,7 @@ Per-element derivatives (vᵀJ)_j of one input are computed by the first strateg
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -27,32 +28,48 @@ from gradcli.numeric.estimators import COMPLEX_STEP, EPS64, Estimate
 from gradcli.numeric.line import Line, estimate_line
 
 BATCH_BUDGET_ELEMENTS = 2**21  # elements per batched evaluation (inputs + outputs), ~16 MB in float64
+COMPLEX_MAX_ELEMENTS = 2**18  # perturbed input elements up to which the complex step is tried
 STRATEGIES = ("auto", "broadcast", "batched", "loop")
+
+
+def step_exponents(x: np.ndarray) -> np.ndarray:
+    """e with 2^e the smallest power of two >= max(1, |x|), per element (see ``step_scales``)."""
+    magnitude = np.abs(np.real(np.asarray(x)))
+    magnitude = np.where(np.isfinite(magnitude), np.maximum(magnitude, 1.0), 1.0)
+    mantissa, exponent = np.frexp(magnitude)  # magnitude = mantissa·2^exponent, mantissa in [0.5, 1)
+    return np.where(mantissa == 0.5, exponent - 1, exponent)
 
 
 def step_scales(x: np.ndarray) -> np.ndarray:
     """Per-element step scale max(1, |x|), rounded up to a power of two so x ± t·s is exact."""
-    magnitude = np.maximum(1.0, np.abs(np.real(np.asarray(x, dtype=np.result_type(x, np.float64)))))
-    magnitude = np.where(np.isfinite(magnitude), magnitude, 1.0)
-    return np.exp2(np.ceil(np.log2(magnitude)))
+    return np.ldexp(1.0, step_exponents(x))
 
 
 class NumericFunction:
     """A multi-input function of arrays with its value at the base point and evaluation counting."""
 
-    def __init__(self, func: Callable, inputs: Sequence[np.ndarray], eps: float = EPS64):
+    def __init__(self, func: Callable, inputs: Sequence[np.ndarray], eps: float = EPS64,
+                 outputs: Optional[Sequence[np.ndarray]] = None):
+        """``outputs``: f(inputs) when the caller already has it (saves an evaluation)."""
         self.func = func
         self.inputs = [np.asarray(x) for x in inputs]
         self.eps = eps
         self.evaluations = 0
-        self.outputs = self(self.inputs)
+        self.outputs = [np.asarray(o) for o in outputs] if outputs is not None else self(self.inputs)
+        self.output_shapes = [o.shape for o in self.outputs]
         self._complex_ok: dict = {}
         self._batchable: dict = {}
 
+    def input_elements(self, indices: Sequence[int]) -> int:
+        return int(sum(self.inputs[i].size for i in indices))
+
     def __call__(self, arrays: Sequence[np.ndarray]) -> list:
         self.evaluations += 1
-        with np.errstate(all="ignore"):
-            if not hasattr(self, "outputs"):  # the base point: its errors are the caller's to see
+        # Perturbed, complex or batched inputs make forwards warn (casts dropping an imaginary part,
+        # overflow at a large step): expected here, and not the user's business.
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if not hasattr(self, "output_shapes"):  # the base point: its errors are the caller's to see
                 return [np.asarray(out) for out in self.func(list(arrays))]
             try:
                 return [np.asarray(out) for out in self.func(list(arrays))]
@@ -64,8 +81,8 @@ class NumericFunction:
         batch = next((a.shape[0] for a, x in zip(arrays, self.inputs) if np.ndim(a) == x.ndim + 1), None)
         complex_input = any(np.iscomplexobj(a) for a in arrays)
         missing = []
-        for out in self.outputs:
-            shape = out.shape if batch is None else (batch,) + out.shape
+        for out_shape in self.output_shapes:
+            shape = out_shape if batch is None else (batch,) + out_shape
             missing.append(np.full(shape, np.nan + 0j if complex_input else np.nan))
         return missing
 
@@ -78,8 +95,12 @@ class NumericFunction:
         """Whether the forward runs on complex copies of these inputs and keeps the real part.
 
         This only says the complex step *can* be tried; whether it is right is verified per element.
+        Above COMPLEX_MAX_ELEMENTS the complex step is not tried at all: complex evaluation doubles
+        every temporary, and Richardson (more evaluations, no extra memory) is used instead.
         """
         key = tuple(indices)
+        if self.input_elements(key) > COMPLEX_MAX_ELEMENTS:
+            return False
         if key not in self._complex_ok:
             self._complex_ok[key] = self._probe_complex(key)
         return self._complex_ok[key]
@@ -107,47 +128,58 @@ class NumericFunction:
 
 
 class Projector:
-    """Applies k cotangents to a function's outputs: outputs -> (..., k) values vᵀf."""
+    """Applies k cotangents to a function's outputs: outputs -> (..., k) values vᵀf.
+
+    Keeps references to the cotangent arrays (no copies): they may be as large as the outputs.
+    """
 
     def __init__(self, cotangents: Sequence[Sequence[Optional[np.ndarray]]], output_shapes: Sequence[tuple]):
         self.k = len(cotangents)
         self.output_shapes = [tuple(s) for s in output_shapes]
-        # One (k, m_o) matrix per output; outputs without any cotangent are skipped entirely.
-        self.matrices = []
+        # Per output: None when no cotangent touches it, else k flat vectors (None = zero).
+        self.vectors = []
         for o, shape in enumerate(self.output_shapes):
             rows = [c[o] for c in cotangents]
             if all(r is None for r in rows):
-                self.matrices.append(None)
-                continue
-            size = int(np.prod(shape, dtype=np.int64))
-            matrix = np.zeros((self.k, size))
-            for c, row in enumerate(rows):
-                if row is not None:
-                    matrix[c] = np.asarray(row, dtype=np.float64).reshape(size)
-            self.matrices.append(matrix)
+                self.vectors.append(None)
+            else:
+                self.vectors.append([None if r is None else np.asarray(r).reshape(-1) for r in rows])
 
     @property
     def outputs_used(self) -> list:
-        return [o for o, m in enumerate(self.matrices) if m is not None]
+        return [o for o, vectors in enumerate(self.vectors) if vectors is not None]
+
+    def row(self, o: int, c: int) -> np.ndarray:
+        """Cotangent c for output o, flat float64 (zeros when that cotangent skips the output)."""
+        vector = self.vectors[o][c]
+        size = int(np.prod(self.output_shapes[o], dtype=np.int64))
+        return np.zeros(size) if vector is None else vector.astype(np.float64, copy=False)
 
     def __call__(self, outputs: Sequence[np.ndarray], batch: Optional[int] = None) -> np.ndarray:
+        shape = (self.k,) if batch is None else (batch, self.k)
         total = None
-        for out, matrix in zip(outputs, self.matrices):
-            if matrix is None:
+        for out, vectors in zip(outputs, self.vectors):
+            if vectors is None:
                 continue
             flat = out.reshape(-1) if batch is None else out.reshape(batch, -1)
-            part = flat @ matrix.T
-            total = part if total is None else total + part
-        if total is None:
-            return np.zeros(self.k) if batch is None else np.zeros((batch, self.k))
-        return total
+            for c, v in enumerate(vectors):
+                if v is None:
+                    continue
+                if total is None:
+                    total = np.zeros(shape, dtype=np.result_type(flat, np.float64))
+                total[..., c] += flat @ v
+        return np.zeros(shape) if total is None else total
 
     def magnitude(self, outputs: Sequence[np.ndarray]) -> np.ndarray:
         """|v|ᵀ|f|: the scale of rounding in vᵀf, which cancellation in the sum would hide."""
         total = np.zeros(self.k)
-        for out, matrix in zip(outputs, self.matrices):
-            if matrix is not None:
-                total = total + np.abs(np.real(out)).reshape(-1) @ np.abs(matrix).T
+        for out, vectors in zip(outputs, self.vectors):
+            if vectors is None:
+                continue
+            magnitude = np.abs(np.real(out)).reshape(-1)
+            for c, v in enumerate(vectors):
+                if v is not None:
+                    total[c] += magnitude @ np.abs(v)
         return total
 
 
@@ -177,7 +209,8 @@ def directional(
 
     def evaluate(t, rows=None):
         arrays = [x if w is None else x + t * w for x, w in zip(nf.inputs, directions)]
-        return projector(nf(arrays))
+        values = projector(nf(arrays))
+        return values if rows is None else values[rows]
 
     line = Line(
         evaluate,
@@ -279,7 +312,7 @@ def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementD
     high = np.empty_like(value)
     offsets = np.cumsum([0] + [nf.outputs[o].size for o in used])
     for c in range(k):
-        v = np.concatenate([projector.matrices[o][c] for o in used])
+        v = np.concatenate([projector.row(o, c) for o in used])
         contributions = [v * d, np.abs(v) * d_error, np.minimum(v * one_sided[0], v * one_sided[1]),
                          np.maximum(v * one_sided[0], v * one_sided[1])]
         for target, flat in zip((value, error, low, high), contributions):

@@ -40,6 +40,7 @@ class Output(RunEvents):
         self.renderer = make_renderer(fmt, seed, verbose)
         self.show_progress = sys.stderr.isatty() if progress is None else progress
         self.deferred = []  # (path, results) rendered after the progress bar when it may be shown
+        self.seen = set()  # files already rendered or deferred
         self.progress = None
         self.task = None
         self.total = 0
@@ -70,6 +71,7 @@ class Output(RunEvents):
             self.progress.update(self.task, completed=self._done)
 
     def file_done(self, path: str, results: list):
+        self.seen.add(path)
         if self.show_progress:
             self.deferred.append((path, results))
         else:
@@ -82,12 +84,10 @@ class Output(RunEvents):
         if collect_only:
             self.renderer.collect_only(run)
             return
-        if run.interrupted:  # files that never finished still show what was checked
-            shown = {p for p, _ in self.deferred}
-            for r in run.results:
-                if r.file not in shown:
-                    shown.add(r.file)
-                    self.deferred.append((r.file, [x for x in run.results if x.file == r.file]))
+        for r in run.results:  # interrupted: files that never finished still show what was checked
+            if r.file not in self.seen:
+                self.seen.add(r.file)
+                self.deferred.append((r.file, [x for x in run.results if x.file == r.file]))
         for path, results in self.deferred:
             self.renderer.file(path, results)
         if self.fmt == "github":

@@ -83,7 +83,7 @@ def rows(result, ascii_only: bool = False) -> list:
             name = ""
         for c in report.checks:
             if c.status == "fail" and c.name != "values":
-                out.append(Row(name, f"({c.name})", "", "", "", "", "fail"))
+                out.append(Row(name, f"({c.name})", "", "", "", "", "error" if case.status == "error" else "fail"))
                 name = ""
         if not report.inputs and not any(c.status == "fail" and c.name != "values" for c in report.checks):
             out.append(blank(name, report.status))
@@ -138,14 +138,16 @@ def heatmap(r, ascii_only: bool = False) -> Optional[HeatMap]:
     scaled = np.where(np.isfinite(grid), grid / top if top > 0 else 0.0, 1.0)
     levels = np.where(grid <= threshold, 0, 1 + np.minimum(HEAT_LEVELS - 2, (scaled * (HEAT_LEVELS - 1)).astype(int)))
     where = f" at {list(r.worst.index)}" if r.worst is not None else ""
-    return HeatMap(f"{r.name} (|analytic - numeric|, max {fmt(top)}{where})", levels.tolist(), note)
+    biggest = fmt(r.max_abs_error) if r.max_abs_error is not None else fmt(top)
+    return HeatMap(f"{r.name} (|analytic - numeric|, max {biggest}{where})", levels.tolist(), note)
 
 
 def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -> Detail:
     """The panel for a failed or errored Function."""
     where = f"{result.file}:{result.line}" if result.line else result.file
     bwd = f", backward at line {result.backward_line}" if result.backward_line and result.status == "fail" else ""
-    d = Detail(result.status, f"{result.status.upper()}  {result.function or '(import)'}  ({where}{bwd})")
+    title = f"{result.function}  ({where}{bwd})" if result.function else f"importing {where}"
+    d = Detail(result.status, f"{result.status.upper()}  {title}")
     if not result.cases:
         d.lines.append(("check", result.message))
     for i, case in enumerate(result.cases):
@@ -158,11 +160,13 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
         else:
             for c in report.failures:
                 d.lines.append(("check", f"{prefix}{c.name}: {c.message}"))
+            said = " ".join(c.message for c in report.failures)
             for r in report.inputs:
                 if r.status == "fail" and r.worst is not None:
                     w = r.worst
-                    d.lines.append(("worst", f"worst element {r.name}{list(w.index)}: analytic {fmt(w.analytic, '.10g')}, "
-                                             f"numeric {fmt(w.numeric, '.10g')} (tolerance {fmt(r.tolerance)})"))
+                    if fmt(w.analytic, '.10g') not in said:  # the values check may already name it
+                        d.lines.append(("worst", f"worst element {r.name}{list(w.index)}: analytic {fmt(w.analytic, '.10g')}, "
+                                                 f"numeric {fmt(w.numeric, '.10g')} (tolerance {fmt(r.tolerance)})"))
                     hm = heatmap(r, ascii_only)
                     if hm is not None:
                         d.heatmaps.append(hm)

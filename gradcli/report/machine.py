@@ -21,8 +21,8 @@ def _xml(text: str) -> str:
     return _XML_INVALID.sub("?", text or "")
 
 
-def _detail_text(result, seed: int) -> str:
-    d = view.detail(result, seed, verbose=True, ascii_only=True)
+def _detail_text(result, seed: int, verbose: bool = True) -> str:
+    d = view.detail(result, seed, verbose=verbose, ascii_only=True)
     return "\n".join(text for _, text in d.lines)
 
 
@@ -66,6 +66,9 @@ def _escape_prop(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+_VERB = {"fail": "failed", "error": "error", "skip": "skipped"}
+
+
 def github_annotations(run) -> list:
     """``::error file=…,line=…,title=…::message`` lines: failures point at the backward's line,
     errors at the failing line of user code, skips become warnings."""
@@ -76,9 +79,7 @@ def github_annotations(run) -> list:
         level = "warning" if r.status == "skip" else "error"
         line = r.backward_line if r.status == "fail" and r.backward_line else r.line
         props = f"file={_escape_prop(r.file)}" + (f",line={line}" if line else "")
-        title = f"gradcli check: {r.function or r.file} {'skipped' if r.status == 'skip' else r.status + 'ed' if r.status == 'fail' else 'error'}"
-        body = r.message
-        if r.status in ("fail", "error"):
-            body = _detail_text(r, run.seed)
+        title = f"gradcli check: {r.function or r.file} {_VERB[r.status]}"
+        body = _detail_text(r, run.seed, verbose=False) if r.status in ("fail", "error") else r.message
         lines.append(f"::{level} {props},title={_escape_prop(title)}::{_escape_data(body)}")
     return lines

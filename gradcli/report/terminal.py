@@ -26,9 +26,10 @@ class PlainRenderer:
             return
         self.write("")
         self.write(path)
-        table = [view.COLUMNS] + [row.cells() for r in results for row in view.rows(r, ascii_only=True)]
+        checked = [r for r in results if r.function is not None]  # not a file that failed to import
+        table = [view.COLUMNS] + [row.cells() for r in checked for row in view.rows(r, ascii_only=True)]
         widths = [max(len(str(line[i])) for line in table) for i in range(len(view.COLUMNS))]
-        for line in table:
+        for line in table if checked else ():
             self.write("  " + "  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip())
         self.notes(results)
 
@@ -41,10 +42,14 @@ class PlainRenderer:
             if self.verbose and r.cases:
                 for i, case in enumerate(r.cases):
                     self.write(f"  inputs {view.label(r, i)}: {view.input_summary(case.inputs)}")
-            if r.hint:
-                self.write(f"  note: {r.hint.splitlines()[0]}")
-                for line in r.hint.splitlines()[1:]:
-                    self.write("  " + line)
+        hinted = [r for r in results if r.hint]
+        if hinted:  # the migration snippet once per file, naming every legacy Function
+            names = ", ".join(r.function for r in hinted)
+            self.write(f"  note: {names} use{'s' if len(hinted) == 1 else ''} the legacy instance style "
+                       f"(forward(self, ...), called as {hinted[0].function}()(...)), which current PyTorch "
+                       f"refuses. Migrate to:")
+            for line in hinted[0].hint.splitlines()[1:]:
+                self.write("  " + line)
 
     def panel(self, d: view.Detail):
         self.write("")
@@ -65,11 +70,11 @@ class PlainRenderer:
         self.write(run.closing_line())
 
     def collect_only(self, run):
-        for info in run.collected_names:
+        for info in run.collected:
             self.write(f"{info.file}::{info.name}  ({info.style}, {info.backend})")
         for r in run.results:
             self.write(f"{r.status.upper()} {r.file}: {r.message}")
-        n = len(run.collected_names)
+        n = len(run.collected)
         self.write(f"{n} Function{'s' if n != 1 else ''} collected"
                    + (f", {run.deselected} deselected" if run.deselected else "") + f" in {run.duration:.2f}s")
         for selector in run.not_found:
@@ -91,17 +96,21 @@ class RichRenderer(PlainRenderer):
 
         if not results:
             return
-        table = Table(title=path, title_justify="left", title_style="bold", show_edge=True, pad_edge=False)
-        for name in view.COLUMNS:
-            numeric = name.startswith("max")
-            table.add_column(name, justify="right" if numeric else "left", no_wrap=name != "Function")
-        for r in results:
-            for row in view.rows(r):
-                cells = list(row.cells())
-                cells[-1] = Text(cells[-1], style=STATUS_STYLE.get(row.status, ""))
-                table.add_row(*cells)
         self.console.print()
-        self.console.print(table)
+        checked = [r for r in results if r.function is not None]  # not a file that failed to import
+        if not checked:
+            self.console.print(Text(path, style="bold"))
+        else:
+            table = Table(title=path, title_justify="left", title_style="bold")
+            for name in view.COLUMNS:
+                table.add_column(name, justify="right" if name.startswith("max") else "left",
+                                 no_wrap=name != "Function")
+            for r in checked:
+                for row in view.rows(r):
+                    cells = list(row.cells())
+                    cells[-1] = Text(cells[-1], style=STATUS_STYLE.get(row.status, ""))
+                    table.add_row(*cells)
+            self.console.print(table)
         self.notes(results)
 
     def panel(self, d: view.Detail):

@@ -11,7 +11,7 @@ from gradcli.symbolic import caveats, formatting
 from gradcli.symbolic.budget import Budgeted
 from gradcli.symbolic.calculus import choose_variables, differentiate
 from gradcli.symbolic.errors import ExpressionError
-from gradcli.symbolic.exact import difference_is_zero, exact_values, simplified
+from gradcli.symbolic.exact_jobs import difference_is_zero, exact_values, simplified
 from gradcli.symbolic.model import DiffResult, Formula, Note
 from gradcli.symbolic.parser import make_symbol, parse, parse_value, split_assignments
 
@@ -77,6 +77,11 @@ def _parse_inputs(request):
             exprs.append(parse(text, request.assumptions).expr)
         except ExpressionError as error:
             raise error.in_source("expression" if len(request.expressions) == 1 else f"expression {k + 1}")
+    import sympy
+    for k, expr in enumerate(exprs):
+        if expr.has(sympy.zoo, sympy.nan):
+            raise ExpressionError(f"{request.expressions[k]!r} is undefined (SymPy reduces it to "
+                                  f"{formatting.ascii(expr)}: a division by zero?)")
     variables = choose_variables(exprs, request.wrt, lambda n: make_symbol(n, request.assumptions))
     if not variables:
         raise ExpressionError("the expression has no variables (name one with --wrt to get a zero derivative)")

@@ -71,8 +71,11 @@ class PointEvaluator:
     def __init__(self, derivs, namespace=None):
         self.derivs = derivs
         self.keys = [entry.key for entry in derivs.entries]
+        self.nonsmooth = any(type(node).__name__ in NONSMOOTH for expr in derivs.exprs
+                             for node in sympy.preorder_traversal(expr))
         self.engine = None
         self.engine_problem = None
+        self.engine_failure = None
         try:
             self.engine = EngineFunction(derivs.exprs, derivs.variables, namespace)
         except EngineUnavailable as error:
@@ -100,10 +103,13 @@ class PointEvaluator:
             cells.append(cell)
         self._domain_warnings(cells, at_text, warnings)
         self._autograd(cells, x, warnings)
-        kinks = self._finite_differences(cells, x, at_text, warnings)
-        kinks += [f"{node} has a kink" for node in _vanishing_kinks(derivs.exprs, values)] if not kinks else []
+        switching = _vanishing_kinks(derivs.exprs, values) if self.nonsmooth else []
+        kinks = self._finite_differences(cells, x, at_text, warnings, bool(switching))
+        kinks = kinks or [f"{node} switches there" for node in switching]
         result = PointResult({n: float(point[v]) for n, v in zip(names, derivs.variables)}, at_text, cells)
         self._compare(result, exact, kinks)
+        if self.engine_failure:
+            result.ok, result.problem = False, self.engine_failure
         return result, warnings
 
     def _domain_warnings(self, cells, at_text, warnings):
@@ -118,6 +124,7 @@ class PointEvaluator:
                                   f"{cell.label['ascii']} is {what} at {at_text}"))
 
     def _autograd(self, cells, x, warnings):
+        self.engine_failure = None
         if self.engine is None:
             return
         import numpy as np
@@ -128,14 +135,19 @@ class PointEvaluator:
             warnings.append(_note("engine", f"autograd column not available: {error}"))
             return
         except Exception as error:  # the engine is under test here: its failure is a finding, not a crash
-            warnings.append(_note("engine", f"the engine raised {type(error).__name__}: {error}"))
+            self.engine_failure = f"engine bug: running the expression raised {type(error).__name__}: {error}"
             return
         for cell, value in zip(cells, row):
             cell.autograd = float(value)
             cell.autograd_text = formatting.number(value) if np.isfinite(value) else str(value)
 
-    def _finite_differences(self, cells, x, at_text, warnings):
-        """Fill the FD column; return kink descriptions found from one-sided differences."""
+    def _finite_differences(self, cells, x, at_text, warnings, switching):
+        """Fill the FD column; return kink descriptions found from one-sided differences.
+
+        Where abs/max/relu/... switch (``switching``) the central difference's error is O(h), not O(h²),
+        and Richardson extrapolation misjudges it; if the one-sided estimates agree there, their mean
+        is the better value (x*abs(x) at 0).
+        """
         if self.engine is None:
             return []
         import numpy as np
@@ -171,11 +183,15 @@ class PointEvaluator:
         flagged = estimate.kinks()
         for k, cell in enumerate(fd_cells):
             value, error = estimate.value[k] / s[k], estimate.error[k] / s[k]
+            if switching and not flagged[k] and estimate.left is not None:
+                value = (estimate.left[k] + estimate.right[k]) / (2 * s[k])
+                error = (max(estimate.left_error[k], estimate.right_error[k])
+                         + abs(estimate.right[k] - estimate.left[k]) / 2) / s[k]
             cell.finite_difference, cell.fd_error = float(value), float(error)
             if np.isfinite(value):
                 cell.fd_text = formatting.number(value, formatting.honest_digits(value, error))
-            if flagged[k] and (cell.key[0], cell.key[1][:-1]) not in seen:
-                seen.add((cell.key[0], cell.key[1][:-1]))
+            if flagged[k] and cell.key not in seen:
+                seen.add(cell.key)
                 left, right = estimate.left[k] / s[k], estimate.right[k] / s[k]
                 kinks.append(self._kink_note(cell, left, right, at_text, warnings))
         return kinks

@@ -7,7 +7,9 @@ Numbers are printed from a high-precision value, rounded to the digits shown, ne
 import re
 
 import mpmath
+import sympy
 from sympy.printing.latex import LatexPrinter
+from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
 DIGITS = 10            # significant digits shown for values
@@ -21,8 +23,31 @@ def _positive_first(terms):
 
 
 class AsciiPrinter(StrPrinter):
+    """SymPy's str form, spelled so that gradcli's own parser reads it back (abs, max, heaviside, e)."""
+
     def _as_ordered_terms(self, expr, order=None):
         return _positive_first(super()._as_ordered_terms(expr, order))
+
+    def _print_Abs(self, expr):
+        return f"abs({self._print(expr.args[0])})"
+
+    def _print_Heaviside(self, expr):
+        return f"heaviside({self._print(expr.args[0])})"
+
+    def _print_Max(self, expr):
+        return f"max({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_Min(self, expr):
+        return f"min({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_Exp1(self, expr):
+        return "e"
+
+    def _print_Pow(self, expr, rational=False):
+        exp = expr.exp
+        if exp.is_Rational and exp.is_negative and exp != -sympy.S.Half and not rational:
+            return "1/" + self.parenthesize(sympy.Pow(expr.base, -exp), PRECEDENCE["Mul"])
+        return super()._print_Pow(expr, rational)
 
 
 class UnicodePrinter(AsciiPrinter):
@@ -68,6 +93,15 @@ def unicode(expr):
     text = UnicodePrinter().doprint(expr)
     text = _COEFFICIENT.sub(r"\1", text)     # 4*y -> 4y, 2*√x -> 2√x
     return text.replace("*", "·").replace("-", "−")
+
+
+_TO_ASCII = str.maketrans({"∂": "d", "−": "-", "—": "-", "·": "*", "π": "pi", "⁰": "0", "¹": "1", "²": "2",
+                           "³": "3", "⁴": "4", "⁵": "5", "⁶": "6", "⁷": "7", "⁸": "8", "⁹": "9", "⁻": "-"})
+
+
+def to_ascii(text):
+    """Unicode message text (labels like ∂²f/∂x², minus signs) as ASCII (d2f/dx2)."""
+    return text.translate(_TO_ASCII)
 
 
 def latex(expr):

@@ -101,20 +101,32 @@ class EngineFunction:
         self.exprs = list(exprs)
         self.variables = list(variables)
         self.index = {str(v): i for i, v in enumerate(self.variables)}
+        self._program = None
 
-    # ---- forward: SymPy tree -> engine ops (memoized, so shared subexpressions run once) ----
-    def _forward(self, expr, leaves, memo):
-        if expr in memo:
-            return memo[expr]
-        if not expr.free_symbols:
-            result = _constant(expr)
-        elif expr.is_Symbol:
-            result = leaves[expr]
-        else:
-            args = [self._forward(arg, leaves, memo) for arg in expr.args]
-            result = self._apply(expr, args)
-        memo[expr] = result
-        return result
+    # ---- forward: SymPy DAG -> engine ops, compiled once so repeated evaluations skip SymPy ----
+    def _compile(self):
+        """Steps (node, its args) in topological order; constants converted to floats once."""
+        from gradcli.symbolic.reverse import dag_nodes
+        steps, constants = [], {}
+        for node in dag_nodes(self.exprs):
+            for arg in node.args:
+                if not arg.free_symbols and arg not in constants:
+                    constants[arg] = _constant(arg)
+            steps.append(node)
+        for expr in self.exprs:
+            if not expr.free_symbols and expr not in constants:
+                constants[expr] = _constant(expr)
+        return steps, constants
+
+    def _forward_all(self, leaves):
+        if self._program is None:
+            self._program = self._compile()
+        steps, constants = self._program
+        values = dict(constants)
+        values.update(leaves)
+        for node in steps:
+            values[node] = self._apply(node, [values[arg] for arg in node.args])
+        return [values[expr] for expr in self.exprs]
 
     def _tensor(self, value):
         return value if hasattr(value, "backward") else self.ns.tensor(float(value))
@@ -138,7 +150,9 @@ class EngineFunction:
             op = self._op("maximum" if head == "Max" else "minimum")
             return reduce(lambda a, b: op(self._tensor(a), self._tensor(b)), args)
         if head == "logsumexp":
-            stacked = self._op("stack")([self._tensor(a) for a in args])
+            like = next(a for a in args if hasattr(a, "backward"))
+            stacked = self._op("stack")([a if hasattr(a, "backward") else self._op("full_like")(like, float(a))
+                                         for a in args])
             return self._op("logsumexp")(stacked, dim=0)
         if head in COMPOSITE_ROWS:
             return COMPOSITE_ROWS[head][1](ns, self._tensor(args[0]))
@@ -174,13 +188,16 @@ class EngineFunction:
         deepest = max((len(wrt) for _, wrt in keys), default=0)
         leaves_list = [ns.tensor(X[:, j].copy(), requires_grad=True) for j in range(len(self.variables))]
         leaves = dict(zip(self.variables, leaves_list))
-        memo, cache = {}, {}
+        cache = {}
+        outputs = []
 
         def get(output, wrt):
             if (output, wrt) in cache:
                 return cache[(output, wrt)]
             if not wrt:
-                value = self._forward(self.exprs[output], leaves, memo)
+                if not outputs:
+                    outputs.extend(self._forward_all(leaves))
+                value = outputs[output]
             else:
                 parent = get(output, wrt[:-1])
                 if parent is None or not getattr(parent, "requires_grad", False):

@@ -19,7 +19,7 @@ from gradcli.symbolic.vocabulary import FUNCTIONS
 
 MAX_DEPTH = 100              # builder recursion; sums and products are flattened so they don't count
 MAX_EXPONENT = 10_000        # |n| in x**n for symbolic x (evaluating x**n exactly at a point must stay cheap)
-MAX_POWER_BITS = 100_000     # size of an exact numeric power such as 2**1000
+MAX_NUMBER_BITS = 10_000     # any exact number (a power such as 2**1000, a product): ~3,000 digits
 MAX_LITERAL_EXPONENT = 1_000  # 1e1000 is allowed, 1e100000 is not
 
 ASSUMPTIONS = {
@@ -118,14 +118,16 @@ class _Builder:
             if abs(base) in (0, 1):
                 return
             bits = float(size) * max(1.0, math.log2(max(abs(base.p), base.q)))
-            if bits > MAX_POWER_BITS:
-                self.fail(f"power too large: {base}**{exponent} has about {bits:.3g} bits", node)
+            if bits > MAX_NUMBER_BITS:
+                self.fail(f"power too large: {_short(base)}**{_short(exponent)} has about {bits:.3g} bits", node)
         elif size > MAX_EXPONENT:
             self.fail(f"exponent {exponent} is too large (at most {MAX_EXPONENT})", node)
 
     def _checked(self, result, node):
-        """SymPy merges powers (x**100 * x**100, (x**100)**100): re-check what it built."""
+        """SymPy merges powers (x**100 * x**100, (x**100)**100) and multiplies numbers: re-check."""
         for part in (result, *result.args):
+            if part.is_Rational and max(abs(part.p), part.q).bit_length() > MAX_NUMBER_BITS:
+                self.fail(f"number too large ({_short(part)})", node)
             if part.is_Pow and part.exp.is_Rational and not part.base.is_Rational \
                     and abs(part.exp) > MAX_EXPONENT:
                 self.fail(f"exponent {part.exp} is too large (at most {MAX_EXPONENT})", node)
@@ -165,6 +167,15 @@ class _Builder:
             return sympy.Integer(int(mantissa))
         # Decimal literals are exact rationals (0.1 is 1/10), so "exact" results stay exact.
         return sympy.Rational(literal)
+
+
+def _short(number):
+    """A number for a message: itself if short, else its size (str() of huge ints is refused by Python)."""
+    if number.is_Integer and abs(number.p).bit_length() > 64:
+        return f"<{int(abs(number.p).bit_length() * 0.30103) + 1}-digit integer>"
+    if number.is_Rational and max(abs(number.p), number.q).bit_length() > 64:
+        return "<a huge rational>"
+    return str(number)
 
 
 def _syntax_error(error, text, lexed):

@@ -88,6 +88,20 @@ def symbolic_compare(np_op, a, b=None):
     return np.asarray(out, dtype=object)
 
 
+def _where_element(c, a, b):
+    condition = _condition(c)
+    return Indicator(condition) * sympy.sympify(a) + Indicator(sympy.Not(condition)) * sympy.sympify(b)
+
+
+_where_vectorized = np.frompyfunc(_where_element, 3, 1)
+
+
+def symbolic_where(c, a, b):
+    """``where(mask, a, b)`` for a mask of symbolic conditions: [c]·a + [not c]·b per element (the
+    engine's backward multiplies by the same two masks, so the two sides cancel term by term)."""
+    return np.asarray(_where_vectorized(c, a, b), dtype=object)
+
+
 def _unary_rule(name):
     element = np.frompyfunc(lambda e: elementwise.sympy_expr(name, sympy.sympify(e)), 1, 1)
 
@@ -102,6 +116,9 @@ def register():
     """Fill the engine's symbolic hooks (idempotent; runs at import)."""
     for name in elementwise.UNARY:
         elementwise.SYMBOLIC_UNARY.setdefault(name, _unary_rule(name))
+    ops = getattr(elementwise, "SYMBOLIC_OPS", None)
+    if isinstance(ops, dict):
+        ops.setdefault("where", symbolic_where)
     from gradcli.autograd import tensor
     hooks = getattr(tensor, "SYMBOLIC_COMPARE", None)
     if isinstance(hooks, dict):

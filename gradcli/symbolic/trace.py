@@ -14,7 +14,6 @@ import inspect
 import linecache
 import os
 import re
-import traceback
 import warnings
 from dataclasses import dataclass, field
 
@@ -53,6 +52,9 @@ class Trace:
     vjp: dict                   # argument index -> the user's backward as expressions (zeros for None)
     domain: list = field(default_factory=list)   # expressions the forward needs > 0 (sqrt/log arguments, ...)
     signs: dict = field(default_factory=dict)    # input name -> "positive" | "negative" | "real" | "mixed"
+    # gradients the backward returned in a broadcast shape, summed down by the engine as torch does:
+    # (node name, argument index, returned shape, input shape)
+    fixups: list = field(default_factory=list)
 
     def symbols(self):
         """Every input symbol, in argument and element order."""
@@ -173,28 +175,29 @@ def differentiable_positions(args):
 
 
 # ---- the trace -------------------------------------------------------------------------------------
-def trace_function(fn, example_inputs=None, shape=None, signs=None):
+def trace_function(fn, example_inputs=None, shape=None, signs=None, with_backward=True):
     """Run ``fn`` forward and backward on symbols.
 
     ``example_inputs``: the arguments (tensors are replaced by symbols of their shape, other values
     pass through); without them every required positional parameter is a tensor of ``shape``
     (default (2, 2)). ``signs``: {argument index: {element index: "positive"|"negative"}}; by default
     inputs are real, and positive (negative) where the forward takes sqrt/log of a plain input
-    element (of its negative). Raises ``NotTraceable``.
+    element (of its negative). ``with_backward=False`` traces the forward only (``vjp`` stays empty).
+    Raises ``NotTraceable``.
     """
     if is_torch_function(fn):
         raise NotTraceable("a torch Function: tracing runs gradcli's engine; give the forward as a formula "
                            "(expr=... / a `formula` attribute) for an exact reference", "setup")
     name = function_name(fn)
-    template = _template(fn, example_inputs, shape)
+    template = trace_template(fn, example_inputs, shape)
     if signs is not None:
-        return _run(fn, name, template, signs)
-    first = _run(fn, name, template, {})
+        return _run(fn, name, template, signs, with_backward)
+    first = _run(fn, name, template, {}, with_backward)
     inferred = _signs_from_domain(first)
-    return _run(fn, name, template, inferred) if inferred else first
+    return _run(fn, name, template, inferred, with_backward) if inferred else first
 
 
-def _template(fn, example_inputs, shape):
+def trace_template(fn, example_inputs=None, shape=None):
     """(names, args, positions): positional arguments with the differentiated tensors marked."""
     if example_inputs is None:
         names, required = parameter_names(fn)
@@ -211,7 +214,7 @@ def _template(fn, example_inputs, shape):
     return names, args, differentiable_positions(args)
 
 
-def _run(fn, name, template, signs):
+def _run(fn, name, template, signs, with_backward=True):
     names, args, positions = template
     call = callable_of(fn)
     used = set(names)
@@ -233,19 +236,45 @@ def _run(fn, name, template, signs):
         cotangents = [symbol_array(base if len(outs) == 1 else f"{base}{k}", t.data.shape)
                       for k, t in enumerate(outs)]
         leaves = [call_args[i] for i in positions]
-        try:
-            grads = _autograd_grad(outs, leaves, [Tensor(c.copy()) for c in cotangents], allow_unused=True)
-        except Exception as error:
-            raise _not_traceable(error, "backward") from None
-    vjp = {}
+        grads = ()
+        if with_backward:
+            try:
+                grads = vjp(_autograd_grad, outs, leaves, [Tensor(c.copy()) for c in cotangents])
+            except Exception as error:
+                raise _not_traceable(error, "backward") from None
+    products = {}
     for i, g in zip(positions, grads):
-        vjp[i] = _expressions(g.data, args[i].data.shape) if g is not None else \
+        products[i] = _expressions(g.data, args[i].data.shape) if g is not None else \
             np.full(args[i].data.shape, sympy.S.Zero, dtype=object)
     outputs = [_expressions(t.data, t.data.shape) for t in outs]
-    trace = Trace(name, list(names), call_args, inputs, outputs, cotangents, vjp)
+    trace = Trace(name, list(names), call_args, inputs, outputs, cotangents, products)
     trace.domain = domain_conditions(trace.outputs)
+    trace.fixups = _fixups(outs) if with_backward else []
     trace.signs = {names[i]: _sign_summary(signs.get(i), inputs[i].shape) for i in positions}
     return trace
+
+
+def vjp(grad, outputs, leaves, cotangents):
+    """Jᵀv of several outputs as the gradient of one scalar, sum_k <output_k, v_k>: the Mul/Sum
+    nodes this adds hand v_k to the Function unchanged (1·v_k is exact), and it does not depend on
+    the engine running a node that feeds several roots at once."""
+    if len(outputs) == 1:
+        return grad(outputs, leaves, cotangents, allow_unused=True)
+    total = sum((o * v).sum() for o, v in zip(outputs, cotangents))
+    return grad([total], leaves, allow_unused=True)
+
+
+def _fixups(outputs):
+    found, seen, stack = [], set(), [o.grad_fn for o in outputs]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for index, got, expected in getattr(node, "_grad_fixups", None) or ():
+            found.append((node.name(), index, tuple(got), tuple(expected)))
+        stack.extend(edge[0] for edge in (getattr(node, "_next", None) or ()) if edge)
+    return found
 
 
 def _expressions(data, shape):
@@ -314,18 +343,34 @@ def _signs_from_domain(trace):
 
 # ---- why not ---------------------------------------------------------------------------------------
 def _not_traceable(error, phase):
-    frames = traceback.extract_tb(error.__traceback__)
-    user = next((f for f in reversed(frames) if not _inside_library(f.filename)), None)
-    op = next((f for f in reversed(frames) if os.path.abspath(f.filename).startswith(_OPS_DIR)), None)
-    reason = _explain(error, op)
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    user = next(((f, n) for f, n in reversed(frames) if not _inside_library(f.f_code.co_filename)), None)
+    reason = _explain(error, _builtin_op(frames))
     location = ""
     if user is not None:
-        code = (linecache.getline(user.filename, user.lineno) or "").strip()
-        location = f"{os.path.basename(user.filename)}:{user.lineno}" + (f": {code}" if code else "")
+        filename, lineno = user[0].f_code.co_filename, user[1]
+        code = (linecache.getline(filename, lineno) or "").strip()
+        location = f"{os.path.basename(filename)}:{lineno}" + (f": {code}" if code else "")
         reason += f" (in {phase}, at {location})"
     else:
         reason += f" (in {phase})"
     return NotTraceable(reason, phase, location)
+
+
+def _builtin_op(frames):
+    """(op name, "forward"|"backward") of the innermost built-in op the error passed through, or None."""
+    for frame, _ in reversed(frames):
+        if not os.path.abspath(frame.f_code.co_filename).startswith(_OPS_DIR):
+            continue
+        ctx = frame.f_locals.get("ctx")
+        if ctx is not None:
+            name = type(ctx).__name__
+            return (name[:-len("Backward")] if name.endswith("Backward") else name), frame.f_code.co_name
+    return None
 
 
 def _inside_library(filename):
@@ -333,22 +378,25 @@ def _inside_library(filename):
     return path.startswith(_PACKAGE_DIR) or f"{os.sep}numpy{os.sep}" in path or f"{os.sep}sympy{os.sep}" in path
 
 
-def _explain(error, op_frame):
+def _explain(error, op):
     text = str(error)
-    op = f"{op_frame.name} in gradcli/autograd/ops/{os.path.basename(op_frame.filename)}" if op_frame else ""
     if isinstance(error, NotTraceable):
         return error.reason
-    if "truth value of Relational" in text or "truth value of the symbolic mask" in text:
-        what = f"the op {op} compares values" if op else "the code branches on a symbolic value"
-        return f"data-dependent: {what} ({text}); a comparison has no single answer for all inputs"
+    comparing = "truth value of Relational" in text or "truth value of the symbolic mask" in text
     ufunc = re.search(r"no callable (\w+) method", text)
+    if op is not None and (comparing or ufunc):
+        name, where = op
+        does = "compares values" if comparing else f"calls numpy's {ufunc.group(1)} on the data"
+        return f"the built-in op {name} has no symbolic rule: its {where} {does} ({text})"
+    if comparing:
+        return (f"data-dependent: the code branches on a symbolic value ({text}); a comparison has no single "
+                "answer for all inputs")
     if ufunc:
-        where = f" inside {op}" if op else ""
-        return (f"numpy's {ufunc.group(1)} is called on an array of symbols{where}: numpy calls on `.data` "
-                f"cannot be traced (use the tensor op, e.g. x.{ufunc.group(1)}())")
+        return (f"numpy's {ufunc.group(1)} is called on an array of symbols: numpy calls on `.data` cannot be "
+                f"traced (use the tensor op, e.g. x.{ufunc.group(1)}())")
     if re.search(r"[Cc]an(no|')t convert .*(float|int|complex)|convert expression to", text):
         return ("a symbolic value is converted to a number (float(), int(), .item() in arithmetic, "
                 f"or an assignment into a float array): {text}")
-    if op:
-        return f"the op {op} has no symbolic rule ({type(error).__name__}: {text})"
+    if op is not None:
+        return f"the built-in op {op[0]} has no symbolic rule ({type(error).__name__}: {text})"
     return f"{type(error).__name__}: {text}"

@@ -83,7 +83,7 @@ def verdict(variable, label, answer_text, derived, answer, variables, assumption
     _, tried, largest = found
     if proof == ("ok", True):
         return CheckVerdict(variable, answer_text, "proved",
-                            f"{label} equals your answer: the difference simplifies to 0")
+                            "the difference between your answer and the derivative simplifies to 0")
     if proof is None:
         why = f"SymPy did not finish simplifying the difference within {budget:g} s"
     elif proof[0] == "error":

@@ -17,7 +17,7 @@ _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(a):
-    return _erf_scalar(a).astype(a.dtype if a.dtype.kind == "f" else np.float64)
+    return np.asarray(_erf_scalar(a)).astype(a.dtype if a.dtype.kind == "f" else np.float64)
 
 
 def _softplus(a):
@@ -97,6 +97,8 @@ def sympy_expr(name, x):
 # Symbolic implementations (object arrays of SymPy expressions) are registered here by
 # gradcli.symbolic, keyed like UNARY; numeric code never looks at it.
 SYMBOLIC_UNARY = {}
+# The same for ops whose numeric forward branches on values ("where": a mask of symbolic conditions).
+SYMBOLIC_OPS = {}
 
 
 def _symbolic(name, a):
@@ -323,7 +325,8 @@ class Pow(Function):
             # d(a**p)/dp = a**p log a, taken as 0 where a == 0 and p >= 0 (as torch does; the
             # limit a**p log a -> 0 there, where the product itself would be 0 * -inf = nan)
             zero = Tensor((a.data == 0) & (p.data >= 0))
-            gp = unbroadcast(g * Where.apply(zero, 0.0, y * a.log()), p.data.shape)
+            log_a = Where.apply(zero, 1.0, a).log()  # log(1) = 0 in the masked entries: no -inf
+            gp = unbroadcast(g * Where.apply(zero, 0.0, y * log_a), p.data.shape)
         return ga, gp
 
 
@@ -419,10 +422,13 @@ class Clamp(Function):
 class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
-        c = np.asarray(data_of(cond), dtype=bool)
+        c = data_of(cond)
+        c = c if getattr(c, "dtype", None) == object else np.asarray(c, dtype=bool)  # object: symbolic mask
         da, db = promoted(a, b)
         ctx.cond = c
         ctx.shapes = (np.shape(da), np.shape(db))
+        if c.dtype.kind == "O":
+            return Tensor(SYMBOLIC_OPS["where"](c, da, db))
         return Tensor(np.where(c, da, db))
 
     @staticmethod

@@ -14,13 +14,14 @@ class MatMul(Function):
     def forward(ctx, a, b):
         # each gradient reads only the other operand: save just what a needed gradient reads
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+        ctx.shapes = (a.data.shape, b.data.shape)
         return Tensor(np.matmul(*promoted(a, b)))
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ga = unbroadcast(g @ b.mT, a.data.shape) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(a.mT @ g, b.data.shape) if ctx.needs_input_grad[1] else None
+        ga = unbroadcast(g @ b.mT, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(a.mT @ g, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 

@@ -233,7 +233,8 @@ class Std(Function):
         centered = x - x.mean(dim=ctx.dims, keepdim=True)
         # d std = (x - mean) / ((N - correction) std); 0 where std == 0, as torch does
         flat = Tensor(yk.data == 0)
-        scale = Where.apply(flat, 0.0, _keep(g, x.data.shape, ctx.dims, ctx.keepdim) / (yk * ctx.dof))
+        safe = Where.apply(flat, 1.0, yk)  # no 0/0 (and no numpy warning) in the masked entries
+        scale = Where.apply(flat, 0.0, _keep(g, x.data.shape, ctx.dims, ctx.keepdim) / (safe * ctx.dof))
         return scale * centered, None, None, None
 
 
@@ -274,15 +275,19 @@ class Norm(Function):
             return gk * x.sign(), None, None, None
         if p in (float("inf"), float("-inf")):
             return x.sign() * _evenly(g, x.abs(), y, dims, ctx.keepdim), None, None, None
-        zero_norm = Tensor(np.broadcast_to(yk.data == 0, shape))
+        # the gradient is taken as 0 where the norm is 0 (and, for p < 1, where x is 0), as in
+        # torch; the masked entries are computed from 1s so that no 0/0 arises
+        zero_k = Tensor(yk.data == 0)
+        safe_y = Where.apply(zero_k, 1.0, yk)
         if p == 2:
-            scaled = x / yk
+            scaled = x / safe_y
         else:
             # x |x|^(p-2) / y^(p-1), written with sign so that p < 2 does not divide by |x| = 0
-            scaled = x.sign() * x.abs() ** (p - 1) / yk ** (p - 1)
+            abs_x = x.abs()
             if p < 1:
-                zero_norm = Tensor(zero_norm.data | (x.data == 0))
-        return gk * Where.apply(zero_norm, 0.0, scaled), None, None, None
+                abs_x = Where.apply(Tensor(x.data == 0), 1.0, abs_x)
+            scaled = x.sign() * abs_x ** (p - 1) / safe_y ** (p - 1)
+        return gk * Where.apply(zero_k, 0.0, scaled), None, None, None
 
 
 class Cumsum(Function):

@@ -10,6 +10,7 @@ def view_of(x, arr):
     Bounds overlap is enough here (np.may_share_memory): ``arr`` is either a numpy view of x
     or freshly allocated, and the exact test (np.shares_memory) can cost far more than the op."""
     out = Tensor(arr)
+    arr = out.data  # indexing one element of an object array (symbolic tracing) gives the bare element
     if arr.size and x.data.size and np.may_share_memory(arr, x.data):
         out._share_storage(x)  # same version counter; remembers the base for in-place on views
     return out
@@ -129,6 +130,8 @@ class Cast(Function):
     @staticmethod
     def forward(ctx, x, dtype):
         ctx.in_dtype = x.data.dtype
+        if x.data.dtype.kind == "O":  # symbolic tracing: expressions have no float dtype to cast to
+            return Tensor(x.data.copy())
         return Tensor(x.data.astype(dtype))
 
     @staticmethod

@@ -1,0 +1,59 @@
+"""Validate ``gradcli diff`` options into a DiffRequest; every problem is one line (exit 2 in the CLI).
+
+Options arrive as strings (not click types) so that a bad ``--order`` or ``--format`` gets the same
+one-line error as a bad expression, instead of click's multi-line usage block.
+"""
+FORMATS = ("table", "plain", "json", "latex", "python")
+STYLES = ("gradcli", "torch")
+MAX_TIMEOUT = 600.0
+
+
+class DiffOptionError(ValueError):
+    pass
+
+
+def _number(text, option, kind, low, high):
+    try:
+        value = kind(text)
+    except (TypeError, ValueError):
+        raise DiffOptionError(f"{option}: {text!r} is not {'an integer' if kind is int else 'a number'}") from None
+    if not (low <= value <= high):
+        raise DiffOptionError(f"{option}: must be between {low} and {high:g}, got {text}")
+    return value
+
+
+def build_request(expressions, *, wrt, order, hessian, at, check, positive, complex_, fmt, simplify,
+                  simplify_timeout, emit_function, style, tty):
+    """(DiffRequest, output format) from raw CLI values."""
+    from gradcli.symbolic.api import DiffRequest
+    from gradcli.symbolic.calculus import MAX_ORDER
+
+    if not expressions:
+        raise DiffOptionError("give an expression, e.g. gradcli diff \"sqrt(x) + 1/x\"")
+    for text in expressions:
+        if text.startswith("--"):
+            raise DiffOptionError(f"no such option: {text.split('=')[0]}")
+    if positive and complex_:
+        raise DiffOptionError("--positive and --complex exclude each other")
+    if fmt is None:
+        fmt = "table" if tty else "plain"
+    if fmt not in FORMATS:
+        raise DiffOptionError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if style not in STYLES:
+        raise DiffOptionError(f"--style: {style!r} is not one of {', '.join(STYLES)}")
+    if style != "gradcli" and not emit_function:
+        raise DiffOptionError("--style only applies to --emit-function")
+    if emit_function and fmt not in ("table", "plain", "python"):
+        raise DiffOptionError("--emit-function prints Python; it cannot be combined with --format " + fmt)
+    wrt_names = None
+    if wrt is not None:
+        wrt_names = [name.strip() for name in wrt.split(",")]
+        if not all(wrt_names):
+            raise DiffOptionError(f"--wrt: expected names separated by commas, got {wrt!r}")
+    request = DiffRequest(
+        expressions=list(expressions), wrt=wrt_names, order=_number(order, "--order", int, 1, MAX_ORDER),
+        hessian=hessian, at=list(at), check=check,
+        assumptions="positive" if positive else "complex" if complex_ else "real",
+        simplify=simplify, simplify_timeout=_number(simplify_timeout, "--simplify-timeout", float, 0.0, MAX_TIMEOUT),
+        python_code=fmt == "python" and not emit_function, emit_function=emit_function, style=style)
+    return request, fmt

@@ -1,0 +1,373 @@
+"""Prove a backward right for every input, or find the exact point where it is wrong.
+
+Per differentiated input, on a small symbolic shape (default 2×2):
+
+1. trace forward and backward (``trace.py``): the backward as expressions b(x, g), and Jᵀg from
+   SymPy's derivatives of the traced forward;
+2. screen: evaluate both at random exact points of the forward's domain (multiples of 1/4, 40
+   digits). A clear difference is a counterexample; it is run once more through the real Function
+   in float64, and reported only if that run shows the mismatch too -> "disproved";
+3. otherwise simplify b - Jᵀg, once per distinct element formula -> "proved" when it is 0 (away
+   from kinks, under the domain's assumptions), else "undecided" (the numeric verdict stands).
+
+Everything runs in a forked child under a real time budget (``budget.Budgeted``): SymPy cannot be
+interrupted from a thread, the child can be killed. Results stream back as they are found, so a
+proof that runs out of time still reports its screening.
+"""
+import random
+import time
+from dataclasses import asdict, dataclass, field
+
+import mpmath
+import numpy as np
+import sympy
+
+from gradcli.symbolic.budget import Budgeted
+from gradcli.symbolic.symbolic_eval import MpEvaluator, canonical, exact_float, switch_arguments
+from gradcli.symbolic.symbolic_ops import almost_everywhere, exact_constants
+from gradcli.symbolic.symbolic_proof import simplifies_to_zero
+from gradcli.symbolic.trace import NotTraceable, function_name, trace_function, trace_template
+
+VERDICTS = ("proved", "disproved", "undecided", "not_traceable")
+SCREEN_POINTS = 6          # points where backward and Jᵀg must agree before a proof is attempted
+SCREEN_ATTEMPTS = 80       # candidate points drawn (some fall outside the domain or on a kink)
+MISMATCH_RTOL = 1e-9       # far above 40-digit noise, far below any real bug
+CONFIRM_RTOL = 1e-6        # the float64 run must miss the exact value by more than this
+SHAPE_NOTE = ("the element structure is the same at every shape for elementwise/broadcast/matmul code; "
+              "raise the shape to check shape-specific code")
+
+
+@dataclass
+class ProofResult:
+    function: str
+    input: str                       # forward's parameter name
+    index: int                       # its position among forward's arguments
+    verdict: str                     # proved | disproved | undecided | not_traceable
+    message: str
+    shape: tuple = ()                # the symbolic shape the proof ran at
+    assumptions: dict = field(default_factory=dict)   # input name -> real | positive | negative | mixed
+    counterexample: dict = None      # disproved: point, element, both values, the float64 run
+    points_checked: int = 0          # screening points where backward and Jᵀg agreed
+    uniform: bool = None             # every gradient element has the same formula (up to renaming)
+    notes: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self):
+        data = asdict(self)
+        data["shape"] = [int(s) for s in self.shape]
+        return data
+
+
+# ---- the work, in the child ------------------------------------------------------------------------
+class _Session:
+    """State shared by the budgeted jobs (they run one after another in the same child)."""
+
+    def __init__(self, fn, example_inputs, shape, seed):
+        self.fn, self.example_inputs, self.shape, self.seed = fn, example_inputs, shape, seed
+        self.name = function_name(fn)
+        self.results = {}
+        self.trace = None
+
+    def screen(self):
+        started = time.monotonic()
+        try:
+            self.trace = trace = trace_function(self.fn, self.example_inputs, self.shape)
+        except NotTraceable as error:
+            return {"not_traceable": error.reason}
+        self.notes = []
+        exact = trace.exact_vjp()
+        self.backward = {i: _prepared(trace.vjp[i], self.notes) for i in trace.inputs}
+        self.exact = {i: _prepared(exact[i], self.notes) for i in trace.inputs}
+        self._sample(random.Random(self.seed))
+        out = {}
+        for i in trace.inputs:
+            result = self._result(i, "undecided", "")
+            result.points_checked = len(self.agreeing)
+            result.uniform = len({canonical_key(e) for e in trace.vjp[i].flat}) == 1
+            if i in self.mismatch:
+                _finish_disproof(self, result, *self.mismatch[i])
+            elif not self.agreeing:
+                result.message = ("no point of the forward's domain found among the sampled ones; "
+                                  "the numeric verdict stands")
+            result.seconds = time.monotonic() - started
+            out[i] = self.results[i] = result
+        return out
+
+    def prove(self, i):
+        result = self.results.get(i)
+        if result is None or result.verdict != "undecided" or not self.agreeing:
+            return result
+        started = time.monotonic()
+        cache, open_elements = {}, 0
+        for b, e in zip(self.backward[i].flat, self.exact[i].flat):
+            key = canonical_key(b - e)
+            if key not in cache:
+                cache[key] = simplifies_to_zero(key)
+            open_elements += not cache[key]
+        result.seconds += time.monotonic() - started
+        if open_elements:
+            result.message = (f"backward − Jᵀg did not simplify to 0 for {open_elements} element(s), but agreed "
+                              f"at {result.points_checked} exact points; the numeric verdict stands")
+            return result
+        result.verdict = "proved"
+        result.message = (f"backward − Jᵀg simplifies to 0 for every element at shape {_shape_text(result.shape)} "
+                          f"({len(cache)} distinct element formula(s)), under {_assumption_text(result.assumptions)}")
+        if result.uniform:
+            result.notes.append(SHAPE_NOTE)
+        return result
+
+    def _result(self, i, verdict, message):
+        trace = self.trace
+        notes = list(self.notes)
+        top = self.name + "Backward"
+        for node, index, got, expected in trace.fixups:
+            if node == top and index == i:  # the user's backward, not a built-in op inside it
+                notes.append(f"the backward returned a gradient of shape {list(got)} for {trace.names[i]} of shape "
+                             f"{list(expected)}; the engine (like torch) summed it down, and the values are judged "
+                             "after that sum — a strict shape check fails it")
+        return ProofResult(self.name, trace.names[i], i, verdict, message, tuple(trace.inputs[i].shape),
+                           {trace.names[i]: trace.signs.get(trace.names[i], "real")}, notes=notes)
+
+    # -- screening --
+    def _sample(self, rng):
+        trace = self.trace
+        evaluator = MpEvaluator()
+        symbols = trace.symbols()
+        cotangents = trace.cotangent_symbols()
+        switches = [s for arr in trace.outputs for e in arr.flat for s in switch_arguments(e)]
+        switches += [s for arrs in (self.backward, self.exact) for arr in arrs.values() for e in arr.flat
+                     for s in switch_arguments(e)]
+        switches = list(dict.fromkeys(switches))
+        filed = _conditions_by_symbol(trace.domain, symbols)
+        self.agreeing, self.mismatch = [], {}
+        for _ in range(SCREEN_ATTEMPTS):
+            if len(self.agreeing) >= SCREEN_POINTS or len(self.mismatch) == len(trace.inputs):
+                break
+            point = _draw(rng, symbols, cotangents, filed, evaluator)
+            if point is None or not _valid(point, trace.outputs, evaluator, switches):
+                continue
+            agreed = True
+            for i in trace.inputs:
+                if i in self.mismatch:
+                    continue
+                found = _worst_difference(self.backward[i], self.exact[i], point, evaluator)
+                if found is not None:
+                    self.mismatch[i] = (point, *found)
+                    agreed = False
+            if agreed:
+                self.agreeing.append(point)
+
+
+def canonical_key(expr):
+    return canonical(sympy.sympify(expr))[0]
+
+
+def _prepared(array, notes):
+    out = np.empty(array.shape, dtype=object)
+    for idx, e in np.ndenumerate(array):
+        out[idx] = exact_constants(almost_everywhere(sympy.sympify(e)), notes)
+    return out
+
+
+_MAGNITUDES = sorted({sympy.Rational(k, 8) for k in range(1, 8, 2)} | {sympy.Rational(k, 4) for k in range(1, 13)})
+_COTANGENT_MAGNITUDES = [m for m in _MAGNITUDES if m != 1]  # g = 1 everywhere would hide "ignores grad_output"
+
+
+def _conditions_by_symbol(conditions, symbols):
+    """Each condition, filed under the last of its symbols in drawing order (checked once that is drawn)."""
+    order = {s: k for k, s in enumerate(symbols)}
+    filed = {}
+    for cond in conditions:
+        mine = [s for s in cond.free_symbols if s in order]
+        if mine:
+            filed.setdefault(max(mine, key=order.get), []).append(cond)
+    return filed
+
+
+def _draw(rng, symbols, cotangents, filed, evaluator):
+    """A random exact point in the forward's domain (or None): each input symbol gets a signed
+    multiple of 1/8 allowed by its assumptions and by the domain conditions drawn so far, values
+    differing where they can (ties between inputs sit on kinks of max/abs(x - y))."""
+    point, used = {}, set()
+    for s in symbols:
+        options = list(_MAGNITUDES)
+        rng.shuffle(options)
+        options.sort(key=lambda m: m in used)
+        for magnitude in options:
+            sign = 1 if s.is_positive else -1 if s.is_negative else rng.choice((1, -1))
+            point[s] = sign * magnitude
+            if all(_positive_at(cond, point, evaluator) for cond in filed.get(s, ())):
+                used.add(magnitude)
+                break
+        else:
+            return None
+    for s in cotangents:
+        point[s] = rng.choice(_COTANGENT_MAGNITUDES) * rng.choice((1, -1))
+    return point
+
+
+def _positive_at(cond, point, evaluator):
+    try:
+        value, _ = evaluator.evaluate(cond, point)
+    except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+        return False
+    return _real(value) and value > 0
+
+
+def _valid(point, outputs, evaluator, switches):
+    """Outputs real and finite at ``point``, and no switch argument zero (off every kink)."""
+    try:
+        for arr in outputs:
+            for e in arr.flat:
+                value, _ = evaluator.evaluate(e, point)
+                if not _real(value) or not mpmath.isfinite(value):
+                    return False
+        for s in switches:
+            value, _ = evaluator.evaluate(s, point)
+            if not _real(value) or value == 0:
+                return False
+    except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+        return False
+    return True
+
+
+def _real(value):
+    return isinstance(value, mpmath.mpf) and not mpmath.isnan(value)
+
+
+def _worst_difference(backward, exact, point, evaluator):
+    """(element index, backward value, exact value) of the worst clear mismatch at ``point``, or None."""
+    worst = None
+    for idx in np.ndindex(*backward.shape):
+        try:
+            b, _ = evaluator.evaluate(backward[idx], point)
+            e, _ = evaluator.evaluate(exact[idx], point)
+        except (ValueError, TypeError, ZeroDivisionError):
+            continue
+        if not (_real(b) and _real(e) and mpmath.isfinite(b) and mpmath.isfinite(e)):
+            continue
+        gap = abs(b - e)
+        if gap > MISMATCH_RTOL * max(abs(b), abs(e)) and gap > mpmath.mpf(10) ** -25:
+            score = gap / max(abs(b), abs(e))
+            if worst is None or score > worst[0]:
+                worst = (score, idx, b, e)
+    return None if worst is None else worst[1:]
+
+
+def _finish_disproof(session, result, point, idx, b_value, e_value):
+    """Fill the counterexample; keep "disproved" only if the float64 run of the Function shows it."""
+    from gradcli.symbolic.symbolic_exact import run_backward
+    trace, i = session.trace, result.index
+    backward_expr, exact_expr = session.backward[i][idx], session.exact[i][idx]
+    relevant = sorted(backward_expr.free_symbols | exact_expr.free_symbols, key=lambda s: s.name)
+    numeric = _float64_backward(session, point, i, idx, run_backward)
+    counterexample = {
+        "element": [int(j) for j in idx],
+        "at": {s.name: str(point[s]) for s in relevant},
+        "point": {s.name: str(v) for s, v in point.items()},
+        "backward": _exact_text(backward_expr, point), "backward_value": exact_float(b_value),
+        "expected": _exact_text(exact_expr, point), "expected_value": exact_float(e_value),
+        "numeric_backward": numeric,
+    }
+    result.counterexample = counterexample
+    element = f"{trace.names[i]}{list(idx) if idx else ''}"
+    where = ", ".join(f"{k}={v}" for k, v in counterexample["at"].items())
+    shown = (f"at {where}: the backward gives {counterexample['backward']} = {counterexample['backward_value']:.10g}, "
+             f"the exact Jᵀg is {counterexample['expected']} = {counterexample['expected_value']:.10g}")
+    expected = counterexample["expected_value"]
+    confirmed = numeric is not None and abs(numeric - expected) > CONFIRM_RTOL * max(abs(expected), 1e-300)
+    if confirmed:
+        result.verdict = "disproved"
+        result.message = f"gradient of {element} is wrong {shown} (float64 run of the backward: {numeric:.10g})"
+    else:
+        result.message = (f"symbolic mismatch for {element} {shown}, but the float64 run of the backward gave "
+                          f"{numeric!r}, so it is not confirmed; the numeric verdict stands")
+
+
+def _float64_backward(session, point, i, idx, run_backward):
+    """The real Function's backward at ``point`` (float64), element ``idx`` of input ``i``, or None."""
+    from gradcli.autograd.tensor import Tensor
+    trace = session.trace
+    args = []
+    for j, a in enumerate(trace.args):
+        if j in trace.inputs:
+            values = np.vectorize(lambda s: float(point[s]), otypes=[float])(trace.inputs[j])
+            args.append(Tensor(values, requires_grad=True))
+        elif type(a) is Tensor:
+            args.append(Tensor(a.data.copy()))
+        else:
+            args.append(a)
+    cot = tuple(np.vectorize(lambda s: float(point[s]), otypes=[float])(c) for c in trace.cotangents)
+    try:
+        with np.errstate(all="ignore"):
+            grads, _, _ = run_backward(session.fn, args, [cot])
+        return float(grads[i][0][idx])
+    except Exception:  # the Function itself fails at this point: nothing to confirm with
+        return None
+
+
+def _exact_text(expr, point, limit=160):
+    value = expr.xreplace(point)
+    text = sympy.sstr(sympy.nsimplify(value) if value.is_Rational else value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _shape_text(shape):
+    return "×".join(str(s) for s in shape) if shape else "()"
+
+
+def _assumption_text(assumptions):
+    parts = [f"{name} {kind}" for name, kind in assumptions.items()]
+    return "the assumptions " + ", ".join(parts) if parts else "no assumptions"
+
+
+# ---- the entry point, in the parent ----------------------------------------------------------------
+def prove(fn, shape=(2, 2), timeout=10.0, example_inputs=None, seed=0):
+    """Prove or disprove ``fn``'s backward, per differentiated input -> list[ProofResult].
+
+    ``shape``: the symbolic shape of every input when ``example_inputs`` are not given (their shapes
+    are used when they are). ``timeout``: wall-clock seconds for the whole Function; the work runs in
+    a forked child that is killed at the deadline."""
+    started = time.monotonic()
+    name = function_name(fn)
+    try:
+        names, args, positions = trace_template(fn, example_inputs, shape)
+    except NotTraceable as error:
+        return [ProofResult(name, "", -1, "not_traceable", error.reason)]
+    session = _Session(fn, example_inputs, shape, seed)
+    jobs = [("screen", session.screen, ())] + [(("prove", i), session.prove, (i,)) for i in positions]
+    if timeout is None:  # in-process, no budget (debugging)
+        results = {key: _call(job, job_args) for key, job, job_args in jobs}
+    else:
+        results = Budgeted(jobs, timeout).collect()
+    elapsed = time.monotonic() - started
+    return [_final(name, names, args, i, results, elapsed, timeout) for i in positions]
+
+
+def _call(job, args):
+    try:
+        return ("ok", job(*args))
+    except Exception as error:
+        return ("error", f"{type(error).__name__}: {error}")
+
+
+def _final(name, names, args, i, results, elapsed, timeout):
+    shape = tuple(np.shape(getattr(args[i], "data", ())))
+    screened = results.get("screen")
+    if screened is None:
+        return ProofResult(name, names[i], i, "undecided",
+                           f"the {timeout:g} s budget ran out while tracing and screening; the numeric verdict "
+                           "stands", shape, seconds=elapsed)
+    if screened[0] == "error":
+        return ProofResult(name, names[i], i, "undecided", f"the prover failed: {screened[1]}; the numeric "
+                           "verdict stands", shape, seconds=elapsed)
+    data = screened[1]
+    if "not_traceable" in data:
+        return ProofResult(name, names[i], i, "not_traceable", data["not_traceable"], shape, seconds=elapsed)
+    proved = results.get(("prove", i))
+    result = proved[1] if proved is not None and proved[0] == "ok" and proved[1] is not None else data[i]
+    if proved is None and result.verdict == "undecided" and result.points_checked:
+        result.message = (f"backward and Jᵀg agree at {result.points_checked} exact points, but the {timeout:g} s "
+                          "budget ran out before the difference simplified to 0; the numeric verdict stands")
+    result.seconds = elapsed
+    return result

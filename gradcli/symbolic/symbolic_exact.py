@@ -1,0 +1,328 @@
+"""The exact reference: a Function's backward against the true derivative at the check point.
+
+The true Jᵀv comes either from tracing the forward on symbols (engine Functions) or from a formula
+for the forward (``expr="sqrt(x)+1/x"`` or a ``formula`` class attribute; any backend, torch too),
+read by the diff command's safe parser. It is evaluated at the exact binary value of every input in
+mpmath at 40 digits, so unlike a finite difference it has no truncation or rounding error of its
+own: what differs from it is the backward's error alone (the "exact err" column).
+
+A formula is elementwise over the broadcast of the inputs it names; when the Function returns one
+number for non-scalar inputs, the formula is summed over the elements (seed 002: ``sqrt(x^2-1)``
+for ``sum(sqrt(x*x-1))``). Elements at a kink (relu at 0) have no derivative and are not compared.
+"""
+import warnings
+from dataclasses import dataclass, field
+
+import mpmath
+import numpy as np
+import sympy
+
+from gradcli.check.report import Check
+from gradcli.symbolic.symbolic_eval import DPS, MpEvaluator, as_mp, exact_float
+from gradcli.symbolic.symbolic_ops import almost_everywhere
+from gradcli.symbolic.trace import (NotTraceable, callable_of, differentiable_positions, function_class,
+                                    parameter_names, trace_function, vjp)
+
+# Pass criterion per element: |analytic - exact| <= rtol * |exact| + atol * max|exact over the input|.
+# The atol term is scale-aware: elements far below the input's scale may carry the rounding of the
+# large ones (1 - tanh(x)^2 near saturation). A 1e-3 relative error always fails.
+EXACT_TOLERANCES = {"float64": {"rtol": 1e-7, "atol": 1e-10},
+                    "float32": {"rtol": 1e-4, "atol": 1e-6},
+                    "float16": {"rtol": 1e-2, "atol": 1e-3}}
+MAX_TRACED_ELEMENTS = 1024     # tracing costs grow with the element count; a formula scales further
+MAX_FORMULA_ELEMENTS = 200_000
+
+
+class ExactUnavailable(Exception):
+    """No exact reference for this Function at these inputs (the message says why)."""
+
+
+@dataclass
+class ExactReference:
+    source: str                       # "trace" | "formula"
+    description: str                  # the formula(s), or "traced forward"
+    values: dict                      # input index -> [float64 array of exact Jᵀv, one per cotangent]
+    kinks: dict                       # input index -> bool array: elements at a kink (not compared)
+    notes: list = field(default_factory=list)
+
+
+# ---- running the Function numerically -----------------------------------------------------------
+def _is_torch(value):
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+def _array(value):
+    if _is_torch(value):
+        return value.detach().cpu().numpy()
+    return np.asarray(value.data if hasattr(value, "data") and hasattr(value, "grad_fn") else value)
+
+
+def _positions(inputs):
+    if any(_is_torch(a) for a in inputs):
+        floats = [i for i, a in enumerate(inputs) if _is_torch(a) and a.is_floating_point()]
+        flagged = [i for i in floats if a_requires_grad(inputs[i])]
+        return flagged or floats
+    return differentiable_positions(inputs)
+
+
+def a_requires_grad(t):
+    return bool(getattr(t, "requires_grad", False))
+
+
+def _outputs(result):
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    return [t for t in items if getattr(t, "requires_grad", False) and getattr(t, "grad_fn", None) is not None]
+
+
+def run_backward(fn, inputs, cotangent_sets, seed=0):
+    """The backward's Jᵀv for each cotangent set: ({input index: [array per set]}, cotangent sets used).
+
+    ``cotangent_sets``: a list of tuples (one array per differentiable output), or None for one
+    seeded standard-normal set."""
+    inputs = list(inputs)
+    positions = _positions(inputs)
+    if any(_is_torch(a) for a in inputs):
+        import torch
+        leaves = [a.detach().clone().requires_grad_(True) if i in positions else a for i, a in enumerate(inputs)]
+        grad, make = torch.autograd.grad, (lambda v, like: torch.as_tensor(v, dtype=like.dtype))
+    else:
+        from gradcli.autograd import grad
+        from gradcli.autograd.tensor import Tensor
+        leaves = [Tensor(a.data.copy(), requires_grad=True) if i in positions else a for i, a in enumerate(inputs)]
+        make = lambda v, like: Tensor(np.asarray(v, dtype=like.data.dtype))  # noqa: E731
+    call = callable_of(fn)
+    result = {i: [] for i in positions}
+    used = []
+    sets = cotangent_sets
+    for k in range(len(sets) if sets is not None else 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # the legacy style's hint: gradcheck reports it
+            outs = _outputs(call(*leaves))
+        if sets is None:
+            rng = np.random.default_rng(seed)
+            cot = tuple(rng.standard_normal(_array(o).shape) for o in outs)
+        else:
+            cot = tuple(np.asarray(v, dtype=np.float64) for v in sets[k])
+        grads = vjp(grad, outs, [leaves[i] for i in positions], [make(v, o) for v, o in zip(cot, outs)])
+        for i, g in zip(positions, grads):
+            result[i].append(np.zeros(_array(inputs[i]).shape) if g is None else
+                             np.asarray(_array(g), dtype=np.float64))
+        used.append(cot)
+    return result, used, [tuple(_array(o).shape) for o in outs]
+
+
+# ---- the reference --------------------------------------------------------------------------------
+def formula_of(fn, expr=None):
+    """The forward's formula(s): ``expr``, else the Function's ``formula`` attribute, else None."""
+    if expr is None:
+        owner = function_class(fn)
+        expr = getattr(owner, "formula", None) if owner is not None else getattr(fn, "formula", None)
+    if expr is None:
+        return None
+    return [expr] if isinstance(expr, str) else list(expr)
+
+
+def exact_reference(fn, inputs, cotangent_sets, out_shapes, expr=None):
+    """Exact Jᵀv per input and cotangent set. Raises ExactUnavailable."""
+    formulas = formula_of(fn, expr)
+    if formulas is not None:
+        return _from_formula(fn, list(inputs), formulas, cotangent_sets, out_shapes)
+    if any(_is_torch(a) for a in inputs):
+        raise ExactUnavailable("a torch Function: give its forward as a formula (expr=... or a `formula` "
+                               "attribute) for an exact reference")
+    return _from_trace(fn, list(inputs), cotangent_sets)
+
+
+def _from_trace(fn, inputs, cotangent_sets):
+    positions = differentiable_positions(inputs)
+    count = sum(inputs[i].data.size for i in positions)
+    if count > MAX_TRACED_ELEMENTS:
+        raise ExactUnavailable(f"{count} input elements: too many to trace (limit {MAX_TRACED_ELEMENTS}); "
+                               "give the forward as a formula (expr=...)")
+    # each symbol carries the sign of its value at the check point, so SymPy simplifies as it may there
+    signs = {i: {idx: ("positive" if v > 0 else "negative" if v < 0 else "real")
+                 for idx, v in np.ndenumerate(inputs[i].data.astype(np.float64))} for i in positions}
+    try:
+        trace = trace_function(fn, inputs, signs=signs, with_backward=False)
+    except NotTraceable as error:
+        raise ExactUnavailable(f"not traceable: {error.reason}") from None
+    exact = trace.exact_vjp()
+    evaluator = MpEvaluator()
+    point = {}
+    for i in positions:
+        point.update(zip(trace.inputs[i].flat, as_mp(inputs[i].data).flat))
+    values = {i: [] for i in positions}
+    kinks = {i: np.zeros(inputs[i].data.shape, dtype=bool) for i in positions}
+    for cot in cotangent_sets:
+        at = dict(point)
+        for symbols, v in zip(trace.cotangents, cot):
+            at.update(zip(symbols.flat, as_mp(np.broadcast_to(v, symbols.shape)).flat))
+        for i in positions:
+            out = np.empty(exact[i].shape)
+            for idx, e in np.ndenumerate(exact[i]):
+                try:
+                    value, kink = evaluator.evaluate(e, at)
+                except ValueError as error:
+                    raise ExactUnavailable(str(error)) from None
+                out[idx] = exact_float(value)
+                kinks[i][idx] |= kink
+            values[i].append(out)
+    return ExactReference("trace", "traced forward", values, kinks)
+
+
+def _parse(text):
+    from gradcli.symbolic.parser import parse  # the diff command's safe parser: nothing is executed
+    from gradcli.symbolic.functions import to_elementary
+    return to_elementary(parse(text).expr)
+
+
+def _from_formula(fn, inputs, formulas, cotangent_sets, out_shapes):
+    from gradcli.symbolic.errors import ExpressionError
+    names, _ = parameter_names(fn, len(inputs))
+    positions = _positions(inputs)
+    if len(formulas) != len(out_shapes):
+        raise ExactUnavailable(f"{len(formulas)} formula(s) for {len(out_shapes)} differentiable output(s)")
+    arrays = {n: _array(a).astype(np.float64) for n, a in zip(names, inputs)
+              if a is not None and not isinstance(a, (str, bool)) and np.asarray(_array(a)).dtype.kind in "fiu"}
+    values = {i: [np.zeros(arrays[names[i]].shape) for _ in cotangent_sets] for i in positions}
+    kinks = {i: np.zeros(arrays[names[i]].shape, dtype=bool) for i in positions}
+    notes = []
+    evaluator = MpEvaluator()
+    for k_out, (text, out_shape) in enumerate(zip(formulas, out_shapes)):
+        try:
+            f = _parse(text)
+        except ExpressionError as error:
+            raise ExactUnavailable(f"formula: {error}") from None
+        symbols = sorted(f.free_symbols, key=lambda s: s.name)
+        unknown = [s.name for s in symbols if s.name not in arrays]
+        if unknown:
+            raise ExactUnavailable(f"formula {text!r} uses {', '.join(unknown)}, not among the inputs "
+                                   f"({', '.join(names)})")
+        shape = np.broadcast_shapes(*(arrays[s.name].shape for s in symbols)) if symbols else ()
+        summed = tuple(out_shape) != tuple(shape)
+        if summed and int(np.prod(out_shape)) != 1:
+            raise ExactUnavailable(f"formula {text!r} is elementwise over shape {shape}, but output {k_out} "
+                                   f"has shape {tuple(out_shape)}")
+        if summed:
+            notes.append(f"output {k_out} is one number: formula {text!r} summed over its {int(np.prod(shape))} "
+                         "elements")
+        wrt = [(i, sympy.Symbol(names[i], real=True)) for i in positions]
+        partials = [(i, almost_everywhere(sympy.diff(f, s))) for i, s in wrt if s in f.free_symbols]
+        point_arrays = {s: np.broadcast_to(as_mp(arrays[s.name]), shape) for s in symbols}
+        for k, cot in enumerate(cotangent_sets):
+            v = np.asarray(cot[k_out], dtype=np.float64).reshape(out_shape)
+            sums = {i: np.full(arrays[names[i]].shape, mpmath.mpf(0), dtype=object) for i, _ in partials}
+            for p in np.ndindex(*shape):
+                at = {s: point_arrays[s][p] for s in symbols}
+                weight = mpmath.mpf(float(v.reshape(()) if summed else v[p]))
+                for i, d in partials:
+                    value, kink = evaluator.evaluate(d, at)
+                    target = _unbroadcast_index(p, arrays[names[i]].shape)
+                    sums[i][target] += value * weight
+                    kinks[i][target] |= kink
+            for i in sums:  # accumulate in mpmath, round once
+                values[i][k] += np.vectorize(exact_float, otypes=[float])(sums[i])
+    return ExactReference("formula", "; ".join(formulas), values, kinks, notes)
+
+
+def _unbroadcast_index(p, shape):
+    lead = len(p) - len(shape)
+    return tuple(0 if s == 1 else p[lead + j] for j, s in enumerate(shape))
+
+
+# ---- the check ------------------------------------------------------------------------------------
+def _tolerances(dtype, rtol, atol):
+    row = EXACT_TOLERANCES.get(str(dtype), EXACT_TOLERANCES["float64"])
+    return (row["rtol"] if rtol is None else rtol), (row["atol"] if atol is None else atol)
+
+
+def compare(reference, analytic, names, dtypes, rtol=None, atol=None):
+    """The "exact" Check from an ExactReference and the backward's values ({index: [array per set]})."""
+    rows, failed = [], 0
+    for i in sorted(reference.values):
+        r_tol, a_tol = _tolerances(dtypes.get(i, "float64"), rtol, atol)
+        compared = ~reference.kinks[i]
+        worst, error, rel, bad = None, 0.0, 0.0, 0
+        for k, (exact, got) in enumerate(zip(reference.values[i], analytic[i])):
+            got = np.asarray(got, dtype=np.float64).reshape(exact.shape)
+            diff = np.where(compared, np.abs(got - exact), 0.0)
+            diff = np.where(np.isnan(diff), np.inf, diff)
+            scale = float(np.max(np.abs(exact), initial=0.0, where=compared))
+            allowed = r_tol * np.abs(exact) + a_tol * scale + 1e-300
+            bad += int(np.count_nonzero(diff > allowed))
+            if diff.size and float(diff.max()) >= error:
+                at = np.unravel_index(int(np.argmax(diff / allowed)), diff.shape) if diff.ndim else ()
+                error = float(diff.max())
+                worst = {"index": [int(j) for j in at], "analytic": float(got[at]), "exact": float(exact[at]),
+                         "cotangent": k}
+            rel = max(rel, float(np.max(diff / np.maximum(np.abs(exact), 1e-300), initial=0.0, where=compared)))
+        failed += bad > 0
+        rows.append({"index": i, "name": names[i] if i < len(names) else f"input{i}", "exact_error": error,
+                     "max_rel_error": rel, "failed_elements": bad, "kinks": int(reference.kinks[i].sum()),
+                     "worst": worst, "rtol": r_tol, "atol": a_tol})
+    described = f"formula {reference.description!r}" if reference.source == "formula" else "the traced forward"
+    if failed:
+        worst_row = max(rows, key=lambda r: r["max_rel_error"])
+        message = (f"backward differs from the exact derivative of {described} for {failed} input(s); "
+                   f"worst {worst_row['name']}{worst_row['worst']['index']}: backward {worst_row['worst']['analytic']:.17g}, "
+                   f"exact {worst_row['worst']['exact']:.17g} (rel. error {worst_row['max_rel_error']:.3g})")
+    else:
+        largest = max((r["exact_error"] for r in rows), default=0.0)
+        message = f"backward matches the exact derivative of {described} (max error {largest:.3g})"
+    details = {"source": reference.source, "reference": reference.description, "dps": DPS, "inputs": rows,
+               "notes": list(reference.notes)}
+    return Check("exact", "fail" if failed else "pass", message, None, details)
+
+
+def skipped(reason):
+    return Check("exact", "skip", f"no exact reference: {reason}", None, {"source": None})
+
+
+def exact_check(fn, inputs, cotangents=None, expr=None, seed=0, rtol=None, atol=None):
+    """Check ``fn``'s backward at ``inputs`` against the exact derivative (see the module docstring).
+
+    ``cotangents``: one array per differentiable output, or a list of such tuples; default: one
+    seeded standard-normal set. Returns a ``Check`` named "exact" (pass/fail/skip); per input
+    ``details["inputs"][j]["exact_error"]`` is max |backward - exact| (what ``InputResult.exact_error``
+    holds)."""
+    inputs = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
+    sets = None
+    if cotangents is not None:
+        sets = list(cotangents) if isinstance(cotangents, list) else [cotangents]
+        sets = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in sets]
+    try:
+        analytic, used, out_shapes = run_backward(fn, inputs, sets, seed)
+        reference = exact_reference(fn, inputs, used, out_shapes, expr)
+    except ExactUnavailable as error:
+        return skipped(str(error))
+    names, _ = parameter_names(fn, len(inputs))
+    dtypes = {i: str(_array(inputs[i]).dtype) for i in analytic}
+    return compare(reference, analytic, names, dtypes, rtol, atol)
+
+
+def attach_exact(report, fn, inputs, expr=None, rtol=None, atol=None):
+    """Add the "exact" check to a CheckReport and fill each ``InputResult.exact_error``.
+
+    The report's own probe cotangents and backward values are reused when it kept them (full mode);
+    otherwise the backward is run here with the report's cotangents (or seeded ones)."""
+    inputs = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
+    sets = [tuple(c) for c in report.cotangents] if getattr(report, "cotangents", None) else None
+    try:
+        analytic, used, out_shapes = run_backward(fn, inputs, sets, getattr(report, "seed", 0))
+        kept = {r.index: r.analytic for r in report.inputs if getattr(r, "analytic", None) is not None}
+        for i, arrays in kept.items():  # the values gradcheck judged, when they line up with ours
+            arrays = np.asarray(arrays)
+            if i in analytic and arrays.shape[0] == len(used) and arrays.shape[1:] == analytic[i][0].shape:
+                analytic[i] = list(arrays)
+        reference = exact_reference(fn, inputs, used, out_shapes, expr)
+        names, _ = parameter_names(fn, len(inputs))
+        dtypes = {i: str(_array(inputs[i]).dtype) for i in analytic}
+        check = compare(reference, analytic, names, dtypes, rtol, atol)
+    except ExactUnavailable as error:
+        check = skipped(str(error))
+    report.checks.append(check)
+    errors = {row["index"]: row["exact_error"] for row in check.details.get("inputs", [])}
+    for result in report.inputs:
+        if result.index in errors:
+            result.exact_error = errors[result.index]
+    return check

@@ -1,0 +1,490 @@
+"""`gradcli check` end to end: through click's CliRunner (in-process parent, real forked workers) and
+through a real subprocess -- exit codes, selectors, SPECs, isolation, JSON, JUnit, GitHub format."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradcli.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+PY = sys.executable
+
+GOOD = """
+    from gradcli.autograd import Function
+
+    class Double(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * 2
+"""
+
+MISBEHAVING = """
+    import os, sys, time
+    from gradcli.autograd import Function
+
+    class Raises(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom in backward")
+
+    class Exits(Function):
+        @staticmethod
+        def forward(ctx, x):
+            sys.exit(3)
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Hangs(Function):
+        @staticmethod
+        def forward(ctx, x):
+            while True:
+                time.sleep(0.01)
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class NaNStorm(Function):
+        @staticmethod
+        def forward(ctx, x):
+            print("noise from forward")
+            return x * float("nan")
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class HardExit(Function):
+        @staticmethod
+        def forward(ctx, x):
+            os._exit(7)
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class StillChecked(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+"""
+
+
+def write(directory, name, source):
+    path = Path(directory) / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def check(*args, **kwargs):
+    result = CliRunner().invoke(main, ["check", *map(str, args)], **kwargs)
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def check_json(tmp_path, *args):
+    out = tmp_path / "report.json"
+    result = check(*args, "--json", out)
+    return result, json.loads(out.read_text())
+
+
+def verdicts(doc):
+    return {(Path(r["file"]).name, r["function"]): r["status"] for r in doc["results"]}
+
+
+# ----- exit codes --------------------------------------------------------------------------------
+def test_exit_0_all_passed(tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    result = check(path)
+    assert result.exit_code == 0
+    assert result.output.splitlines()[-1].startswith("1 passed in ")
+
+
+def test_exit_1_any_failure():
+    result = check(EXAMPLES / "buggy_ops.py", EXAMPLES / "seed_exp.py")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1].startswith("2 passed, 3 failed in ")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--input", "x=3y4"], "Invalid value for '--input': cannot read SPEC '3y4'"),
+    (["--input", "x"], "Invalid value for '--input': expected NAME=SPEC (e.g. x=3x4), got 'x'"),
+    (["--input", "x=3x4@(2,1)"], "bad range '(2,1)' in '3x4@(2,1)': need finite low < high"),
+    (["--at", "x=abc"], "Invalid value for '--at': --at takes NAME=NUMBER pairs"),
+    (["--shape", "3xa"], "Invalid value for '--shape': bad shape '3xa'"),
+    (["--timeout", "0"], "Invalid value for '--timeout'"),
+    (["--mode", "slow"], "Invalid value for '--mode'"),
+    (["-k", "a and"], "bad -k expression 'a and': expected a name at the end"),
+    (["--eps", "1e-6"], "--eps is not supported by this version of gradcli.gradcheck"),
+])
+def test_exit_2_usage_errors_in_one_line(tmp_path, args, message):
+    path = write(tmp_path, "good.py", GOOD)
+    result = check(path, *args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert [line for line in result.output.splitlines() if line.startswith("Error:")] == \
+        [line for line in result.output.splitlines() if message in line]
+
+
+def test_exit_2_missing_path_and_unknown_selector(tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    result = check(tmp_path / "nope.py")
+    assert result.exit_code == 2 and f"Error: file or directory not found: {tmp_path / 'nope.py'}" in result.output
+    result = check(f"{path}::Nope", f"{path}::Double")
+    assert result.exit_code == 2
+    assert f"error: not found: {path}::Nope ({path} defines: Double)" in result.output
+    assert result.output.splitlines()[-1].startswith("1 passed in ")  # the rest was still checked
+
+
+def test_exit_3_errors_only_and_5_nothing_collected(tmp_path):
+    bad = write(tmp_path, "bad.py", "x = 1\ny = 1 / 0\n")
+    result = check(bad)
+    assert result.exit_code == 3
+    assert f"ERROR  importing {bad}:2" in result.output
+    assert f"ZeroDivisionError: division by zero ({bad}:2)" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    write(empty, "plain.py", "VALUE = 1\n")
+    result = check(empty)
+    assert result.exit_code == 5 and result.output.strip().startswith("no Functions checked in ")
+    good = write(tmp_path, "good.py", GOOD)
+    result = check(good, "-k", "nothing")
+    assert result.exit_code == 5 and result.output.strip().startswith("1 deselected in ")
+
+
+def test_import_error_does_not_stop_other_files(tmp_path):
+    write(tmp_path, "a_bad.py", "def f(:\n")
+    write(tmp_path, "b_good.py", GOOD)
+    result, doc = check_json(tmp_path, tmp_path)
+    assert result.exit_code == 3
+    assert verdicts(doc) == {("a_bad.py", None): "error", ("b_good.py", "Double"): "pass"}
+    assert doc["results"][0]["message"] == f"SyntaxError: invalid syntax ({tmp_path / 'a_bad.py'}:1)"
+
+
+def test_strict_turns_skips_into_failure():
+    path = EXAMPLES / "torch_style.py"
+    assert check(path).exit_code == 0
+    result = check(path, "--strict")
+    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("1 passed, 1 skipped in ")
+
+
+# ----- selection ---------------------------------------------------------------------------------
+def test_collect_only_lists_in_file_order():
+    result = check(EXAMPLES, "--collect-only", "-k", "exp or tanh or linear")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[:-1] == [
+        "examples/buggy_layers.py::BuggyLinear  (static, gradcli)",
+        "examples/buggy_ops.py::BuggyExp  (static, gradcli)",
+        "examples/buggy_torch.py::BuggyTanh  (static, torch)",
+        "examples/classmethod_style.py::Tanh  (setup_context, gradcli)",
+        "examples/linear.py::Linear  (static, gradcli)",
+        "examples/seed_exp.py::Exp  (static, gradcli)",
+        "examples/seed_exp.py::MyFunction  (static, gradcli)",  # "exp" matches its file's name
+    ]
+    assert lines[-1].startswith("7 Functions collected, 13 deselected in ")
+
+
+@pytest.fixture(autouse=True)
+def _run_from_repo_root(monkeypatch):
+    monkeypatch.chdir(ROOT)  # paths are reported relative to the working directory
+
+
+def test_class_selector_and_keyword(tmp_path):
+    result, doc = check_json(tmp_path, "examples/buggy_ops.py::BuggyAbs", "examples/seed_exp.py", "-k", "not my")
+    assert verdicts(doc) == {("buggy_ops.py", "BuggyAbs"): "fail", ("seed_exp.py", "Exp"): "pass"}
+    assert result.output.splitlines()[-1].startswith("1 passed, 1 failed, 1 deselected in ")
+
+
+def test_exitfirst_stops_at_the_first_failure(tmp_path):
+    result, doc = check_json(tmp_path, "examples/buggy_ops.py", "examples/seed_exp.py", "-x")
+    assert result.exit_code == 1
+    assert verdicts(doc) == {("buggy_ops.py", "BuggyExp"): "fail"}
+
+
+# ----- inputs ------------------------------------------------------------------------------------
+SCALE = """
+    from gradcli.autograd import Function
+
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, w, k=2, bias=None):
+            ctx.save_for_backward(x, w)
+            ctx.k = k
+            out = x * w * k
+            return out if bias is None else out + bias
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            return g * w * ctx.k, g * x * ctx.k, None, None
+"""
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--at", "x=3,w=-0.5"], [("x", "literal", [], 3.0), ("w", "literal", [], -0.5), ("k", "default", None, 2)]),
+    (["--input", "x=[1,2,3]", "--input", "w=2.5", "--input", "k=3"],
+     [("x", "literal", [3], [1.0, 2.0, 3.0]), ("w", "literal", [], 2.5), ("k", "literal", None, 3)]),
+    (["--input", "x=float32[2,3]", "--input", "w=2x3@(1,5)", "--input", "bias=none"],
+     [("x", "float32", [2, 3], None), ("w", "float64", [2, 3], (1, 5)), ("k", "default", None, 2),
+      ("bias", "none", None, None)]),
+    (["--input", "x=3x4@positive", "--at", "w=1"], [("x", "float64", [3, 4], (0.1, 2)),
+                                                    ("w", "literal", [], 1.0), ("k", "default", None, 2)]),
+])
+def test_spec_forms_reach_forward_and_are_recorded(tmp_path, args, expected):
+    path = write(tmp_path, "scale.py", SCALE)
+    result, doc = check_json(tmp_path, path, *args)
+    assert result.exit_code == 0, result.output
+    (case,) = doc["results"][0]["inputs"]
+    assert [r["name"] for r in case] == [e[0] for e in expected]
+    for rec, (name, kind, shape, value) in zip(case, expected):
+        if kind == "literal":
+            assert (rec["shape"] if shape is not None else None, rec["value"]) == (shape, value)
+        elif kind in ("default", "none"):
+            assert rec["value"] == value and rec.get("shape") is None
+        else:
+            assert (rec["dtype"], rec["shape"]) == (kind, shape)
+            flat = sum(rec["value"], [])
+            low, high = value if value else (-2, 2)
+            assert all(low <= v < high for v in flat)
+
+
+def test_unknown_input_name_warns(tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    result = check(path, "--input", "z=3")
+    assert result.exit_code == 0
+    assert "warning: --input/--at z: no checked forward has a parameter named 'z'" in result.stderr
+
+
+def test_failure_is_reproduced_from_its_recorded_inputs(tmp_path):
+    _, doc = check_json(tmp_path, "examples/buggy_ops.py::BuggyExp", "--seed", "5")
+    (rec,), = doc["results"][0]["inputs"]
+    assert rec["spec"] == "float64[3,4]@(-2,2)" and len(rec["value"]) == 3
+    again = tmp_path / "again.json"
+    check("examples/buggy_ops.py::BuggyExp", "--seed", "5", "--input", f"x={rec['spec']}", "--json", again)
+    redo = json.loads(again.read_text())["results"][0]
+    assert redo["inputs"][0][0]["value"] == rec["value"]
+    assert redo["checks"][0]["inputs"] == doc["results"][0]["checks"][0]["inputs"]
+
+
+# ----- isolation ---------------------------------------------------------------------------------
+def test_misbehaving_user_code_is_isolated(tmp_path):
+    path = write(tmp_path, "misbehave.py", MISBEHAVING)
+    start = time.monotonic()
+    result, doc = check_json(tmp_path, path, "--timeout", "2")
+    assert time.monotonic() - start < 30
+    assert result.exit_code == 3
+    by_name = {r["function"]: r for r in doc["results"]}
+    assert {n: r["status"] for n, r in by_name.items()} == {
+        "Raises": "error", "Exits": "error", "Hangs": "error", "NaNStorm": "error", "HardExit": "error",
+        "StillChecked": "pass"}
+    assert by_name["Raises"]["message"] == "backward raised ValueError: boom in backward"
+    assert by_name["Exits"]["message"] == f"SystemExit: sys.exit(3) called ({path}:16)"
+    assert by_name["Hangs"]["message"] == "timed out after 2 s (--timeout)"
+    assert by_name["NaNStorm"]["message"].startswith("forward returns NaN/Inf for every element of its output")
+    assert by_name["HardExit"]["message"] == ("the checking process exited with code 7 without a result "
+                                              "(os._exit or a crash in user code?)")
+    assert "noise from forward" in result.output  # captured, shown in the panel, not interleaved
+    assert result.output.splitlines()[-1].startswith("1 passed, 5 errors in ")
+
+
+def test_nan_at_given_inputs_is_an_error(tmp_path):
+    path = write(tmp_path, "log.py", """
+        import gradcli as torch
+        from gradcli.autograd import Function
+        class Log(Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return torch.log(x)
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g / x
+    """)
+    assert check(path).exit_code == 0  # automatic inputs find (0.1, 2)
+    result, doc = check_json(tmp_path, path, "--input", "x=[-1,2]")
+    assert result.exit_code == 3
+    assert doc["results"][0]["message"] == ("forward's output is NaN/Inf (output 0: 1 of 2 elements) at the given "
+                                            "inputs: not checked; choose inputs inside forward's domain")
+
+
+def test_ctrl_c_stops_cleanly_and_writes_the_report(tmp_path):
+    marker = tmp_path / "hanging.pid"
+    write(tmp_path, "a_good.py", GOOD)
+    write(tmp_path, "b_hang.py", f"""
+        import os, time
+        from gradcli.autograd import Function
+        class Hang(Function):
+            @staticmethod
+            def forward(ctx, x):
+                open({str(marker)!r}, "w").write(str(os.getpid()))
+                while True:
+                    time.sleep(0.05)
+            @staticmethod
+            def backward(ctx, g):
+                return g
+    """)
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([PY, "-m", "gradcli", "check", str(tmp_path), "--json", str(out), "-j", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 2, stderr
+    assert stdout.splitlines()[-1].endswith("(interrupted)") and "1 passed" in stdout.splitlines()[-1]
+    assert "Traceback" not in stdout + stderr
+    assert verdicts(json.loads(out.read_text())) == {("a_good.py", "Double"): "pass"}
+    hung = int(marker.read_text())
+    for _ in range(100):  # the hanging checker was killed with its worker's process group
+        try:
+            os.kill(hung, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"checker {hung} still alive")
+
+
+# ----- both backends ------------------------------------------------------------------------------
+def test_torch_file_runs_on_the_torch_backend(tmp_path):
+    pytest.importorskip("torch")
+    _, doc = check_json(tmp_path, "examples/real_torch.py", "examples/buggy_torch.py")
+    assert [(r["function"], r["backend"], r["status"]) for r in doc["results"]] == [
+        ("Square", "torch", "pass"), ("Swish", "torch", "pass"), ("BuggyTanh", "torch", "fail")]
+    assert all(c["backend"] == "torch" for r in doc["results"] for c in r["checks"])
+
+
+def test_torch_file_without_torch_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # inherited by the forked workers: torch "not installed"
+    result, doc = check_json(tmp_path, "examples/real_torch.py")
+    assert result.exit_code == 0
+    assert doc["results"] == [{"file": "examples/real_torch.py", "function": None, "backend": "torch",
+                               "status": "skip", "inputs": [], "checks": [],
+                               "message": "needs PyTorch, which is not installed (pip install torch): not checked"}]
+
+
+# ----- the examples' verdicts, JSON schema, JUnit, GitHub -------------------------------------------
+EXPECTED = {
+    ("broadcast.py", "AddBias"): "pass", ("broadcast.py", "ScaleColumns"): "pass",
+    ("buggy_layers.py", "BuggyLinear"): "fail", ("buggy_layers.py", "BuggyAddBias"): "fail",
+    ("buggy_ops.py", "BuggyExp"): "fail", ("buggy_ops.py", "BuggySigmoid"): "fail",
+    ("buggy_ops.py", "BuggyAbs"): "fail", ("buggy_torch.py", "BuggyTanh"): "fail",
+    ("classmethod_style.py", "Softplus"): "pass", ("classmethod_style.py", "Tanh"): "pass",
+    ("linear.py", "Linear"): "pass", ("real_torch.py", "Square"): "pass", ("real_torch.py", "Swish"): "pass",
+    ("seed_exp.py", "Exp"): "pass", ("seed_exp.py", "MyFunction"): "pass",
+    ("seed_legacy.py", "SqrtAndInverse"): "pass", ("seed_legacy.py", "SqrtXSquaredMinusOne"): "pass",
+    ("torch_style.py", "Sigmoid"): "pass", ("torch_style.py", "MatMul"): "skip",
+    ("two_outputs.py", "PolarToCartesian"): "pass",
+}
+
+RECORD = {"name": str, "source": ("cli", "example", "default", "auto"), "spec": (str, None), "type": str,
+          "?case": int, "?dtype": str, "?shape": list, "?requires_grad": bool, "value": object}
+RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
+          "status": ("pass", "fail", "error", "skip"), "message": str, "inputs": [[RECORD]], "checks": [(dict, None)]}
+SCHEMA = {"gradcli_version": str, "seed": int,
+          "summary": {"passed": int, "failed": int, "errors": int, "skipped": int}, "results": [RESULT]}
+
+
+def validate(value, schema, where="$"):
+    """A small JSON-schema check: dict = exact keys ('?' optional), [s] = list of s, tuple = one of
+    (types or literal values), type = isinstance."""
+    if isinstance(schema, dict):
+        assert isinstance(value, dict), where
+        required = {k for k in schema if not k.startswith("?")}
+        allowed = {k.lstrip("?") for k in schema}
+        assert required <= set(value) <= allowed, f"{where}: keys {sorted(value)}"
+        for key, sub in schema.items():
+            if key.lstrip("?") in value:
+                validate(value[key.lstrip("?")], sub, f"{where}.{key.lstrip('?')}")
+    elif isinstance(schema, list):
+        assert isinstance(value, list), where
+        for i, item in enumerate(value):
+            validate(item, schema[0], f"{where}[{i}]")
+    elif isinstance(schema, tuple):
+        assert any((value is None if s is None else isinstance(value, s) if isinstance(s, type) else value == s)
+                   for s in schema), f"{where}: {value!r}"
+    else:
+        assert isinstance(value, schema) and not (schema is int and isinstance(value, bool)), f"{where}: {value!r}"
+
+
+def test_examples_verdicts_json_junit(tmp_path):
+    pytest.importorskip("torch")
+    junit = tmp_path / "junit.xml"
+    result, doc = check_json(tmp_path, "examples", "--junit", junit)
+    assert result.exit_code == 1
+    assert verdicts(doc) == EXPECTED
+    validate(doc, SCHEMA)
+    assert doc["summary"] == {"passed": 13, "failed": 6, "errors": 0, "skipped": 1}
+    linear = next(r for r in doc["results"] if r["function"] == "Linear")
+    assert len(linear["inputs"]) == len(linear["checks"]) == 2  # example_inputs gave two sets
+    assert linear["inputs"][1][2] == {"name": "bias", "source": "example", "spec": None, "case": 1,
+                                      "type": "none", "value": None}
+    legacy = next(r for r in doc["results"] if r["function"] == "SqrtAndInverse")
+    assert "legacy" in legacy["message"] and "@staticmethod" in legacy["message"]
+    root = ET.parse(junit).getroot()
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == 20 and root.get("failures") == "6" and root.get("skipped") == "1"
+    assert sorted(c.get("name") for c in cases if c.find("failure") is not None) == sorted(
+        f for (_, f), s in EXPECTED.items() if s == "fail")
+    assert result.output.splitlines()[-1].startswith("13 passed, 6 failed, 1 skipped in ")
+
+
+def test_github_format_points_at_the_failing_backward():
+    result = check("examples/buggy_ops.py", "--format", "github")
+    lines = (EXAMPLES / "buggy_ops.py").read_text().splitlines()
+    backward_lines = [i + 1 for i, text in enumerate(lines) if text.strip().startswith("def backward")]
+    annotations = [line for line in result.output.splitlines() if line.startswith("::")]
+    assert [a.split("::")[1] for a in annotations] == [
+        f"error file=examples/buggy_ops.py,line={n},title=gradcli check%3A {name} failed"
+        for n, name in zip(backward_lines, ["BuggyExp", "BuggySigmoid", "BuggyAbs"])]
+    assert "Looks like: backward is 2× too large" in annotations[0]
+
+
+def test_verbose_prints_inputs():
+    result = check("examples/seed_exp.py", "-v", "--seed", "3")
+    assert "  inputs Exp: i = float64[3,4]@(-2,2) (auto)" in result.output.splitlines()
+
+
+# ----- through a real subprocess -------------------------------------------------------------------
+def test_real_process_exit_codes_and_no_color(tmp_path):
+    env = dict(os.environ, NO_COLOR="1")
+    run = lambda *a: subprocess.run([PY, "-m", "gradcli", "check", *a], capture_output=True, text=True,  # noqa: E731
+                                    cwd=ROOT, env=env, timeout=120)
+    ok = run("examples/seed_exp.py")
+    assert ok.returncode == 0 and "\x1b[" not in ok.stdout and ok.stdout.splitlines()[1].startswith("  Function")
+    assert run("examples/buggy_layers.py").returncode == 1
+    bad = run("examples/seed_exp.py", "--input", "i=float8[2]")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == (
+        "Error: Invalid value for '--input': unknown dtype 'float8' in 'float8[2]': use one of float64, float32, "
+        "float16")
+
+
+def test_help_starts_without_heavy_imports():
+    code = ("import sys\nfrom gradcli.cli import main\ntry:\n    main(['check', '--help'])\nexcept SystemExit:\n"
+            "    pass\nprint(sorted(m for m in ('numpy', 'sympy', 'torch', 'rich') if m in sys.modules))")
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert "Exit codes: 0 passed, 1 failures" in out
+    assert out.splitlines()[-1] == "[]"

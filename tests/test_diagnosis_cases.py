@@ -1,0 +1,792 @@
+"""The catalogue of seeded bugs, pattern-free failures and correct Functions for the diagnosis.
+
+Every Function is written once against a ``Backend`` (gradcli's engine or torch) so each case
+runs on both. ``tests/test_diagnosis.py`` asserts the diagnosis of every case and
+``bench/diagnosis_accuracy.py`` measures the accuracy over the same catalogue. The tests in this
+file check the catalogue itself: a seeded bug must really fail gradcheck and a correct Function
+must really pass it, or the diagnosis tests would prove nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import pytest
+
+RNG = np.random.default_rng(20260811)
+X = RNG.standard_normal((3, 4))  # both signs (8 negative elements): x < 0 regions
+Y = RNG.standard_normal((3, 4))
+BIAS = RNG.standard_normal(4)
+SQUARE = RNG.standard_normal((3, 3))
+SQUARE2 = RNG.standard_normal((3, 3))
+WIDE = RNG.standard_normal((2, 3))
+TALL = RNG.standard_normal((3, 4))
+POSITIVE = RNG.uniform(0.5, 2.0, (3, 4))
+AROUND_ONE = RNG.uniform(0.2, 1.8, (3, 4))
+WITH_ZEROS = np.array([[-1.5, 0.0, 0.7], [0.0, 2.0, -0.3]])
+
+
+class Backend:
+    """``ns`` is the torch-like module (gradcli or torch), ``Function`` its autograd Function."""
+
+    def __init__(self, name):
+        self.name = name
+        if name == "torch":
+            import torch
+
+            self.ns, self.Function = torch, torch.autograd.Function
+        else:
+            import gradcli
+            from gradcli.autograd import Function
+
+            self.ns, self.Function = gradcli, Function
+
+    def tensor(self, array, dtype="float64"):
+        return self.ns.tensor(np.array(array), dtype=getattr(self.ns, dtype), requires_grad=True)
+
+
+BACKENDS = ["gradcli", "torch"]
+
+
+def backend(name) -> Backend:
+    """The backend for a test; torch tests skip when torch is not installed."""
+    if name == "torch":
+        pytest.importorskip("torch")
+    return Backend(name)
+
+
+@dataclass
+class Case:
+    name: str
+    build: Callable  # Backend -> (fn, inputs)
+    kind: Optional[str]  # expected finding kind; None: correct Function (no finding expected)
+    input: Optional[int] = None  # input the finding is about (None: the whole Function)
+    params: dict = field(default_factory=dict)  # expected params (floats compared to 1e-6 relative)
+    gradcheck_fails: bool = True  # kink: gradcheck accepts it, only a bare report fails there
+
+
+# ----- seeded bugs ---------------------------------------------------------------------------------
+def sin_doubled(B):
+    class SinDoubled(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 2 * x.cos()
+
+    return SinDoubled.apply, (B.tensor(X),)
+
+
+def square_halved(B):
+    class SquareHalved(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x
+
+    return SquareHalved.apply, (B.tensor(X),)
+
+
+def exp_off_by_1e3(B):
+    class ExpSlightlyOff(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (y,) = ctx.saved_tensors
+            return grad_output * y * 1.001
+
+    return ExpSlightlyOff.apply, (B.tensor(X),)
+
+
+def bias_mean(B):
+    class BiasMean(B.Function):
+        @staticmethod
+        def forward(ctx, x, b):
+            return x + b
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output.mean(0)
+
+    return BiasMean.apply, (B.tensor(X), B.tensor(BIAS))
+
+
+def cos_sign(B):
+    class CosSign(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.cos()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x.sin()
+
+    return CosSign.apply, (B.tensor(X),)
+
+
+def exp_ignores(B):
+    class ExpIgnoresGrad(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.exp()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return x.exp()
+
+    return ExpIgnoresGrad.apply, (B.tensor(X),)
+
+
+def sum_of_squares_ignores(B):
+    class SumSquaresIgnoresGrad(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x * x).sum()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return 2 * x
+
+    return SumSquaresIgnoresGrad.apply, (B.tensor(X),)
+
+
+def matmul_weight_transposed(B):
+    class MatMulWeightT(B.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x @ w
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            return grad_output @ w.T, grad_output.T @ x
+
+    return MatMulWeightT.apply, (B.tensor(SQUARE), B.tensor(SQUARE2))
+
+
+def matmul_weight_wrong_shape(B):
+    class MatMulWeightShape(B.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x @ w
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            return grad_output @ w.T, grad_output.T @ x
+
+    return MatMulWeightShape.apply, (B.tensor(WIDE), B.tensor(TALL))
+
+
+def matmul_missing_transpose(B):
+    class MatMulMissingT(B.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x @ w
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            return grad_output @ w, x.T @ grad_output
+
+    return MatMulMissingT.apply, (B.tensor(SQUARE), B.tensor(SQUARE2))
+
+
+def product_swapped(B):
+    class ProductSwapped(B.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            return grad_output * x * y.cos(), grad_output * y.sin()
+
+    return ProductSwapped.apply, (B.tensor(X), B.tensor(Y))
+
+
+def bias_not_reduced(B):
+    class BiasNotReduced(B.Function):
+        @staticmethod
+        def forward(ctx, x, b):
+            return x + b
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output
+
+    return BiasNotReduced.apply, (B.tensor(X), B.tensor(BIAS))
+
+
+def bias_first_row(B):
+    class BiasFirstRow(B.Function):
+        @staticmethod
+        def forward(ctx, x, b):
+            return x + b
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output[0]
+
+    return BiasFirstRow.apply, (B.tensor(X), B.tensor(BIAS))
+
+
+def leaky_relu_slope_lost(B):
+    ns = B.ns
+
+    class LeakyReluSlopeLost(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return ns.where(x > 0, x, 0.1 * x)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output
+
+    return LeakyReluSlopeLost.apply, (B.tensor(X),)
+
+
+def diagonal_doubled(B):
+    ns = B.ns
+
+    class DiagonalDoubled(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x + x * ns.eye(x.shape[0], dtype=x.dtype)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+    return DiagonalDoubled.apply, (B.tensor(SQUARE),)
+
+
+def first_row_tripled(B):
+    ns = B.ns
+
+    class FirstRowTripled(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            weight = ns.ones(x.shape, dtype=x.dtype)
+            weight[0] = 3.0
+            return x * weight
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+    return FirstRowTripled.apply, (B.tensor(X),)
+
+
+def hinge_above_one(B):
+    ns = B.ns
+
+    class SquareAboveOne(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return ns.where(x > 1, x * x, x)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * ns.ones_like(x)
+
+    return SquareAboveOne.apply, (B.tensor(AROUND_ONE),)
+
+
+def linear_term_dropped(B):
+    class SquarePlusX(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x + x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 2 * x
+
+    return SquarePlusX.apply, (B.tensor(X),)
+
+
+def product_rule_dropped(B):
+    class XSinX(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x * x.cos()
+
+    return XSinX.apply, (B.tensor(X),)
+
+
+def exp_saves_input(B):
+    class ExpSavesInput(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.exp()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x
+
+    return ExpSavesInput.apply, (B.tensor(X),)
+
+
+def product_none(B):
+    class ProductNoneForY(B.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            return grad_output * y, None
+
+    return ProductNoneForY.apply, (B.tensor(X), B.tensor(Y))
+
+
+def sin_zeros(B):
+    ns = B.ns
+
+    class SinZeroGrad(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return ns.zeros_like(grad_output)
+
+    return SinZeroGrad.apply, (B.tensor(X),)
+
+
+def sin_noisy(B):
+    ns = B.ns
+
+    class SinNoisy(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x.cos() * (1 + 1e-3 * ns.rand_like(x))
+
+    return SinNoisy.apply, (B.tensor(X),)
+
+
+def sin_modifies_input(B):
+    class SinShiftsInput(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            y = x.sin()
+            x.add_(1.0)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x.cos()
+
+    return SinShiftsInput.apply, (B.tensor(X),)
+
+
+def exp_output_modified(B):
+    class ExpSavesOutput(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (y,) = ctx.saved_tensors
+            return grad_output * y
+
+    def fn(x):
+        return ExpSavesOutput.apply(x).mul_(2.0)  # modifies the tensor backward will read
+
+    return fn, (B.tensor(X),)
+
+
+def abs_at_zero(B):
+    class AbsSignAtZero(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.abs()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * ((x >= 0) * 2.0 - 1.0)
+
+    return AbsSignAtZero.apply, (B.tensor(WITH_ZEROS),)
+
+
+def tanh_saves_input(B):
+    class TanhSavesInput(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.tanh()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * (1 - x * x)
+
+    return TanhSavesInput.apply, (B.tensor(X),)
+
+
+# ----- failures without a simple pattern ---------------------------------------------------------
+def softplus_with_tanh(B):
+    class SoftplusWithTanh(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (1 + x.exp()).log()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x.tanh()
+
+    return SoftplusWithTanh.apply, (B.tensor(X),)
+
+
+def sqrt_wrong_power(B):
+    class SqrtWrongPower(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sqrt()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 0.5 / x
+
+    return SqrtWrongPower.apply, (B.tensor(POSITIVE),)
+
+
+def sin_of_square_chain_rule(B):
+    class SinOfSquare(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x * x).sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x.cos() * 2 * x
+
+    return SinOfSquare.apply, (B.tensor(X),)
+
+
+def log_shifted(B):
+    class LogShifted(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.log()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output / (x + 1)
+
+    return LogShifted.apply, (B.tensor(POSITIVE),)
+
+
+def sin_phase(B):
+    class SinPhase(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * (x + 0.3).cos()
+
+    return SinPhase.apply, (B.tensor(X),)
+
+
+# ----- correct Functions ------------------------------------------------------------------------
+def sin_ok(B):
+    class Sin(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x.cos()
+
+    return Sin.apply, (B.tensor(X),)
+
+
+def product_ok(B):
+    class Product(B.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            return grad_output * y, grad_output * x
+
+    return Product.apply, (B.tensor(X), B.tensor(Y))
+
+
+def matmul_ok(B):
+    class MatMul(B.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x @ w
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            return grad_output @ w.T, x.T @ grad_output
+
+    return MatMul.apply, (B.tensor(WIDE), B.tensor(TALL))
+
+
+def bias_ok(B):
+    class Bias(B.Function):
+        @staticmethod
+        def forward(ctx, x, b):
+            return x + b
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output.sum(0)
+
+    return Bias.apply, (B.tensor(X), B.tensor(BIAS))
+
+
+def relu_ok(B):
+    class Relu(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.relu()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * (x > 0)
+
+    return Relu.apply, (B.tensor(WITH_ZEROS),)
+
+
+def maximum_ties_ok(B):
+    ns = B.ns
+
+    class Maximum(B.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return ns.maximum(x, y)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            share = (x > y) + 0.5 * (x == y)
+            return grad_output * share, grad_output * (1 - share)
+
+    y = X.copy()
+    y[0, :2] = X[0, :2]  # ties
+    y[1:] = Y[1:]
+    return Maximum.apply, (B.tensor(X), B.tensor(y))
+
+
+def exp_float32_ok(B):
+    class Exp(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (y,) = ctx.saved_tensors
+            return grad_output * y
+
+    return Exp.apply, (B.tensor(X, "float32"),)
+
+
+def sincos_two_outputs_ok(B):
+    class SinCos(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin(), x.cos()
+
+        @staticmethod
+        def backward(ctx, grad_sin, grad_cos):
+            (x,) = ctx.saved_tensors
+            return grad_sin * x.cos() - grad_cos * x.sin()
+
+    return SinCos.apply, (B.tensor(X),)
+
+
+def tanh_ok(B):
+    class Tanh(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.tanh()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (y,) = ctx.saved_tensors
+            return grad_output * (1 - y * y)
+
+    return Tanh.apply, (B.tensor(X),)
+
+
+def sum_of_squares_ok(B):
+    class SumSquares(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x * x).sum()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad_output
+
+    return SumSquares.apply, (B.tensor(X),)
+
+
+
+SEEDED = [
+    Case("scale: factor 2", sin_doubled, "scale", 0, {"factor": 2.0}),
+    Case("scale: factor 1/2", square_halved, "scale", 0, {"factor": 0.5}),
+    Case("scale: 1e-3 relative error", exp_off_by_1e3, "scale", 0, {"factor": 1.001}),
+    Case("scale: mean instead of sum", bias_mean, "scale", 1, {"factor": 1 / 3}),
+    Case("sign flipped", cos_sign, "sign", 0, {"factor": -1.0}),
+    Case("ignores grad_output", exp_ignores, "ignores_grad_output", 0, {"ones_ok": True}),
+    Case("ignores a scalar grad_output", sum_of_squares_ignores, "ignores_grad_output", 0, {"ones_ok": True}),
+    Case("transposed (square)", matmul_weight_transposed, "transposed", 1, {"permutation": [1, 0]}),
+    Case("transposed (wrong shape)", matmul_weight_wrong_shape, "transposed", 1, {"permutation": [1, 0]}),
+    Case("missing transpose of an operand", matmul_missing_transpose, "transposed", 0, {"operand": "w"}),
+    Case("swapped", product_swapped, "swapped", 0, {"other_input": 1}),
+    Case("not reduced (shape)", bias_not_reduced, "not_reduced", 1, {"dims": [0]}),
+    Case("not reduced (one slice)", bias_first_row, "not_reduced", 1, {"dims": [0], "taken": "first"}),
+    Case("region: x < 0", leaky_relu_slope_lost, "region", 0, {"description": "x < 0", "fraction": float(np.mean(X < 0))}),
+    Case("region: the diagonal", diagonal_doubled, "region", 0, {"description": "the diagonal", "fraction": 1 / 3}),
+    Case("region: the first row", first_row_tripled, "region", 0, {"description": "the first row", "fraction": 1 / 3}),
+    Case("region: x > 1", hinge_above_one, "region", 0,
+         {"description": "x > 1", "fraction": float(np.mean(AROUND_ONE > 1))}),
+    Case("missing term: constant", linear_term_dropped, "missing_term", 0, {"term": "1", "coefficient": 1.0}),
+    Case("missing term: product rule", product_rule_dropped, "missing_term", 0, {"term": "sin(x)"}),
+    Case("wrong saved tensor: exp", exp_saves_input, "missing_term", 0,
+         {"variant": "wrong_saved", "term": "x", "needed": "output"}),
+    Case("wrong saved tensor: tanh", tanh_saves_input, "missing_term", 0,
+         {"variant": "wrong_saved", "term": "x", "needed": "output"}),
+    Case("zero: None", product_none, "zero", 1, {"returned": "None"}),
+    Case("zero: zeros", sin_zeros, "zero", 0, {"returned": "zeros"}),
+    Case("nondeterministic", sin_noisy, "nondeterministic", None),
+    Case("inplace: forward modifies its input", sin_modifies_input, "inplace", None),
+    Case("inplace: saved output modified", exp_output_modified, "inplace", None),
+    Case("kink: abs at 0", abs_at_zero, "kink", 0, {"count": 2}, gradcheck_fails=False),
+]
+
+NO_PATTERN = [
+    Case("softplus with tanh's derivative", softplus_with_tanh, "none", 0),
+    Case("sqrt with the wrong power", sqrt_wrong_power, "none", 0),
+    Case("chain rule misapplied", sin_of_square_chain_rule, "none", 0),
+    Case("log with a shifted denominator", log_shifted, "none", 0),
+    Case("sin with a phase error", sin_phase, "none", 0),
+]
+
+CORRECT = [
+    Case("sin", sin_ok, None, gradcheck_fails=False),
+    Case("product", product_ok, None, gradcheck_fails=False),
+    Case("matmul", matmul_ok, None, gradcheck_fails=False),
+    Case("bias", bias_ok, None, gradcheck_fails=False),
+    Case("relu at 0", relu_ok, None, gradcheck_fails=False),
+    Case("maximum with ties", maximum_ties_ok, None, gradcheck_fails=False),
+    Case("exp in float32", exp_float32_ok, None, gradcheck_fails=False),
+    Case("two outputs", sincos_two_outputs_ok, None, gradcheck_fails=False),
+    Case("tanh", tanh_ok, None, gradcheck_fails=False),
+    Case("sum of squares", sum_of_squares_ok, None, gradcheck_fails=False),
+]
+
+
+def params_match(expected: dict, got: dict) -> bool:
+    for key, want in expected.items():
+        have = got.get(key)
+        if isinstance(want, float):
+            if not isinstance(have, (int, float)) or abs(have - want) > 1e-6 * max(1.0, abs(want)):
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+# ----- the catalogue is what it claims to be ------------------------------------------------------
+@pytest.mark.parametrize("backend_name", BACKENDS)
+@pytest.mark.parametrize("case", SEEDED + NO_PATTERN + CORRECT, ids=lambda c: c.name)
+def test_gradcheck_verdict_matches_the_catalogue(case, backend_name):
+    from gradcli.check.gradcheck import gradcheck
+
+    fn, inputs = case.build(backend(backend_name))
+    report = gradcheck(fn, inputs)
+    assert report.ok is not case.gradcheck_fails, report.summary()

@@ -1,0 +1,201 @@
+"""Correct Functions never fail: smooth ones, kinks (relu, abs, max ties), float32, many seeds."""
+import numpy as np
+import pytest
+
+import gradcli
+from gradcli.autograd import Function
+from gradcli.check import gradcheck
+
+SEEDS = range(12)
+
+
+class SqrtInvSquare(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return gradcli.sqrt(x) + 1 / x + 2 * y**2
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad * (0.5 / gradcli.sqrt(x) - 1 / x**2), grad * 4 * y
+
+
+class Relu(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradcli.relu(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (x > 0).to(grad.dtype)
+
+
+class Abs(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradcli.abs(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * gradcli.sign(x)
+
+
+class Maximum(Function):
+    """Ties send the whole gradient to x (torch splits it; both lie between the one-sided slopes)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return gradcli.maximum(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        take_x = (x >= y).to(grad.dtype)
+        return grad * take_x, grad * (1 - take_x)
+
+
+class Linear(Function):
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        return x @ w.T + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return grad @ w, grad.T @ x, grad.sum(dim=0)
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x):
+        shifted = x - x.max(dim=-1, keepdim=True)[0]
+        e = gradcli.exp(shifted)
+        y = e / e.sum(dim=-1, keepdim=True)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return y * (grad - (grad * y).sum(dim=-1, keepdim=True))
+
+
+class SinCos(Function):
+    """Two outputs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradcli.sin(x), gradcli.cos(x)
+
+    @staticmethod
+    def backward(ctx, grad_sin, grad_cos):
+        (x,) = ctx.saved_tensors
+        return grad_sin * gradcli.cos(x) - grad_cos * gradcli.sin(x)
+
+
+class ScaledPower(Function):
+    """Non-tensor arguments pass through; backward returns None for them."""
+
+    @staticmethod
+    def forward(ctx, x, power, scale):
+        ctx.save_for_backward(x)
+        ctx.power, ctx.scale = power, scale
+        return scale * x**power
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * ctx.scale * ctx.power * x ** (ctx.power - 1), None, None
+
+
+def tensor(array, dtype=np.float64):
+    return gradcli.tensor(np.asarray(array, dtype=dtype), requires_grad=True)
+
+
+def with_zeros(rng, shape, dtype=np.float64):
+    x = rng.standard_normal(shape)
+    x.flat[:: 3] = 0.0  # exact kinks
+    return tensor(x, dtype)
+
+
+CASES = {
+    "sqrt+1/x+2y²": (SqrtInvSquare, lambda r, d: (tensor(r.uniform(0.2, 3, (3, 4)), d), tensor(r.standard_normal((3, 4)), d))),
+    "relu with zeros": (Relu, lambda r, d: (with_zeros(r, (4, 5), d),)),
+    "abs with zeros": (Abs, lambda r, d: (with_zeros(r, (4, 5), d),)),
+    "max with ties": (Maximum, lambda r, d: (lambda a: (tensor(a, d), tensor(np.where(r.random(a.shape) < 0.4, a, r.standard_normal(a.shape)), d)))(r.standard_normal((3, 4)))),
+    "linear": (Linear, lambda r, d: (tensor(r.standard_normal((5, 3)), d), tensor(r.standard_normal((2, 3)), d), tensor(r.standard_normal(2), d))),
+    "softmax": (Softmax, lambda r, d: (tensor(r.standard_normal((3, 5)) * 3, d),)),
+    "sin, cos": (SinCos, lambda r, d: (tensor(r.uniform(-4, 4, (2, 3)), d),)),
+    "scaled power": (ScaledPower, lambda r, d: (tensor(r.uniform(0.5, 2, 6), d), 3, 2.5)),
+}
+
+
+# The engine's grad() over two outputs of one Function node returns None (reported to the engine's
+# owner; repro: s, c = SinCos.apply(x); grad([s, c], [x], [ones, ones])). Strict: fixing it turns
+# these into failures that ask for the marker's removal. The torch tests cover two outputs meanwhile.
+ENGINE_TWO_OUTPUTS = pytest.mark.xfail(strict=True, reason="engine: grad() over two outputs of one node")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=ENGINE_TWO_OUTPUTS) if c == "sin, cos" else c for c in CASES]
+)
+def test_correct_function_passes_over_seeds(case, mode, dtype):
+    fn, make = CASES[case]
+    for seed in SEEDS:
+        inputs = make(np.random.default_rng(seed), dtype)
+        report = gradcheck(fn, inputs, mode=mode, seed=seed)
+        assert report.ok, (seed, report.summary())
+        assert report.check("backward_invoked").status == "pass"
+
+
+def test_kinks_are_reported_not_failed():
+    x = tensor([[-1.0, 0.0, 2.0], [0.0, 0.5, -0.25]])
+    report = gradcheck(Relu, (x,), mode="full")
+    assert report.ok
+    kinks = report.check("kinks")
+    assert kinks.status == "warn"
+    assert kinks.details["count"] == 2
+    assert kinks.details["action"] == "accepted_between"
+    assert kinks.details["elements"] == [[0, [0, 1]], [0, [1, 0]]]
+    assert report.inputs[0].kinks == 2
+
+
+def test_float32_numeric_side_is_float64():
+    x = tensor(np.random.default_rng(0).uniform(0.5, 2, (3, 4)), np.float32)
+    y = tensor(np.random.default_rng(1).standard_normal((3, 4)), np.float32)
+    report = gradcheck(SqrtInvSquare, (x, y))
+    assert report.ok
+    assert report.numeric_dtype == "float64"
+    assert report.dtypes == ["float32", "float32"]
+    assert report.tolerances["rtol"] == 1e-4
+    # float32 backward vs the float64 reference: errors at float32 rounding level, not more, not less.
+    assert 1e-9 < report.inputs[0].max_abs_error < 1e-6
+
+
+def test_float32_backward_off_by_1e3_still_fails():
+    class Off(SqrtInvSquare):
+        @staticmethod
+        def backward(ctx, grad):
+            gx, gy = SqrtInvSquare.backward(ctx, grad)
+            return gx * 1.001, gy
+
+    x = tensor(np.random.default_rng(0).uniform(0.5, 2, (3, 4)), np.float32)
+    y = tensor(np.random.default_rng(1).standard_normal((3, 4)), np.float32)
+    assert not gradcheck(Off, (x, y))
+
+
+def test_engine_ops_through_a_lambda():
+    x = tensor(np.random.default_rng(3).uniform(0.5, 2, (4, 3)))
+    report = gradcheck(lambda t: gradcli.log(t).sum(dim=0) * gradcli.tanh(t).mean(), (x,))
+    assert report.ok
+    assert report.check("backward_invoked").status == "skip"

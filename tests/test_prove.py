@@ -1,0 +1,396 @@
+"""prove(): the seeds' Functions proved, every seeded bug disproved at a point where a float64 run of
+the real Function shows the mismatch, untraceable code reported, and the time budget really holds."""
+import json
+import re
+import time
+
+import numpy as np
+import pytest
+
+import gradcli as torch
+from gradcli.autograd import Function
+from gradcli.symbolic.prove import SHAPE_NOTE, ProofResult, prove
+
+
+# ---- the seeds --------------------------------------------------------------------------------------
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        result, = ctx.saved_tensors
+        return grad_output * result
+
+
+class MyFunction(Function):
+    @staticmethod
+    def forward(ctx, x):
+        output = x * 2
+        ctx.save_for_backward(x)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, = ctx.saved_tensors
+        grad_x = grad_output * 2
+        return grad_x
+
+
+class sqrt_and_inverse(Function):  # noqa: N801 - the seed's name
+    def forward(self, input_x, input_y):
+        self.save_for_backward(input_x, input_y)
+        output = torch.sqrt(input_x) + torch.reciprocal(input_x) + 2 * torch.pow(input_y, 2)
+        return output
+
+    def backward(self, grad_output):
+        input_x, input_y = self.saved_tensors
+        grad_x = grad_output * (torch.reciprocal(2 * torch.sqrt(input_x)) - torch.reciprocal(torch.pow(input_x, 2)))
+        grad_y = grad_output * (4 * input_y)
+        return grad_x, grad_y
+
+
+class sqrt_of_squares_minus_one(Function):  # noqa: N801 - seed 002's vector example
+    def forward(self, input_x):
+        self.save_for_backward(input_x)
+        output = torch.sum(torch.sqrt(torch.pow(input_x, 2) - 1))
+        return output
+
+    def backward(self, grad_output):
+        input_x, = self.saved_tensors
+        grad_x = grad_output * (torch.div(input_x, torch.sqrt(torch.pow(input_x, 2) - 1)))
+        return grad_x
+
+
+@pytest.mark.parametrize("fn, inputs", [
+    (Exp, ["i"]), (MyFunction, ["x"]), (sqrt_and_inverse, ["input_x", "input_y"]),
+    (sqrt_of_squares_minus_one, ["input_x"]),
+], ids=["Exp", "MyFunction", "sqrt_and_inverse", "sum(sqrt(x^2-1))"])
+def test_seed_functions_are_proved_for_every_input(fn, inputs):
+    results = prove(fn)
+    assert [r.input for r in results] == inputs
+    for r in results:
+        assert r.verdict == "proved", r.message
+        assert r.shape == (2, 2)
+        assert r.points_checked == 6
+        assert r.uniform is True and SHAPE_NOTE in r.notes
+
+
+def test_sqrt_is_proved_under_a_positive_assumption_and_says_so():
+    x, y = prove(sqrt_and_inverse)
+    assert x.assumptions == {"input_x": "positive"}
+    assert y.assumptions == {"input_y": "real"}
+    assert "input_x positive" in x.message
+
+
+# ---- seeded bugs (those of the gradcheck-core tests, plus two value-level variants) -----------------
+class SinCorrect(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.sin(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * torch.cos(x)
+
+
+class FactorTwo(SinCorrect):
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * grad * torch.cos(x)
+
+
+class SignFlip(SinCorrect):
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return -grad * torch.cos(x)
+
+
+class RelativeError1e3(SinCorrect):
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * torch.cos(x) * (1 + 1e-3)
+
+
+class IgnoresGradOutput(SinCorrect):
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return torch.cos(x)
+
+
+class DroppedTerm(Function):
+    """x·sin(x) without the product rule's x·cos(x) term."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sin(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * torch.sin(x)
+
+
+class LinearMissingTranspose(Function):
+    """y = x @ W with a square W: grad_x must be g @ Wᵀ."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return grad @ w, x.T @ grad
+
+
+class BiasNotReduced(Function):
+    """x + b, b broadcast over rows; b's gradient is returned with x's shape."""
+
+    @staticmethod
+    def forward(ctx, x, b):
+        return x + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+
+
+class BiasReducedOverWrongDim(Function):
+    """x + b with b of shape (2, 1), broadcast over columns; the backward sums over rows instead."""
+
+    @staticmethod
+    def forward(ctx, x, b):
+        return x + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad.sum(dim=0).reshape(2, 1)
+
+
+class SwappedGradients(Function):
+    """x·y²: d/dx = y², d/dy = 2xy, returned in the wrong order."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y * y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad * 2 * x * y, grad * y * y
+
+
+class WrongForNegatives(Function):
+    """Leaky ReLU (slope 0.1) whose backward uses slope 1 on the negative side."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.where(x > 0, x, 0.1 * x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * torch.where(x > 0, torch.ones_like(x), torch.ones_like(x))
+
+
+class SignedSquareWrongForNegatives(Function):
+    """x·|x| (no masks at all): 2|x| is right, 2x only for x > 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x.abs()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x
+
+
+def example(*shapes):
+    return tuple(torch.zeros(*s) for s in shapes)
+
+
+BUGS = [
+    # (id, fn, example inputs or None for the default 2×2, the inputs that must be disproved)
+    ("factor 2", FactorTwo, None, ["x"]),
+    ("sign flip", SignFlip, None, ["x"]),
+    ("dropped term", DroppedTerm, None, ["x"]),
+    ("missing transpose", LinearMissingTranspose, example((2, 2), (2, 2)), ["x"]),
+    ("bias reduced over the wrong dim", BiasReducedOverWrongDim, example((2, 2), (2, 1)), ["b"]),
+    ("swapped gradients", SwappedGradients, None, ["x", "y"]),
+    ("ignores grad_output", IgnoresGradOutput, None, ["x"]),
+    ("wrong for negatives (where)", WrongForNegatives, None, ["x"]),
+    ("wrong for negatives (abs)", SignedSquareWrongForNegatives, None, ["x"]),
+    ("1e-3 relative error", RelativeError1e3, None, ["x"]),
+]
+
+
+def _arrays(point, prefix, shape):
+    """The float64 array of the symbols ``prefix[i,j]`` in a counterexample point."""
+    out = np.zeros(shape)
+    for name, value in point.items():
+        match = re.fullmatch(rf"{re.escape(prefix)}(?:\[([0-9,]*)\])?", name)
+        if match:
+            index = tuple(int(k) for k in match.group(1).split(",")) if match.group(1) else ()
+            num, _, den = value.partition("/")
+            out[index] = int(num) / int(den or 1)
+    return out
+
+
+def _forward_np(fn, arrays):
+    with torch.no_grad():
+        return fn.apply(*[torch.tensor(a) for a in arrays]).data
+
+
+@pytest.mark.parametrize("fn, inputs, wrong", [b[1:] for b in BUGS], ids=[b[0] for b in BUGS])
+def test_seeded_bug_is_disproved_at_a_point_where_float64_shows_the_mismatch(fn, inputs, wrong):
+    results = {r.input: r for r in prove(fn, example_inputs=inputs)}
+    for name in wrong:
+        r = results[name]
+        assert r.verdict == "disproved", r.message
+        ce = r.counterexample
+        names = list(results)
+        shapes = [results[n].shape for n in names]
+        arrays = [_arrays(ce["point"], n, s) for n, s in zip(names, shapes)]
+        g = _arrays(ce["point"], "g", np.shape(_forward_np(fn, arrays)))
+        # run the real Function at the counterexample, as a user would
+        leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+        fn.apply(*leaves).backward(torch.tensor(g))
+        k = names.index(name)
+        element = tuple(ce["element"])
+        got = leaves[k].grad.data[element]
+        # an independent truth: a central difference of g·f along that element
+        h = 1e-6
+        plus, minus = [a.copy() for a in arrays], [a.copy() for a in arrays]
+        plus[k][element] += h
+        minus[k][element] -= h
+        truth = float(np.sum(g * (_forward_np(fn, plus) - _forward_np(fn, minus))) / (2 * h))
+        assert ce["expected_value"] == pytest.approx(truth, rel=1e-6, abs=1e-8)
+        assert ce["numeric_backward"] == pytest.approx(got, rel=1e-12, abs=1e-15)
+        assert abs(got - truth) > 1e-4 * max(abs(truth), 1.0) * (1e-3 if fn is RelativeError1e3 else 1)
+        assert ce["backward_value"] == pytest.approx(got, rel=1e-12, abs=1e-15)
+
+
+def test_the_correct_versions_of_the_seeded_bugs_are_proved():
+    class LinearCorrect(LinearMissingTranspose):
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            return grad @ w.T, x.T @ grad
+
+    class LeakyCorrect(WrongForNegatives):
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * torch.where(x > 0, torch.ones_like(x), 0.1 * torch.ones_like(x))
+
+    for fn, inputs in [(SinCorrect, None), (LinearCorrect, example((2, 3), (3, 2))), (LeakyCorrect, None)]:
+        assert {r.verdict for r in prove(fn, example_inputs=inputs)} == {"proved"}
+
+
+def test_factor_two_counterexample_has_exact_values_in_closed_form():
+    (r,) = prove(FactorTwo, shape=())
+    ce = r.counterexample
+    x, g = (float(eval_fraction(ce["at"][k])) for k in ("x", "g"))
+    assert ce["backward_value"] == pytest.approx(2 * g * np.cos(x), rel=1e-15)
+    assert ce["expected_value"] == pytest.approx(g * np.cos(x), rel=1e-15)
+    assert "cos(" in ce["backward"] and "cos(" in ce["expected"]
+    assert r.message.startswith("gradient of x is wrong at g=")
+
+
+def eval_fraction(text):
+    num, _, den = text.partition("/")
+    return int(num) / int(den or 1)
+
+
+def test_bias_returned_unreduced_is_proved_after_the_engines_sum_with_a_note():
+    x, b = prove(BiasNotReduced, example_inputs=example((2, 2), (2,)))
+    assert (x.verdict, b.verdict) == ("proved", "proved")
+    assert any("returned a gradient of shape [2, 2] for b of shape [2]" in n for n in b.notes)
+    assert not any("returned a gradient" in n for n in x.notes)
+
+
+# ---- not traceable, budgets, kinks, constants -------------------------------------------------------
+class NumpyForward(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.from_numpy(np.tanh(x.data))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (1 - x.tanh() ** 2)
+
+
+def test_untraceable_function_is_reported_as_such_for_every_input():
+    (r,) = prove(NumpyForward)
+    assert r.verdict == "not_traceable"
+    assert "numpy's tanh is called on an array of symbols" in r.message
+    assert "test_prove.py:" in r.message
+
+
+class Sleepy(Function):
+    @staticmethod
+    def forward(ctx, x):
+        time.sleep(30)  # stands for a simplification that never ends
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_the_time_budget_stops_the_work_and_leaves_the_numeric_verdict():
+    started = time.monotonic()
+    (r,) = prove(Sleepy, timeout=0.5)
+    elapsed = time.monotonic() - started
+    assert r.verdict == "undecided"
+    assert "0.5 s budget ran out" in r.message and "numeric verdict stands" in r.message
+    assert elapsed < 2.0
+
+
+def test_relu_mask_with_either_kink_convention_is_proved_almost_everywhere():
+    class ReluGe(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.relu()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * (x >= 0)  # 1 at x = 0 where torch says 0: a convention, not a bug
+
+    assert prove(ReluGe)[0].verdict == "proved"
+
+
+def test_a_float_constant_for_2_over_sqrt_pi_is_identified_and_noted():
+    (r,) = prove(lambda x: torch.erf(x))  # erf's rule multiplies by the float 2/math.sqrt(math.pi)
+    assert r.verdict == "proved"
+    assert "the constant 1.1283791670955126 was read as 2/sqrt(pi)" in r.notes
+
+
+def test_proof_results_are_plain_data_for_json():
+    results = prove(FactorTwo) + prove(NumpyForward) + prove(Exp)
+    data = json.loads(json.dumps([r.to_dict() for r in results], allow_nan=False))
+    assert [d["verdict"] for d in data] == ["disproved", "not_traceable", "proved"]
+    assert data[0]["shape"] == [2, 2]
+    assert set(data[0]["counterexample"]) == {"element", "at", "point", "backward", "backward_value", "expected",
+                                               "expected_value", "numeric_backward"}
+    assert isinstance(results[0], ProofResult)
