@@ -78,7 +78,7 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
                          timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
                          jobs=jobs or min(4, os.cpu_count() or 1))
     fmt = choose_format(fmt)
-    out = Output(fmt, seed, verbose or debug)
+    out = Output(fmt, seed, verbose or debug, collect_only)
     try:
         result = run(items, options, out)
         out.finish(result, collect_only=collect_only)

@@ -81,10 +81,12 @@ MISBEHAVING = """
     class StillChecked(Function):
         @staticmethod
         def forward(ctx, x):
+            ctx.save_for_backward(x)
             return x * x
         @staticmethod
         def backward(ctx, g):
-            return 2 * g
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
 """
 
 
@@ -226,6 +228,14 @@ def test_exitfirst_stops_at_the_first_failure(tmp_path):
 SCALE = """
     from gradcli.autograd import Function
 
+    def reduce_to(grad, shape):  # sum a broadcast gradient back down to an input's shape
+        while grad.dim() > len(shape):
+            grad = grad.sum(0)
+        for d, n in enumerate(shape):
+            if n == 1 and grad.shape[d] != 1:
+                grad = grad.sum(d, keepdim=True)
+        return grad
+
     class Scale(Function):
         @staticmethod
         def forward(ctx, x, w, k=2, bias=None):
@@ -237,19 +247,21 @@ SCALE = """
         @staticmethod
         def backward(ctx, g):
             x, w = ctx.saved_tensors
-            return g * w * ctx.k, g * x * ctx.k, None, None
+            return reduce_to(g * w * ctx.k, x.shape), reduce_to(g * x * ctx.k, w.shape), None, None
 """
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["--at", "x=3,w=-0.5"], [("x", "literal", [], 3.0), ("w", "literal", [], -0.5), ("k", "default", None, 2)]),
+    (["--at", "x=3,w=-0.5"], [("x", "literal", [], 3.0), ("w", "literal", [], -0.5), ("k", "default", None, 2),
+                              ("bias", "default", None, None)]),
     (["--input", "x=[1,2,3]", "--input", "w=2.5", "--input", "k=3"],
-     [("x", "literal", [3], [1.0, 2.0, 3.0]), ("w", "literal", [], 2.5), ("k", "literal", None, 3)]),
+     [("x", "literal", [3], [1.0, 2.0, 3.0]), ("w", "literal", [], 2.5), ("k", "literal", None, 3),
+      ("bias", "default", None, None)]),
     (["--input", "x=float32[2,3]", "--input", "w=2x3@(1,5)", "--input", "bias=none"],
      [("x", "float32", [2, 3], None), ("w", "float64", [2, 3], (1, 5)), ("k", "default", None, 2),
       ("bias", "none", None, None)]),
-    (["--input", "x=3x4@positive", "--at", "w=1"], [("x", "float64", [3, 4], (0.1, 2)),
-                                                    ("w", "literal", [], 1.0), ("k", "default", None, 2)]),
+    (["--input", "x=3x4@positive", "--at", "w=1"], [("x", "float64", [3, 4], (0.1, 2)), ("w", "literal", [], 1.0),
+                                                    ("k", "default", None, 2), ("bias", "default", None, None)]),
 ])
 def test_spec_forms_reach_forward_and_are_recorded(tmp_path, args, expected):
     path = write(tmp_path, "scale.py", SCALE)
@@ -474,7 +486,8 @@ def test_real_process_exit_codes_and_no_color(tmp_path):
     run = lambda *a: subprocess.run([PY, "-m", "gradcli", "check", *a], capture_output=True, text=True,  # noqa: E731
                                     cwd=ROOT, env=env, timeout=120)
     ok = run("examples/seed_exp.py")
-    assert ok.returncode == 0 and "\x1b[" not in ok.stdout and ok.stdout.splitlines()[1].startswith("  Function")
+    assert ok.returncode == 0 and "\x1b[" not in ok.stdout
+    assert ok.stdout.splitlines()[1:3] == ["examples/seed_exp.py", "  Function    input  shape  max abs err  max rel err  method        status"]
     assert run("examples/buggy_layers.py").returncode == 1
     bad = run("examples/seed_exp.py", "--input", "i=float8[2]")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == (
@@ -488,3 +501,39 @@ def test_help_starts_without_heavy_imports():
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert "Exit codes: 0 passed, 1 failures" in out
     assert out.splitlines()[-1] == "[]"
+
+
+def test_torch_files_share_a_worker_that_survives_a_dying_file(tmp_path):
+    pytest.importorskip("torch")
+    write(tmp_path, "a_dies.py", "import os\nimport torch\nos._exit(9)\n")
+    write(tmp_path, "b_square.py", """
+        import torch
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 2 * x * g
+    """)
+    write(tmp_path, "c_good.py", GOOD)
+    result, doc = check_json(tmp_path, tmp_path)
+    assert verdicts(doc) == {("a_dies.py", None): "error", ("b_square.py", "Square"): "pass",
+                             ("c_good.py", "Double"): "pass"}
+    assert doc["results"][0]["message"] == "the worker process exited with code 9 while importing"
+    assert doc["results"][0]["backend"] == "torch"
+
+
+def test_batches_put_torch_files_together(tmp_path):
+    from gradcli.check.discovery import expand_paths
+    from gradcli.check.runner import _batches
+
+    for name, text in [("a.py", "x = 1\n"), ("b.py", "import torch\n"), ("c.py", "y = 2\n"),
+                       ("d.py", "from torch import nn\n")]:
+        write(tmp_path, name, text)
+    items = expand_paths([str(tmp_path)])
+    names = lambda batches: [[Path(i.path).name for i in b] for b in batches]  # noqa: E731
+    assert names(_batches(items, exitfirst=False)) == [["b.py", "d.py"], ["a.py"], ["c.py"]]
+    assert names(_batches(items, exitfirst=True)) == [["a.py"], ["b.py", "d.py"], ["c.py"]]

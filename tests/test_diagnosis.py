@@ -12,7 +12,7 @@ from test_diagnosis_cases import BACKENDS, CORRECT, NO_PATTERN, SEEDED, Backend,
 
 from gradcli.check.diagnosis import MIN_CONFIDENCE, attach, diagnose
 from gradcli.check.gradcheck import gradcheck
-from gradcli.check.report import Check, CheckReport, InputResult
+from gradcli.check.report import Check, CheckReport
 
 # Kinds that do not accuse the backward of a bug: they may appear for correct code.
 NOT_A_BUG = {"none", "kink"}
@@ -91,7 +91,8 @@ FROM_ARRAYS = {"scale", "sign", "ignores_grad_output", "swapped", "zero"}
 def test_report_alone_gives_the_right_kind_or_none(case):
     findings = diagnosed(case, "gradcli", "report_only")
     kinds = {f.kind for f in finding_for(findings, case)} or {f.kind for f in findings}
-    if case.kind in FROM_ARRAYS:
+    # too few gradients: the engine refuses the return, so the report has no arrays at all
+    if case.kind in FROM_ARRAYS and case.params.get("returned") != "missing":
         assert kinds == {case.kind}
     else:  # needs the function (raw shapes, input values, a second pass): at worst no diagnosis
         assert kinds <= {case.kind, "none", "nondeterministic", "inplace"}

@@ -257,6 +257,34 @@ def bias_first_row(B):
     return BiasFirstRow.apply, (B.tensor(X), B.tensor(BIAS))
 
 
+def row_bias_first_row(B):
+    class RowBiasFirstRow(B.Function):
+        @staticmethod
+        def forward(ctx, x, b):
+            return x + b
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output[0]  # shape (4,) for a (1, 4) bias: the engine refuses it
+
+    return RowBiasFirstRow.apply, (B.tensor(X), B.tensor(BIAS.reshape(1, 4)))
+
+
+def product_too_few(B):
+    class ProductOneGradient(B.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            return grad_output * y
+
+    return ProductOneGradient.apply, (B.tensor(X), B.tensor(Y))
+
+
 def leaky_relu_slope_lost(B):
     ns = B.ns
 
@@ -729,7 +757,9 @@ SEEDED = [
     Case("swapped", product_swapped, "swapped", 0, {"other_input": 1}),
     Case("not reduced (shape)", bias_not_reduced, "not_reduced", 1, {"dims": [0]}),
     Case("not reduced (one slice)", bias_first_row, "not_reduced", 1, {"dims": [0], "taken": "first"}),
-    Case("region: x < 0", leaky_relu_slope_lost, "region", 0, {"description": "x < 0", "fraction": float(np.mean(X < 0))}),
+    Case("not reduced (slice, refused shape)", row_bias_first_row, "not_reduced", 1, {"dims": [0], "taken": "first"}),
+    Case("region: x < 0", leaky_relu_slope_lost, "region", 0,
+         {"description": "x < 0", "fraction": float(np.mean(X < 0))}),
     Case("region: the diagonal", diagonal_doubled, "region", 0, {"description": "the diagonal", "fraction": 1 / 3}),
     Case("region: the first row", first_row_tripled, "region", 0, {"description": "the first row", "fraction": 1 / 3}),
     Case("region: x > 1", hinge_above_one, "region", 0,
@@ -742,6 +772,7 @@ SEEDED = [
          {"variant": "wrong_saved", "term": "x", "needed": "output"}),
     Case("zero: None", product_none, "zero", 1, {"returned": "None"}),
     Case("zero: zeros", sin_zeros, "zero", 0, {"returned": "zeros"}),
+    Case("zero: too few gradients", product_too_few, "zero", 1, {"returned": "missing", "count": 1}),
     Case("nondeterministic", sin_noisy, "nondeterministic", None),
     Case("inplace: forward modifies its input", sin_modifies_input, "inplace", None),
     Case("inplace: saved output modified", exp_output_modified, "inplace", None),

@@ -138,17 +138,9 @@ CASES = {
 }
 
 
-# The engine's grad() over two outputs of one Function node returns None (reported to the engine's
-# owner; repro: s, c = SinCos.apply(x); grad([s, c], [x], [ones, ones])). Strict: fixing it turns
-# these into failures that ask for the marker's removal. The torch tests cover two outputs meanwhile.
-ENGINE_TWO_OUTPUTS = pytest.mark.xfail(strict=True, reason="engine: grad() over two outputs of one node")
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 @pytest.mark.parametrize("mode", ["full", "fast"])
-@pytest.mark.parametrize(
-    "case", [pytest.param(c, marks=ENGINE_TWO_OUTPUTS) if c == "sin, cos" else c for c in CASES]
-)
+@pytest.mark.parametrize("case", list(CASES))
 def test_correct_function_passes_over_seeds(case, mode, dtype):
     fn, make = CASES[case]
     for seed in SEEDS:
@@ -199,3 +191,36 @@ def test_engine_ops_through_a_lambda():
     report = gradcheck(lambda t: gradcli.log(t).sum(dim=0) * gradcli.tanh(t).mean(), (x,))
     assert report.ok
     assert report.check("backward_invoked").status == "skip"
+
+
+class Float32Only(Function):
+    """A forward that refuses anything but float32: the numeric side stays in float32 (eps 2⁻²³)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        if x.dtype != gradcli.float32:
+            raise TypeError("float32 only")
+        ctx.save_for_backward(x)
+        return gradcli.sin(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * gradcli.cos(x)
+
+
+class Float32OnlyOffByOnePercent(Float32Only):
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * gradcli.cos(x) * 1.01
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_float32_only_forward_keeps_a_float32_reference(mode):
+    for seed in SEEDS:
+        x = tensor(np.random.default_rng(seed).uniform(-3, 3, (3, 4)), np.float32)
+        report = gradcheck(Float32Only, (x,), mode=mode, seed=seed)
+        assert report.numeric_dtype == "float32"
+        assert report.ok, (seed, report.summary())
+        assert not gradcheck(Float32OnlyOffByOnePercent, (x,), mode=mode, seed=seed)

@@ -177,8 +177,8 @@ def test_lexer_maps_columns_back_to_the_user_text():
 
 
 def test_split_assignments_respects_parentheses():
-    assert split_assignments("x=3, y=max(1,2)") == [("x", "3", 3), ("y", "max(1,2)", 8)]
-    assert split_assignments("3") == [(None, "3", 1)]
+    assert split_assignments("x=3, y=max(1,2)") == [("x", "3", 3, 1), ("y", "max(1,2)", 8, 6)]
+    assert split_assignments("3") == [(None, "3", 1, 1)]
 
 
 def test_option_values_report_columns_in_the_whole_option():

@@ -9,6 +9,7 @@ import pytest
 
 import gradcli as torch
 from gradcli.autograd import Function
+from gradcli.autograd.ops.elementwise import UNARY
 from gradcli.symbolic.prove import SHAPE_NOTE, ProofResult, prove
 
 
@@ -394,3 +395,76 @@ def test_proof_results_are_plain_data_for_json():
     assert set(data[0]["counterexample"]) == {"element", "at", "point", "backward", "backward_value", "expected",
                                                "expected_value", "numeric_backward"}
     assert isinstance(results[0], ProofResult)
+
+
+class PolarToCartesian(Function):
+    """Two outputs, forward without ctx (setup_context style)."""
+
+    @staticmethod
+    def forward(r, theta):
+        return r * theta.cos(), r * theta.sin()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad_x, grad_y):
+        r, theta = ctx.saved_tensors
+        return grad_x * theta.cos() + grad_y * theta.sin(), r * (grad_y * theta.cos() - grad_x * theta.sin())
+
+
+class PolarSwappedSigns(PolarToCartesian):
+    @staticmethod
+    def backward(ctx, grad_x, grad_y):
+        r, theta = ctx.saved_tensors
+        return grad_x * theta.cos() + grad_y * theta.sin(), r * (grad_x * theta.sin() - grad_y * theta.cos())
+
+
+def test_two_outputs_get_one_cotangent_each():
+    assert [(r.input, r.verdict) for r in prove(PolarToCartesian)] == [("r", "proved"), ("theta", "proved")]
+    r, theta = prove(PolarSwappedSigns)
+    assert (r.verdict, theta.verdict) == ("proved", "disproved")
+    assert {k.split("[")[0] for k in theta.counterexample["at"]} == {"g0", "g1", "r", "theta"}
+
+
+def test_code_that_treats_one_element_specially_is_not_claimed_for_every_shape():
+    (r,) = prove(lambda x: x[0, 0] * x)
+    assert r.verdict == "proved"
+    assert r.uniform is False and SHAPE_NOTE not in r.notes
+
+
+# ---- the engine's own rules ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_every_unary_rule_of_the_engine_is_proved(name):
+    (r,) = prove(lambda x: getattr(torch, name)(x))
+    assert r.verdict == "proved", r.message
+
+
+STRUCTURAL_OPS = {
+    "add/sub/mul/div": lambda x, y: (x + y) * (x - y) / y,
+    "pow": lambda x: x ** 3 + x.abs() ** 1.5,
+    "rpow/rsub/rdiv": lambda x: 2.0 ** x + (1 - x) / (2 + x * x),
+    "matmul": lambda x, y: x @ y,
+    "sum/mean/prod/var": lambda x: x.sum(dim=1) * x.mean(dim=0) + x.prod(dim=1) + x.var(dim=1),
+    "index/reshape/permute/expand": lambda x: x[0, 1] * x.reshape(4).reshape(2, 2).t() + x[:, :1].expand(2, 2),
+    "cat/stack/split/gather": lambda x, y: torch.cat([x, y]).sum(0) * torch.stack([x, y])[1]
+    + torch.split(x, 1)[1] + torch.gather(x, 1, torch.tensor([[1, 0], [0, 0]])),
+    "cumsum/repeat/cast": lambda x: torch.cumsum(x, dim=1) * x.repeat(1, 1).float(),
+}
+
+
+@pytest.mark.parametrize("fn", list(STRUCTURAL_OPS.values()), ids=list(STRUCTURAL_OPS))
+def test_structural_ops_trace_and_their_rules_are_proved(fn):
+    assert {r.verdict for r in prove(fn)} == {"proved"}
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda x, y: torch.maximum(x, y), "Maximum"), (lambda x: x.clamp(min=0.5), "Clamp"),
+    (lambda x: x.amax(dim=1), "Amax"), (lambda x: torch.softmax(x, dim=1), "Softmax"),
+    (lambda x: torch.logsumexp(x, dim=1), "LogSumExp"), (lambda x: x.norm(), "Norm"),
+], ids=["maximum", "clamp", "amax", "softmax", "logsumexp", "norm"])
+def test_ops_without_a_symbolic_rule_are_named_in_the_verdict(fn, op):
+    verdicts = {(r.verdict, r.message.split(":")[0]) for r in prove(fn)}
+    assert verdicts == {("not_traceable", f"the built-in op {op} has no symbolic rule")}

@@ -55,7 +55,7 @@ ops.py
 │   hint: check the mask                                                                           │
 │ inputs: x = float64[2,2]@(-2,2) (auto)                                                           │
 │ reproduce: gradcli check ops.py::Double --seed 0 --input 'x=float64[2,2]@(-2,2)'                 │
-│ error map of x (|analytic - numeric|, max 3.0e+00 at [1, 0]):                                    │
+│ error map of x (|analytic - numeric|, max 3.0e+00):                                              │
 │ ▒ ·                                                                                              │
 │ █ ·                                                                                              │
 │ · within tolerance, █ largest error                                                              │
@@ -77,7 +77,7 @@ FAIL  Double  (ops.py:12, backward at line 17)
       hint: check the mask
     inputs: x = float64[2,2]@(-2,2) (auto)
     reproduce: gradcli check ops.py::Double --seed 0 --input 'x=float64[2,2]@(-2,2)'
-    error map of x (|analytic - numeric|, max 3.0e+00 at [1, 0]):
+    error map of x (|analytic - numeric|, max 3.0e+00):
       + .
       # .
       . within tolerance, # largest error

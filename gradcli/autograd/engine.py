@@ -8,7 +8,7 @@ that lie above one of them.
 """
 import numpy as np
 
-from gradcli.autograd.function import AccumulateGrad, _edge
+from gradcli.autograd.function import _RELEASED, AccumulateGrad, _edge
 from gradcli.autograd.grad_mode import _state
 from gradcli.autograd.tensor import Tensor
 
@@ -126,7 +126,7 @@ def _make_grads(outputs, grad_tensors):
 def _dependencies(roots):
     """``deps[node]``: how many edges lead into ``node`` from the graph reachable from the roots."""
     deps = {}
-    stack = [node for node, _ in roots]
+    stack = list(dict.fromkeys(node for node, _ in roots))  # two outputs of one node: visit it once
     root_nodes = set(stack)
     while stack:
         for edge in stack.pop()._next:
@@ -224,14 +224,17 @@ def _execute(roots, root_grads, retain_graph, create_graph, captures):
                 _skip(node, deps, ready)  # nothing flowed into this node: nothing flows out
                 continue
             input_grads = _call_backward(node, grads)
-            if not retain_graph:
-                node._release()
+            if not retain_graph and node._to_save:
+                node._to_save = _RELEASED  # free the saved tensors, as torch does
             for edge, g in zip(node._next, input_grads):
                 if edge is None:
                     continue
                 child = edge[0]
                 if g is not None:
-                    _add_to_buffer(buffers, child, edge[1], g, create_graph)
+                    if child not in buffers and child._n_outputs == 1:
+                        buffers[child] = [g]  # the common case of _add_to_buffer, inlined
+                    else:
+                        _add_to_buffer(buffers, child, edge[1], g, create_graph)
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
@@ -319,13 +322,13 @@ def _call_backward(node, grads):
     """Run a node's backward and check what it returns the way torch does: one gradient (or None)
     per forward argument, a tensor of the argument's shape (a shape that merely broadcasts to it
     is summed down, as torch does, and recorded in ``node._grad_fixups``), cast to its dtype."""
-    if node._materialize_grads:
+    if node._n_outputs != 1 and node._materialize_grads:
         for i, g in enumerate(grads):
-            if g is None:
-                meta = node._output_meta[i]
-                if meta is not None:
-                    grads[i] = Tensor(np.zeros(meta[0], dtype=meta[1]))
-    raw = node._backward(grads)
+            if g is None and node._output_meta[i] is not None:
+                shape, dtype = node._output_meta[i]
+                grads[i] = Tensor(np.zeros(shape, dtype=dtype))
+    forward_cls = node._forward_cls
+    raw = forward_cls.backward(node, *grads) if forward_cls is not None else node._backward(grads)
     if type(raw) is not tuple:
         raw = (raw,)
     edges = node._next
@@ -337,11 +340,10 @@ def _call_backward(node, grads):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
                                f"(expected {expected}, got {len(raw)})")
     metas = node._input_meta
-    out = []
+    out = [None] * expected
     for i in range(expected):
         g = raw[i]
         if g is None:
-            out.append(None)
             continue
         meta = metas[i]
         if meta is None:
@@ -351,15 +353,14 @@ def _call_backward(node, grads):
             raise RuntimeError(f"function {node.name()} returned an invalid gradient at index {i} - expected a "
                                f"Tensor or None (got {type(g).__name__})")
         if edges[i] is None:
-            out.append(None)  # the input does not require grad: the gradient is dropped, as in torch
-            continue
+            continue  # the input does not require grad: the gradient is dropped, as in torch
         shape, dtype = meta
         data = g.data
         if data.shape != shape:
             g = _fix_shape(node, i, g, shape)
         if data.dtype is not dtype and data.dtype != dtype and dtype.kind != "O" and data.dtype.kind != "O":
             g = g.to(dtype)
-        out.append(g)
+        out[i] = g
     return out
 
 

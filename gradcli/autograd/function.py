@@ -81,6 +81,7 @@ class Node(FunctionCtx):
     ``(node, output_nr)``, or None where no gradient flows."""
 
     _next = ()
+    _forward_cls = None  # the Function class whose backward this node runs (None: a legacy instance)
     _retained = None  # {output_nr: [hooks, tensor that retains its grad or None]}
     _n_outputs = 1
     _output_meta = ()  # per output: (shape, dtype), or None for a non-tensor output
@@ -116,8 +117,6 @@ class AccumulateGrad(Node):
 
 class BackwardNode(Node):
     """Base of ``<Name>Backward``: runs the Function's backward with this node as ``ctx``."""
-
-    _forward_cls = None
 
     def _backward(self, grads):
         return self._forward_cls.backward(self, *grads)
@@ -249,22 +248,39 @@ def _apply(cls, ctx, args, kwargs):
             t._vc[0] += 1
         return outputs
 
-    needs = [isinstance(a, Tensor) and (a.requires_grad or (a._base is not None and _stale_view_needs_grad(a)))
-             for a in args]
+    # One pass over the arguments: which need a gradient, the edge each gradient flows into (taken
+    # before forward, which may mark an input dirty and make it this node's output), and the
+    # shape and dtype each gradient must have. Plain loops: faster than comprehensions on 3.11.
+    needs = []
+    edges = []
+    metas = []
+    tracked = False
+    for a in args:
+        if isinstance(a, Tensor):
+            metas.append((a.data.shape, a.data.dtype))
+            if a.requires_grad or (a._base is not None and _stale_view_needs_grad(a)):
+                tracked = True
+                needs.append(True)
+                edges.append(_edge(a))
+                continue
+            needs.append(False)
+        else:
+            metas.append(None)
+            needs.append(False)
+        edges.append(None)
     ctx.needs_input_grad = needs = tuple(needs)
     _state.enabled = False
     try:
         outputs = cls.forward(ctx, *args, **kwargs) if cls._plain else _call_forward(cls, ctx, args, kwargs)
     finally:
         _state.enabled = True
-    if True not in needs:
+    if not tracked:
         for t in ctx._dirty:
             t._vc[0] += 1
         return outputs
 
-    # edges first: a dirty input is about to become this node's own output
-    ctx._next = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
-    ctx._input_meta = tuple([(a.data.shape, a.data.dtype) if isinstance(a, Tensor) else None for a in args])
+    ctx._next = tuple(edges)
+    ctx._input_meta = tuple(metas)
     if type(outputs) is tuple:
         result = tuple([_attach(ctx, i, out, args) for i, out in enumerate(outputs)])
         ctx._n_outputs = len(result)
@@ -274,7 +290,10 @@ def _apply(cls, ctx, args, kwargs):
         ctx._output_meta = ((result.data.shape, result.data.dtype),) if isinstance(result, Tensor) else (None,)
     saved = ctx._to_save
     if saved:
-        ctx._saved_versions = tuple([None if t is None else t._vc[0] for t in saved])
+        versions = []
+        for t in saved:
+            versions.append(None if t is None else t._vc[0])
+        ctx._saved_versions = versions
     return result
 
 

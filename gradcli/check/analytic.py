@@ -17,10 +17,7 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check.report import Check
 
-# Inputs up to this many elements (in total) are copied before the forward, so that a forward or
-# backward writing into them in place cannot touch the caller's tensors. Larger inputs are shared
-# (detached views): copies would cost more memory than the whole check.
-COPY_INPUTS_MAX_ELEMENTS = 1 << 20
+from gradcli.check.backends import COPY_INPUTS_MAX_ELEMENTS
 
 
 class BackwardFailed(Exception):
@@ -103,12 +100,24 @@ class Analytic:
                 summary.reentrant = self._reentrant(cotangent, grads, nondet_tol)
             consume(c, grads)
             del grads
-        zero = tuple(None if v is None else np.zeros_like(v) for v in cotangents[0])
-        try:
-            summary.zero_ok, summary.zero_worst = _checks.zero_cotangent_check(self.vjp(zero), None)
-        except BackwardFailed:
-            summary.zero_ok, summary.zero_worst = None, 0.0
+        # float64 zeros: a float32 cotangent would be converted to a float64 copy inside backward
+        summary.zero_ok, summary.zero_worst = self.zero_probe()
         return summary
+
+    def zero_probe(self) -> tuple:
+        """(ok, max |g|) of backward for a zero cotangent; (None, 0) when backward raised.
+
+        Computed once, and first (before the probe cotangents exist): it is one more full-size
+        backward, and memory peaks during backward passes.
+        """
+        if not hasattr(self, "_zero"):
+            zero = [None if j not in self.diff_outputs else np.zeros(self.backend.to_numpy(o).shape)
+                    for j, o in enumerate(self.outputs)]
+            try:
+                self._zero = _checks.zero_cotangent_check(self.vjp(zero), None)
+            except BackwardFailed:
+                self._zero = (None, 0.0)
+        return self._zero
 
 
     def _reentrant(self, cotangent, grads, nondet_tol) -> Check:

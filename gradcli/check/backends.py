@@ -12,6 +12,12 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 
+# Inputs up to this many elements are copied before the user's code sees them, so that a forward or
+# backward writing into them in place cannot touch the caller's tensors. Larger ones are shared:
+# copies would cost more memory than the whole check.
+COPY_INPUTS_MAX_ELEMENTS = 1 << 16
+
+
 def _is_torch_object(obj) -> bool:
     return type(obj).__module__.split(".")[0] == "torch"
 
@@ -83,6 +89,7 @@ class Backend:
         return bool(getattr(tensor, "requires_grad", False))
 
     def leaf(self, array: np.ndarray, requires_grad: bool):
+        """A tensor over ``array`` (shared, not copied: callers pass arrays they own)."""
         raise NotImplementedError
 
     def fresh_leaf(self, tensor):
@@ -142,6 +149,8 @@ class Backend:
         def evaluate(arrays):
             call_args = list(args)
             for index, array in zip(positions, arrays):
+                if array.size <= COPY_INPUTS_MAX_ELEMENTS:
+                    array = array.copy()  # a forward writing into its input must not reach the caller's data
                 call_args[index] = self.leaf(array, requires_grad=False)
             with self.no_grad():
                 out = fn(*call_args)
@@ -166,8 +175,7 @@ class GradcliBackend(Backend):
         return np.asarray(tensor.data)
 
     def leaf(self, array, requires_grad):
-        array = np.array(array, copy=True)
-        return self._tensor(array, requires_grad=requires_grad)
+        return self._tensor(np.asarray(array), requires_grad=requires_grad)
 
     def fresh_leaf(self, tensor):
         return self._tensor(np.array(tensor.data, copy=True), requires_grad=True)
@@ -231,7 +239,7 @@ class TorchBackend(Backend):
         return bool(tensor.is_floating_point())
 
     def leaf(self, array, requires_grad):
-        tensor = self.torch.from_numpy(np.array(array, copy=True))
+        tensor = self.torch.from_numpy(np.ascontiguousarray(array))
         return tensor.requires_grad_(requires_grad) if requires_grad else tensor
 
     def fresh_leaf(self, tensor):
@@ -261,7 +269,16 @@ class BackwardRecords:
 
     def __init__(self):
         self.calls = 0
-        self.results: list = []  # one tuple of raw returned objects per completed call
+        self.results: list = []  # per completed call: one describe() per returned object
+
+
+def describe(obj) -> Optional[tuple]:
+    """(shape, dtype name) of a returned tensor/array; None for None; ((), type name) for anything else."""
+    if obj is None:
+        return None
+    if hasattr(obj, "shape") and hasattr(obj, "dtype"):
+        return tuple(obj.shape), str(obj.dtype).replace("torch.", "")
+    return None, type(obj).__name__
 
 
 @contextlib.contextmanager
@@ -282,7 +299,8 @@ def recording_backward(cls: Optional[type]):
     def record(run, *args):
         records.calls += 1  # counted on entry: a backward that raises was still invoked
         result = run(*args)
-        records.results.append(result if isinstance(result, tuple) else (result,))
+        returned = result if isinstance(result, tuple) else (result,)
+        records.results.append(tuple(describe(g) for g in returned))  # not the arrays: they may be huge
         return result
 
     if isinstance(attr, staticmethod):

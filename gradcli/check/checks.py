@@ -103,23 +103,24 @@ def raw_gradient_problems(raw: Sequence, args: Sequence, names: Sequence[str], d
                           strict_shapes: bool) -> tuple:
     """Compare what the user's backward returned (before the engine fixed it up) with the inputs.
 
-    Only meaningful when backward's outputs correspond positionally to ``args`` (gradcheck was
-    handed the Function itself). Returns (problems, warnings).
+    ``raw``: one ``backends.describe`` per returned object. Only meaningful when backward's outputs
+    correspond positionally to ``args`` (gradcheck was handed the Function itself).
+    Returns (problems, warnings).
     """
     problems, warnings = [], []
     if len(raw) < len(args):
         problems.append(f"backward returned {len(raw)} gradient(s) for {len(args)} forward input(s)")
         return problems, warnings
     for i in diff:
-        g = raw[i]
-        if g is None or not backend.is_tensor(g):
+        if raw[i] is None or raw[i][0] is None:
             continue
-        got, expected = tuple(backend.to_numpy(g).shape), tuple(backend.to_numpy(args[i]).shape)
+        got, got_dtype = raw[i]
+        expected = tuple(backend.to_numpy(args[i]).shape)
         if got != expected:
             message = f"gradient for {names[i]} has shape {list(got)} but {names[i]} has shape {list(expected)}"
             message += shape_hint(got, expected)
             (problems if strict_shapes else warnings).append(message)
-        got_dtype, want_dtype = backend.dtype_name(g), backend.dtype_name(args[i])
+        want_dtype = backend.dtype_name(args[i])
         if got_dtype != want_dtype:
             warnings.append(f"gradient for {names[i]} is {got_dtype} but {names[i]} is {want_dtype}")
     return problems, warnings
@@ -177,7 +178,8 @@ def reentrant_check(first: Sequence, second: Sequence, nondet_tol: float) -> Che
             worst = float("inf")
         elif a is not None:
             with np.errstate(invalid="ignore"):
-                diff = np.abs(a - b)
+                diff = np.subtract(a, b)
+                np.abs(diff, out=diff)  # in place: these may be as large as the inputs
             worst = max(worst, float(np.nanmax(diff)) if diff.size else 0.0)
     details = {"max_difference": worst, "nondet_tol": nondet_tol}
     if worst <= nondet_tol:

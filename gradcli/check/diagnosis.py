@@ -39,7 +39,8 @@ def diagnose(report: CheckReport, fn=None, inputs=None) -> list:
     input values, one-sided derivatives, a second backward pass)."""
     if report.ok:
         return []
-    return _Diagnosis(report, fn, inputs).run()
+    with np.errstate(all="ignore"):  # NaN/Inf in a failing gradient simply fit no pattern
+        return _Diagnosis(report, fn, inputs).run()
 
 
 def attach(report: CheckReport, fn, inputs) -> CheckReport:

@@ -149,7 +149,8 @@ INPLACE_CALL = re.compile(r"\.\w+_\(")
 def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, name: str) -> tuple:
     """(one-line hint, source location dict or None) for a finding."""
     if kind == "kink":
-        return "not a bug: check at inputs away from the kink, or accept any value between the one-sided derivatives", None
+        return ("not a bug: check at inputs away from the kink, or accept any value between the one-sided "
+                "derivatives"), None
     if kind == "none":
         if params.get("reason") == "changed_after_backward":
             return "backward's return value is right: look at hooks on the tensors, or report an engine bug", None
@@ -180,8 +181,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             advice = "sum over the broadcast dims instead of averaging"
         return _with_code(advice, src, stmt, "in ")
     if kind == "ignores_grad_output":
-        uses = expr is not None and bool(_grad_output_names(src) & {n.id for n in ast.walk(expr)
-                                                                      if isinstance(n, ast.Name)} | _fed_names(src, expr))
+        used = set() if expr is None else {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        uses = expr is not None and bool((_grad_output_names(src) & used) | _fed_names(src, expr))
         advice = "multiply by grad_output (the chain rule)" if not uses else "check how grad_output is used"
         return _with_code(advice, src, statement, "in ")
     if kind == "transposed":

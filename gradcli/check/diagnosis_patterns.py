@@ -268,8 +268,9 @@ def not_reduced(ev: Evidence, values_only: bool = True):
                            f"backward returns input {ev.name}'s gradient with the broadcast shape {_shape_text(got)} "
                            f"instead of {_shape_text(ev.shape)}: it is not summed over dim "
                            f"{', '.join(map(str, dims))}" + ("" if values_ok else " (and still wrong once summed)"),
-                           input=ev.index, params={"dims": dims, "returned_shape": list(got),
-                                                   "expected_shape": list(ev.shape), "values_ok_once_summed": values_ok},
+                           input=ev.index,
+                           params={"dims": dims, "returned_shape": list(got), "expected_shape": list(ev.shape),
+                                   "values_ok_once_summed": values_ok},
                            confidence=0.97 if values_ok else 0.85)
     analytic = ev.analytic
     if analytic is None and ev.raw is not None and all(
@@ -334,7 +335,8 @@ SAVED_FORMS = (("{z}", lambda z: z), ("{z}²", lambda z: z * z), ("1 − {z}²",
 
 
 def _cosine(a, b):
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    # sums of products rather than np.linalg.norm: BLAS dot on these small arrays is slower under load
+    na, nb = float(np.sqrt(np.sum(a * a))), float(np.sqrt(np.sum(b * b)))
     return 0.0 if na == 0 or nb == 0 else abs(float(np.sum(a * b)) / (na * nb))
 
 
@@ -382,7 +384,8 @@ def missing_term(ev: Evidence):
         text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
             "" if description == "1" else f"·{description}")
         what = "misses the term" if coefficient > 0 else "has an extra term"
-        return Finding("missing_term", f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
+        return Finding("missing_term",
+                       f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
                        input=ev.index, params={"variant": "missing", "term": description, "coefficient": coefficient,
                                                "expression": text},
                        confidence=0.85 if nice is not None else 0.75)

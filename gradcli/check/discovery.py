@@ -80,6 +80,16 @@ def _display(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def imports_torch(abspath: str) -> bool:
+    """Whether the file's text has an ``import torch``/``from torch`` line (read, never run)."""
+    try:
+        with open(abspath, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return False
+    return re.search(r"^\s*(import torch\b|from torch[ .])", text, re.M) is not None
+
+
 # ----- -k expressions ----------------------------------------------------------------------------
 
 _TOKEN_RE = re.compile(r"\s*(\(|\)|[^\s()]+)")

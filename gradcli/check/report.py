@@ -160,10 +160,12 @@ class CheckReport:
 
     @property
     def status(self) -> str:
+        """fail if anything failed; skip if nothing was compared (every values check skipped); else pass."""
         statuses = [c.status for c in self.checks] + [r.status for r in self.inputs]
         if "fail" in statuses:
             return "fail"
-        if statuses and all(s == "skip" for s in statuses):
+        values = [c.status for c in self.checks if c.name == "values"]
+        if (values and all(s == "skip" for s in values)) or (statuses and all(s == "skip" for s in statuses)):
             return "skip"
         return "pass"
 

@@ -1,12 +1,16 @@
 """Running ``gradcli check``: one isolated process per file and per Function, and the run's results.
 
-Process layout (POSIX): the parent never imports user code. Each file is handled by a forked
-*worker* in its own process group: it imports the file, collects and selects its Functions,
-then forks one *checker* per Function and kills it after ``timeout`` seconds. Results travel back
-as pickled frames over pipes. An exception, ``sys.exit``, ``os._exit``, a crash or a hang in user
-code becomes an error result for that Function (or file) and the run goes on; Ctrl-C in the parent
-kills the workers' process groups and returns what was finished. Without ``os.fork`` everything
-runs in-process, without timeouts.
+Process layout (POSIX): the parent never imports user code. A forked *worker*, in its own process
+group, imports a file, collects and selects its Functions, then forks one *checker* per Function
+and kills it after ``timeout`` seconds; each file has its own worker, except that files importing
+torch share one (torch's import costs seconds). Results travel back as pickled frames over pipes.
+An exception, ``sys.exit``, ``os._exit``, a crash or a hang in user code becomes an error result
+for that Function (or file) and the run goes on (a worker that dies hands its remaining files to
+a new one); Ctrl-C in the parent kills the workers' process groups and returns what finished.
+Without ``os.fork`` everything runs in-process, without timeouts.
+
+The module holds the run-level dataclasses, the per-Function check, and the process machinery:
+one place for everything a run is, at the cost of being longer than most modules.
 
 Data flows one way: inputs -> gradcheck -> these dataclasses (``to_dict()``) -> renderers.
 """
@@ -23,8 +27,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from gradcli.check.discovery import (LoadError, collect, describe_exception, load_module, select as select_targets,
-                                     user_traceback)
+from gradcli.check.discovery import (LoadError, collect, describe_exception, imports_torch, load_module,
+                                     select as select_targets, user_traceback)
 
 BAD = ("fail", "error")
 KILL_GRACE = 10.0  # the parent's backstop beyond the worker's own per-Function timeout
@@ -300,7 +304,7 @@ class _Collector:
         kind = message[0]
         if kind == "load_error":
             err = message[1]
-            self._add(item, FunctionResult(item.path, None, _guess_backend(item.abspath),
+            self._add(item, FunctionResult(item.path, None, "torch" if imports_torch(item.abspath) else "gradcli",
                                            "skip" if err.skip else "error", err.message, line=err.line,
                                            traceback=err.traceback))
         elif kind == "collected":
@@ -335,17 +339,6 @@ class _Collector:
         self.run.collected = [info for item in self.items for info in self.collected.get(item.path, ())]
         self.run.duration = time.perf_counter() - start
         return self.run
-
-
-def _guess_backend(abspath: str) -> str:
-    import re
-
-    try:
-        with open(abspath, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return "gradcli"
-    return "torch" if re.search(r"^\s*(import torch|from torch[ .])", text, re.M) else "gradcli"
 
 
 # ----- the run ---------------------------------------------------------------------------------------
@@ -437,6 +430,9 @@ def _capture() -> int:
         _CAPTURE.append(tempfile.TemporaryFile())
         os.dup2(_CAPTURE[0].fileno(), 1)
         os.dup2(_CAPTURE[0].fileno(), 2)
+        # the parent's sys.stdout may not be fd 1 (a test runner's buffer): write to the fds themselves
+        sys.stdout = open(1, "w", closefd=False, errors="replace")
+        sys.stderr = open(2, "w", closefd=False, errors="replace")
     return _CAPTURE[0].fileno()
 
 
@@ -504,19 +500,20 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
                           output=_read_output(out_fd), duration=time.perf_counter() - start)
 
 
-def _worker_body(item, options: RunOptions, w: int):
+def _worker_body(batch: list, options: RunOptions, w: int):
     _capture()  # user code's prints never reach the terminal
-    for message in file_messages(item, options, _check_in_child):
-        _send(w, message)
-        if message[0] == "collected" and not options.collect_only:
-            _warm_up({info.backend for info in message[1]})
+    for position, item in enumerate(batch):
+        _send(w, ("file", position))
+        for message in file_messages(item, options, _check_in_child):
+            _send(w, message)
+            if message[0] == "collected" and not options.collect_only:
+                _warm_up({info.backend for info in message[1]})
+        _send(w, ("file_done", position))
 
 
 def _warm_up(backends: set):
-    """Load, once per file, what every checker would otherwise load again after its fork: the
-    checker itself, and torch's lazily imported autograd machinery (about a second)."""
-    import gradcli.check.gradcheck  # noqa: F401
-
+    """Load, once per worker, what every checker would otherwise load again after its fork:
+    torch's lazily imported autograd machinery (about a second)."""
     if "torch" in backends:
         torch = sys.modules["torch"]
         x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
@@ -524,16 +521,20 @@ def _warm_up(backends: set):
 
 
 class _Worker:
-    def __init__(self, item, options: RunOptions):
-        self.item = item
-        self.pid, self.fd = _fork(lambda w: _worker_body(item, options, w), new_group=True)
+    """A forked process checking a batch of files one after the other."""
+
+    def __init__(self, batch: list, options: RunOptions):
+        self.batch = batch
+        self.item = None  # file in progress
+        self.finished = 0  # files of the batch completely handled
+        self.current = None  # Function being checked
+        self.pid, self.fd = _fork(lambda w: _worker_body(batch, options, w), new_group=True)
         try:
             os.setpgid(self.pid, self.pid)
         except OSError:
             pass
         self.frames = _Frames()
-        self.current = None  # Function being checked
-        self.deadline = time.monotonic() + options.timeout  # importing the file
+        self.deadline = time.monotonic() + options.timeout
 
     def kill(self):
         try:
@@ -542,13 +543,24 @@ class _Worker:
             pass
 
 
+def _batches(items, exitfirst: bool) -> list:
+    """Files that import torch share one worker, so torch is imported once per run (it takes
+    seconds); it starts first, except with -x, where checking order follows file order."""
+    torch_files = [it for it in items if imports_torch(it.abspath)]
+    batches = [[it] for it in items if it not in torch_files]
+    if torch_files:
+        at = next((i for i, b in enumerate(batches) if items.index(b[0]) > items.index(torch_files[0])),
+                  len(batches)) if exitfirst else 0
+        batches.insert(at, torch_files)
+    return batches
+
+
 def _run_workers(items, options: RunOptions, collector: _Collector):
     jobs = 1 if options.exitfirst else max(1, options.jobs)
     if not options.collect_only:
         import gradcli.autograd.namespace  # noqa: F401 -- loaded once here, inherited by every fork
         import gradcli.check.gradcheck  # noqa: F401
-    # Files that import torch are the slowest to start: begin them first (output keeps file order).
-    queue = sorted(items, key=lambda it: _guess_backend(it.abspath) != "torch")
+    queue = _batches(items, options.exitfirst)
     active: dict = {}
     try:
         while queue or active:
@@ -558,23 +570,17 @@ def _run_workers(items, options: RunOptions, collector: _Collector):
             if not active:
                 break
             timeout = max(0.0, min(w.deadline for w in active.values()) - time.monotonic())
-            ready = select.select(list(active), [], [], timeout)[0]
-            for fd in ready:
+            for fd in select.select(list(active), [], [], timeout)[0]:
                 worker = active[fd]
                 chunk = os.read(fd, 1 << 20)
                 for message in worker.frames.feed(chunk):
-                    if message[0] == "start":
-                        worker.current = message[1]
-                    elif message[0] == "result":
-                        worker.current = None
-                    worker.deadline = time.monotonic() + options.timeout + KILL_GRACE
-                    collector.handle(worker.item, message)
+                    _relay(worker, message, collector, options)
                 if not chunk:
-                    _finish(active.pop(fd), collector, killed=False)
+                    queue[:0] = _finish(active.pop(fd), collector)
             for fd, worker in list(active.items()):
                 if time.monotonic() > worker.deadline:
                     worker.kill()
-                    _finish(active.pop(fd), collector, killed=True, timeout=options.timeout)
+                    queue[:0] = _finish(active.pop(fd), collector, timeout=options.timeout)
     finally:
         for worker in active.values():  # interrupted: kill what still runs
             worker.kill()
@@ -582,15 +588,33 @@ def _run_workers(items, options: RunOptions, collector: _Collector):
             os.close(worker.fd)
 
 
-def _finish(worker: _Worker, collector: _Collector, killed: bool, timeout: float = 0.0):
+def _relay(worker: _Worker, message, collector: _Collector, options: RunOptions):
+    kind = message[0]
+    worker.deadline = time.monotonic() + options.timeout + KILL_GRACE  # the worker times checks itself
+    if kind == "file":
+        worker.item = worker.batch[message[1]]
+        worker.deadline = time.monotonic() + options.timeout  # importing it
+    elif kind == "file_done":
+        collector.file_finished(worker.item)
+        worker.item, worker.finished = None, message[1] + 1
+    else:
+        worker.current = message[1] if kind == "start" else None
+        collector.handle(worker.item, message)
+
+
+def _finish(worker: _Worker, collector: _Collector, timeout: Optional[float] = None) -> list:
+    """Reap a worker (killed after ``timeout`` if given); returns the batch's files left to check."""
     _, status = os.waitpid(worker.pid, 0)
     os.close(worker.fd)
-    if killed or status != 0:
-        what = f"timed out after {timeout:g} s" if killed else _died(status)
+    item = worker.item
+    if item is not None:
+        what = f"timed out after {timeout:g} s" if timeout is not None else _died(status)
         name = worker.current
         message = (f"checking stopped: the worker process {what}" if name else
-                   f"importing the file {what}" if killed else f"the worker process {what} while importing")
-        collector.handle(worker.item, ("result", FunctionResult(worker.item.path, name,
-                                                                 _guess_backend(worker.item.abspath),
-                                                                 "error", message)))
-    collector.file_finished(worker.item)
+                   f"importing the file {what}" if timeout is not None else
+                   f"the worker process {what} while importing")
+        backend = "torch" if imports_torch(item.abspath) else "gradcli"
+        collector.handle(item, ("result", FunctionResult(item.path, name, backend, "error", message)))
+        collector.file_finished(item)
+    rest = worker.batch[worker.finished + (item is not None):]
+    return [rest] if rest and not collector.stop else []

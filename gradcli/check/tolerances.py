@@ -38,6 +38,10 @@ DEFAULT_TOLERANCES = {
 }
 
 
+# Machine epsilon by dtype name (numpy has no bfloat16).
+EPS_BY_DTYPE = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
 def tolerance_for(
     dtype_name: str,
     atol: Optional[float] = None,

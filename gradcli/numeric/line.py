@@ -63,8 +63,12 @@ def _rows_needing(mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
 
 
-def estimate_line(line: Line, method: str = "auto", eps: float = EPS64) -> Estimate:
+def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
+                  good_enough: Optional[Callable[[Estimate], np.ndarray]] = None) -> Estimate:
     """Estimate dg/dt at 0 for every element of the line, with per-element error estimates.
+
+    ``good_enough(central)`` (optional) marks elements whose central difference is already accurate
+    enough for the caller's purpose: those skip Richardson refinement (a fast check's budget).
 
     Returns an Estimate whose ``method`` is "complex_step", "richardson", "central" or "mixed",
     with ``used_complex`` (where the complex step was used) and ``kink`` (where the one-sided
@@ -116,6 +120,8 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64) -> Estim
             error = np.where(used_complex, cs.error, error)
 
     refine = ~used_complex & ~kink
+    if good_enough is not None:
+        refine &= ~np.asarray(good_enough(central), dtype=bool)
     rows = _rows_needing(refine)
     if rows.size:
         line_rows, g0_rows, magnitude_rows = sliced(rows)
@@ -133,20 +139,22 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64) -> Estim
         ):
             target[rows] = np.where(take, source, target[rows])
 
-    label = _label(used_complex, kink)
+    label = _label(used_complex, refine, kink)
     result = Estimate(value, error, label, left, right, left_error, right_error, evaluations, used_complex, kink)
     return _unwrap(result, scalar)
 
 
-def _label(used_complex, kink) -> str:
+def _label(used_complex, refined, kink) -> str:
+    """complex_step | richardson | central when every smooth element used it, else mixed."""
     smooth = ~kink
     if not smooth.any():
         return "central"
-    if used_complex[smooth].all():
-        return "complex_step"
-    if not used_complex.any():
-        return "richardson"
-    return "mixed"
+    labels = set()
+    for mask, name in ((used_complex, "complex_step"), (refined & ~used_complex, "richardson"),
+                       (~used_complex & ~refined, "central")):
+        if (mask & smooth).any():
+            labels.add(name)
+    return labels.pop() if len(labels) == 1 else "mixed"
 
 
 def _unwrap(result: Estimate, scalar: bool) -> Estimate:

@@ -45,6 +45,18 @@ def step_scales(x: np.ndarray) -> np.ndarray:
     return np.ldexp(1.0, step_exponents(x))
 
 
+def shifted_dtype(x: np.ndarray, t) -> np.dtype:
+    """x's own precision, made complex for a complex step: a float32-only forward stays float32."""
+    if np.iscomplexobj(t):
+        return np.result_type(x.dtype, np.complex64)
+    return x.dtype
+
+
+def shifted(x: np.ndarray, t, direction: np.ndarray) -> np.ndarray:
+    """x + t·direction in x's precision (the direction may be float64 or float32)."""
+    return np.add(x, t * direction, dtype=shifted_dtype(x, t), casting="unsafe")
+
+
 class NumericFunction:
     """A multi-input function of arrays with its value at the base point and evaluation counting."""
 
@@ -167,20 +179,22 @@ class Projector:
                     continue
                 if total is None:
                     total = np.zeros(shape, dtype=np.result_type(flat, np.float64))
-                total[..., c] += flat @ v
+                # einsum casts a float32 cotangent in buffered chunks; `@` would copy it whole.
+                total[..., c] += flat @ v if v.dtype == flat.dtype else np.einsum("...i,i->...", flat, v)
         return np.zeros(shape) if total is None else total
 
     def magnitude(self, outputs: Sequence[np.ndarray]) -> np.ndarray:
-        """|v|ᵀ|f|: the scale of rounding in vᵀf, which cancellation in the sum would hide."""
+        """sqrt(Σ (v_i f_i)²): the typical scale of rounding in vᵀf, which cancellation in the sum
+        would hide. Rounding errors of different outputs are independent, so they add in quadrature."""
         total = np.zeros(self.k)
         for out, vectors in zip(outputs, self.vectors):
             if vectors is None:
                 continue
-            magnitude = np.abs(np.real(out)).reshape(-1)
+            square = np.square(np.real(out)).reshape(-1)
             for c, v in enumerate(vectors):
                 if v is not None:
-                    total[c] += magnitude @ np.abs(v)
-        return total
+                    total[c] += np.einsum("i,i,i->", square, v, v)
+        return np.sqrt(total)
 
 
 @dataclass
@@ -199,16 +213,21 @@ class ElementDerivatives:
 
 
 def directional(
-    nf: NumericFunction, directions: Sequence[Optional[np.ndarray]], projector: Projector, method: str = "auto"
+    nf: NumericFunction,
+    directions: Sequence[Optional[np.ndarray]],
+    projector: Projector,
+    method: str = "auto",
+    good_enough: Optional[Callable[[Estimate], np.ndarray]] = None,
 ) -> Estimate:
     """vᵀJw for every cotangent v, along w = (w_0, w_1, ...) over all inputs (None: held fixed).
 
     The step is t·w, so w should already carry the inputs' scale (see ``step_scales``).
+    ``good_enough``: see ``estimate_line``.
     """
     moved = [i for i, w in enumerate(directions) if w is not None]
 
     def evaluate(t, rows=None):
-        arrays = [x if w is None else x + t * w for x, w in zip(nf.inputs, directions)]
+        arrays = [x if w is None else shifted(x, t, w) for x, w in zip(nf.inputs, directions)]
         values = projector(nf(arrays))
         return values if rows is None else values[rows]
 
@@ -219,7 +238,7 @@ def directional(
         complex_ok=method in ("auto", "complex_step") and nf.accepts_complex(moved),
     )
     before = nf.evaluations
-    estimate = estimate_line(line, method, nf.eps)
+    estimate = estimate_line(line, method, nf.eps, good_enough)
     estimate.evaluations = nf.evaluations - before
     return estimate
 
@@ -281,7 +300,7 @@ def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementD
 
     def line_along(direction):
         def evaluate(t, rows=None):
-            flat = _flat_outputs(nf.replaced(index, x + t * direction), used)
+            flat = _flat_outputs(nf.replaced(index, shifted(x, t, direction)), used)
             return flat if rows is None else flat[rows]
 
         return estimate_line(Line(evaluate, g0, complex_ok=complex_ok), method, nf.eps)
@@ -350,7 +369,7 @@ def _batch_rows(nf, index) -> int:
 
 
 def _perturbed_stack(x, flat_indices, steps):
-    stack = np.empty((len(flat_indices),) + x.shape, dtype=np.result_type(x, steps))
+    stack = np.empty((len(flat_indices),) + x.shape, dtype=shifted_dtype(x, steps))
     stack[...] = x
     flat = stack.reshape(len(flat_indices), -1)
     flat[np.arange(len(flat_indices)), flat_indices] += steps
@@ -414,7 +433,7 @@ def _per_element_strategy(nf, index, projector, method, batched) -> ElementDeriv
                 state["batched"] = nf._batchable[index] = False  # this chunk broke it: loop from now on
             out = np.empty((len(selected), k), dtype=np.result_type(t, float))
             for r, (j, step) in enumerate(zip(selected, steps)):
-                single = x.astype(out.dtype, copy=True)
+                single = x.astype(shifted_dtype(x, t), copy=True)
                 single.reshape(-1)[j] += step
                 out[r] = projector(nf.replaced(index, single))
             return out

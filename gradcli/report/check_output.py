@@ -20,30 +20,29 @@ def choose_format(requested: str) -> str:
     return "rich"
 
 
-def make_renderer(fmt: str, seed: int, verbose: bool, console=None):
+def make_renderer(fmt: str, seed: int, verbose: bool):
     from gradcli.report.terminal import PlainRenderer, RichRenderer
 
     if fmt == "rich":
-        if console is None:
-            from rich.console import Console
+        from rich.console import Console
 
-            console = Console()
-        return RichRenderer(console, seed, verbose)
-    return PlainRenderer(lambda text: print(text, flush=False), seed, verbose)
+        return RichRenderer(Console(), seed, verbose)
+    return PlainRenderer(print, seed, verbose)  # plain and github
 
 
 class Output(RunEvents):
     """RunEvents that render as files finish, with a progress bar on a terminal's stderr."""
 
-    def __init__(self, fmt: str, seed: int, verbose: bool, progress: bool = None):
+    def __init__(self, fmt: str, seed: int, verbose: bool, collect_only: bool = False):
         self.fmt = fmt
         self.renderer = make_renderer(fmt, seed, verbose)
-        self.show_progress = sys.stderr.isatty() if progress is None else progress
+        self.show_progress = sys.stderr.isatty() and not collect_only
         self.deferred = []  # (path, results) rendered after the progress bar when it may be shown
         self.seen = set()  # files already rendered or deferred
         self.progress = None
         self.task = None
-        self.total = 0
+        self.total = 0  # Functions collected so far
+        self.done = 0  # Functions with a result
 
     # RunEvents
     def collected(self, count: int):
@@ -55,20 +54,18 @@ class Output(RunEvents):
             self.progress = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                      TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
             self.progress.start()
-            self.task = self.progress.add_task("", total=self.total, completed=self._done)
+            self.task = self.progress.add_task("", total=self.total, completed=self.done)
         elif self.progress is not None:
             self.progress.update(self.task, total=self.total)
-
-    _done = 0
 
     def started(self, file: str, name: str):
         if self.progress is not None:
             self.progress.update(self.task, description=f"{file}::{name}")
 
     def result(self, result):
-        self._done += 1
+        self.done += 1
         if self.progress is not None:
-            self.progress.update(self.task, completed=self._done)
+            self.progress.update(self.task, completed=self.done)
 
     def file_done(self, path: str, results: list):
         self.seen.add(path)

@@ -137,9 +137,8 @@ def heatmap(r, ascii_only: bool = False) -> Optional[HeatMap]:
     threshold = r.tolerance if r.tolerance is not None else 0.0
     scaled = np.where(np.isfinite(grid), grid / top if top > 0 else 0.0, 1.0)
     levels = np.where(grid <= threshold, 0, 1 + np.minimum(HEAT_LEVELS - 2, (scaled * (HEAT_LEVELS - 1)).astype(int)))
-    where = f" at {list(r.worst.index)}" if r.worst is not None else ""
     biggest = fmt(r.max_abs_error) if r.max_abs_error is not None else fmt(top)
-    return HeatMap(f"{r.name} (|analytic - numeric|, max {biggest}{where})", levels.tolist(), note)
+    return HeatMap(f"{r.name} (|analytic - numeric|, max {biggest})", levels.tolist(), note)
 
 
 def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -> Detail:

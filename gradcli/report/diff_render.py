@@ -174,8 +174,9 @@ def render_latex(result):
         for cell in point.cells:
             exact = cell.exact["latex"] if cell.exact else None
             approx = cell.value_text if cell.status == "ok" else rf"\text{{{cell.status}}}"
+            same = cell.exact is not None and cell.exact["ascii"] == cell.value_text
             rows.append(f"{cell.label['latex']} &= {exact} \\approx {approx}" if exact and cell.status == "ok"
-                        else f"{cell.label['latex']} &= {approx}")
+                        and not same else f"{cell.label['latex']} &= {exact if same else approx}")
         lines.append(" \\\\\n".join(rows))
         lines.append(r"\end{align*}")
     lines += [f"% warning: {w.text['ascii']}" for w in result.warnings]

@@ -44,14 +44,14 @@ def parse_point(text, variables, assumptions):
     names = [str(v) for v in variables]
     pieces = split_assignments(text)
     if len(pieces) == 1 and pieces[0][0] is None and len(names) == 1:
-        pieces = [(names[0], pieces[0][1], pieces[0][2])]
+        pieces = [(names[0], *pieces[0][1:])]
     point = {}
-    for name, value_text, column in pieces:
+    for name, value_text, column, name_column in pieces:
         if name is None:
             raise ExpressionError(f"expected NAME=VALUE (variables: {', '.join(names)})", column, text, "--at")
         if name not in names:
-            raise ExpressionError(f"{name!r} is not a variable (variables: {', '.join(names)})", column, text,
-                                  "--at")
+            raise ExpressionError(f"{name!r} is not a variable (variables: {', '.join(names)})", name_column,
+                                  text, "--at")
         value = parse_value(value_text, column, text, "--at")
         if value.free_symbols:
             raise ExpressionError(f"the value of {name} must be a number", column, text, "--at")

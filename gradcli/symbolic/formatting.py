@@ -151,7 +151,7 @@ def number(value, digits=DIGITS):
         return "inf" if value > 0 else "-inf"
     if value == 0:
         return "0"
-    text = mpmath.nstr(value, digits, min_fixed=-4, max_fixed=digits)
+    text = mpmath.nstr(value, digits, min_fixed=-5, max_fixed=digits)
     if "e" in text:
         mantissa, exponent = text.split("e")
         mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa

@@ -223,7 +223,10 @@ def parse(text, assumptions="real"):
 
 
 def split_assignments(text):
-    """``"x=3, y=max(1,2)"`` -> [(name, value_text, value_column)] split at top-level commas only."""
+    """``"x=3, y=max(1,2)"`` -> [(name, value_text, value_column, name_column)], split at top-level commas.
+
+    Columns are 1-based in ``text``; a piece without ``=`` has name None.
+    """
     pieces, depth, start = [], 0, 0
     for i, ch in enumerate(text + ","):
         if ch == "(":
@@ -236,10 +239,11 @@ def split_assignments(text):
     result = []
     for piece, offset in pieces:
         name, equals, value = piece.partition("=")
+        name_column = offset + len(name) - len(name.lstrip()) + 1
         if not equals:
-            result.append((None, piece, offset + 1))
+            result.append((None, piece, offset + 1, name_column))
             continue
-        result.append((name.strip(), value, offset + len(name) + 2))
+        result.append((name.strip(), value, offset + len(name) + 2, name_column))
     return result
 
 

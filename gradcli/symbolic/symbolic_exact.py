@@ -60,12 +60,12 @@ def _array(value):
 def _positions(inputs):
     if any(_is_torch(a) for a in inputs):
         floats = [i for i, a in enumerate(inputs) if _is_torch(a) and a.is_floating_point()]
-        flagged = [i for i in floats if a_requires_grad(inputs[i])]
+        flagged = [i for i in floats if _requires_grad(inputs[i])]
         return flagged or floats
     return differentiable_positions(inputs)
 
 
-def a_requires_grad(t):
+def _requires_grad(t):
     return bool(getattr(t, "requires_grad", False))
 
 
@@ -241,31 +241,38 @@ def compare(reference, analytic, names, dtypes, rtol=None, atol=None):
     rows, failed = [], 0
     for i in sorted(reference.values):
         r_tol, a_tol = _tolerances(dtypes.get(i, "float64"), rtol, atol)
-        compared = ~reference.kinks[i]
-        worst, error, rel, bad = None, 0.0, 0.0, 0
+        defined = np.all([np.isfinite(e) for e in reference.values[i]], axis=0)  # nan: no real derivative there
+        compared = ~reference.kinks[i] & defined
+        failing = np.zeros(compared.shape, dtype=bool)
+        worst, worst_ratio, error, rel = None, -1.0, 0.0, 0.0
         for k, (exact, got) in enumerate(zip(reference.values[i], analytic[i])):
             got = np.asarray(got, dtype=np.float64).reshape(exact.shape)
-            diff = np.where(compared, np.abs(got - exact), 0.0)
-            diff = np.where(np.isnan(diff), np.inf, diff)
+            with np.errstate(invalid="ignore"):
+                diff = np.where(compared, np.abs(got - exact), 0.0)
+            diff = np.where(np.isnan(diff), np.inf, diff)  # a nan backward where the derivative exists
             scale = float(np.max(np.abs(exact), initial=0.0, where=compared))
-            allowed = r_tol * np.abs(exact) + a_tol * scale + 1e-300
-            bad += int(np.count_nonzero(diff > allowed))
-            if diff.size and float(diff.max()) >= error:
-                at = np.unravel_index(int(np.argmax(diff / allowed)), diff.shape) if diff.ndim else ()
-                error = float(diff.max())
+            allowed = r_tol * np.abs(np.where(compared, exact, 0.0)) + a_tol * scale + 1e-300
+            failing |= diff > allowed
+            error = max(error, float(diff.max(initial=0.0)))
+            rel = max(rel, float(np.max(diff / np.maximum(np.abs(exact), 1e-300), initial=0.0, where=compared)))
+            ratio = diff / allowed
+            at = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if ratio.ndim else ()
+            if compared[at] and float(ratio[at]) > worst_ratio:
+                worst_ratio = float(ratio[at])
                 worst = {"index": [int(j) for j in at], "analytic": float(got[at]), "exact": float(exact[at]),
                          "cotangent": k}
-            rel = max(rel, float(np.max(diff / np.maximum(np.abs(exact), 1e-300), initial=0.0, where=compared)))
-        failed += bad > 0
+        failed += bool(failing.any())
         rows.append({"index": i, "name": names[i] if i < len(names) else f"input{i}", "exact_error": error,
-                     "max_rel_error": rel, "failed_elements": bad, "kinks": int(reference.kinks[i].sum()),
+                     "max_rel_error": rel, "failed_elements": int(failing.sum()),
+                     "kinks": int(reference.kinks[i].sum()), "undefined": int((~defined).sum()),
                      "worst": worst, "rtol": r_tol, "atol": a_tol})
     described = f"formula {reference.description!r}" if reference.source == "formula" else "the traced forward"
     if failed:
-        worst_row = max(rows, key=lambda r: r["max_rel_error"])
+        row = max(rows, key=lambda r: r["max_rel_error"])
+        worst = row["worst"]
         message = (f"backward differs from the exact derivative of {described} for {failed} input(s); "
-                   f"worst {worst_row['name']}{worst_row['worst']['index']}: backward {worst_row['worst']['analytic']:.17g}, "
-                   f"exact {worst_row['worst']['exact']:.17g} (rel. error {worst_row['max_rel_error']:.3g})")
+                   f"worst {row['name']}{worst['index']}: backward {worst['analytic']:.17g}, "
+                   f"exact {worst['exact']:.17g} (rel. error {row['max_rel_error']:.3g})")
     else:
         largest = max((r["exact_error"] for r in rows), default=0.0)
         message = f"backward matches the exact derivative of {described} (max error {largest:.3g})"

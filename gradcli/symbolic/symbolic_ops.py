@@ -15,6 +15,8 @@ The rest are the rewrites every consumer (exact references, proofs) applies befo
 ``almost_everywhere`` (derivatives of kinks: DiracDelta -> 0, Heaviside -> Indicator), and
 ``exact_constants`` (float constants -> the exact numbers they stand for, with a note for each guess).
 """
+import functools
+
 import numpy as np
 import sympy
 from sympy import S
@@ -174,16 +176,26 @@ _KNOWN_CONSTANTS = [sympy.pi, sympy.E]
 
 
 def exact_constant(value):
+    """The exact number a float constant in the code stands for, and a note if that is a guess
+    (see ``_exact_constant``; cached: identifying a constant costs a PSLQ search)."""
+    return _exact_constant(float(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact_constant(value):
     """The exact number a float constant in the code stands for, and a note if that is a guess.
 
     A short decimal (0.5, 1.001, 1e-3) is read as written. A float with all 16-17 digits is usually
     a computed constant (2/math.sqrt(math.pi) in erf's rule): it is identified with a closed form
-    in pi and e when one matches to the last bit, and read as its exact binary value otherwise."""
+    in pi, e, logs and roots when one rounds to exactly that float, and read as its shortest
+    round-tripping decimal otherwise."""
     f = float(value)
+    if not np.isfinite(f):
+        return sympy.Float(f), None
     text = repr(f)
     digits = len(text.split("e")[0].replace("-", "").replace(".", "").lstrip("0"))
     as_written = sympy.Rational(text)
-    if digits < 15 or not np.isfinite(f):
+    if digits < 15:
         return as_written, None
     try:
         guess = sympy.nsimplify(f, _KNOWN_CONSTANTS, tolerance=4 * np.spacing(abs(f)))

@@ -11,8 +11,6 @@ a numpy function called on ``.data`` (np.exp on symbols has no meaning), a symbo
 Python bool or float (data-dependent control flow), an op without a symbolic rule, a torch Function.
 """
 import inspect
-import linecache
-import os
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -21,22 +19,12 @@ import numpy as np
 import sympy
 
 from gradcli.autograd import grad as _autograd_grad
-from gradcli.autograd.function import Function
 from gradcli.autograd.grad_mode import enable_grad
 from gradcli.autograd.tensor import Tensor
 from gradcli.symbolic.symbolic_ops import almost_everywhere
+from gradcli.symbolic.symbolic_reasons import NotTraceable, not_traceable
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_OPS_DIR = os.path.join(_PACKAGE_DIR, "autograd", "ops")
 _NAME = re.compile(r"^(.*?)(?:\[([0-9,]*)\])?$")
-
-
-class NotTraceable(Exception):
-    """The Function cannot run on symbols; ``reason`` says why and where."""
-
-    def __init__(self, reason, phase="", location=""):
-        self.reason, self.phase, self.location = reason, phase, location
-        super().__init__(reason)
 
 
 @dataclass
@@ -227,7 +215,7 @@ def _run(fn, name, template, signs, with_backward=True):
         try:
             result = call(*call_args)
         except Exception as error:
-            raise _not_traceable(error, "forward") from None
+            raise not_traceable(error, "forward") from None
         outs = [t for t in (result if isinstance(result, (tuple, list)) else (result,))
                 if type(t) is Tensor and t.requires_grad and t.data.dtype.kind in "fO"]
         if not outs:
@@ -241,7 +229,7 @@ def _run(fn, name, template, signs, with_backward=True):
             try:
                 grads = vjp(_autograd_grad, outs, leaves, [Tensor(c.copy()) for c in cotangents])
             except Exception as error:
-                raise _not_traceable(error, "backward") from None
+                raise not_traceable(error, "backward") from None
     products = {}
     for i, g in zip(positions, grads):
         products[i] = _expressions(g.data, args[i].data.shape) if g is not None else \
@@ -339,64 +327,3 @@ def _signs_from_domain(trace):
             i, idx = owner[rest]
             signs.setdefault(i, {})[idx] = "positive" if coeff > 0 else "negative"
     return signs
-
-
-# ---- why not ---------------------------------------------------------------------------------------
-def _not_traceable(error, phase):
-    frames = []
-    tb = error.__traceback__
-    while tb is not None:
-        frames.append((tb.tb_frame, tb.tb_lineno))
-        tb = tb.tb_next
-    user = next(((f, n) for f, n in reversed(frames) if not _inside_library(f.f_code.co_filename)), None)
-    reason = _explain(error, _builtin_op(frames))
-    location = ""
-    if user is not None:
-        filename, lineno = user[0].f_code.co_filename, user[1]
-        code = (linecache.getline(filename, lineno) or "").strip()
-        location = f"{os.path.basename(filename)}:{lineno}" + (f": {code}" if code else "")
-        reason += f" (in {phase}, at {location})"
-    else:
-        reason += f" (in {phase})"
-    return NotTraceable(reason, phase, location)
-
-
-def _builtin_op(frames):
-    """(op name, "forward"|"backward") of the innermost built-in op the error passed through, or None."""
-    for frame, _ in reversed(frames):
-        if not os.path.abspath(frame.f_code.co_filename).startswith(_OPS_DIR):
-            continue
-        ctx = frame.f_locals.get("ctx")
-        if ctx is not None:
-            name = type(ctx).__name__
-            return (name[:-len("Backward")] if name.endswith("Backward") else name), frame.f_code.co_name
-    return None
-
-
-def _inside_library(filename):
-    path = os.path.abspath(filename)
-    return path.startswith(_PACKAGE_DIR) or f"{os.sep}numpy{os.sep}" in path or f"{os.sep}sympy{os.sep}" in path
-
-
-def _explain(error, op):
-    text = str(error)
-    if isinstance(error, NotTraceable):
-        return error.reason
-    comparing = "truth value of Relational" in text or "truth value of the symbolic mask" in text
-    ufunc = re.search(r"no callable (\w+) method", text)
-    if op is not None and (comparing or ufunc):
-        name, where = op
-        does = "compares values" if comparing else f"calls numpy's {ufunc.group(1)} on the data"
-        return f"the built-in op {name} has no symbolic rule: its {where} {does} ({text})"
-    if comparing:
-        return (f"data-dependent: the code branches on a symbolic value ({text}); a comparison has no single "
-                "answer for all inputs")
-    if ufunc:
-        return (f"numpy's {ufunc.group(1)} is called on an array of symbols: numpy calls on `.data` cannot be "
-                f"traced (use the tensor op, e.g. x.{ufunc.group(1)}())")
-    if re.search(r"[Cc]an(no|')t convert .*(float|int|complex)|convert expression to", text):
-        return ("a symbolic value is converted to a number (float(), int(), .item() in arithmetic, "
-                f"or an assignment into a float array): {text}")
-    if op is not None:
-        return f"the built-in op {op[0]} has no symbolic rule ({type(error).__name__}: {text})"
-    return f"{type(error).__name__}: {text}"

@@ -28,14 +28,14 @@ def parse_answers(text, variables, assumptions):
         if len(names) != 1:
             raise ExpressionError(f"--check: give one answer per variable, e.g. "
                                   f"{', '.join(n + '=...' for n in names)}")
-        _, value, column = pieces[0]
+        _, value, column, _ = pieces[0]
         return {names[0]: (value.strip(), parse_value(value, column, text, "--check", assumptions))}
     answers = {}
-    for name, value, column in pieces:
+    for name, value, column, name_column in pieces:
         if name is None:
             raise ExpressionError("--check: expected NAME=ANSWER", column, text, "--check")
         if name not in names:
-            raise ExpressionError(f"--check: {name!r} is not a variable of the expression", column, text,
+            raise ExpressionError(f"--check: {name!r} is not a variable of the expression", name_column, text,
                                   "--check")
         answers[name] = (value.strip(), parse_value(value, column, text, "--check", assumptions))
     return answers

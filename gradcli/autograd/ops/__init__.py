@@ -3,8 +3,9 @@ the functions and Tensor methods torch users expect."""
 import numpy as np
 
 from gradcli.autograd.ops._base import as_tensor_like, data_of, normalize_dims, unbroadcast, wrap_dim  # noqa: F401
-from gradcli.autograd.ops.elementwise import (UNARY, UNARY_FUNCTIONS, Add, Clamp, Div, Maximum, Minimum,  # noqa: F401
-                                              Mul, Pow, RDiv, Round, RPow, RSub, Sub, Trunc, Where, sympy_expr)
+from gradcli.autograd.ops.arithmetic import Add, Div, Mul, Pow, RDiv, RPow, RSub, Sub  # noqa: F401
+from gradcli.autograd.ops.elementwise import (UNARY, UNARY_FUNCTIONS, Clamp, Maximum, Minimum, Round,  # noqa: F401
+                                              Trunc, Where, sympy_expr)
 from gradcli.autograd.ops.elementwise import Abs, Neg  # noqa: F401  (made from the UNARY table)
 from gradcli.autograd.ops.linalg import MatMul, matmul  # noqa: F401
 from gradcli.autograd.ops.reduce import Mean, Sum  # noqa: F401

@@ -97,8 +97,12 @@ def sympy_expr(name, x):
 # Symbolic implementations (object arrays of SymPy expressions) are registered here by
 # gradcli.symbolic, keyed like UNARY; numeric code never looks at it.
 SYMBOLIC_UNARY = {}
-# The same for ops whose numeric forward branches on values ("where": a mask of symbolic conditions).
+# The same for ops whose numeric forward branches on values ("where": a mask of symbolic conditions;
+# "maximum"/"minimum", used by max/min/clamp when an operand holds expressions).
 SYMBOLIC_OPS = {}
+
+# SYMPY_EXPR[name](x) is sympy_expr(name, x), for code that wants a table
+SYMPY_EXPR = {name: (lambda x, _name=name: sympy_expr(_name, x)) for name in UNARY}
 
 
 def _symbolic(name, a):
@@ -177,188 +181,28 @@ class Trunc(_Rounding):
     _np = staticmethod(np.trunc)
 
 
-# ---- binary arithmetic (broadcasting; python scalars pass through and get a None gradient) ----
-# Each backward saves only what it reads, and only for the inputs that need a gradient, as
-# torch does: ``y = x * w`` with a constant w never complains that x was modified in place.
-def _shape(x):
-    return x.data.shape if type(x) is Tensor else np.shape(x)
-
-
-class Add(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        da, db = promoted(a, b)
-        ctx.shapes = (np.shape(da), np.shape(db))
-        return Tensor(np.add(da, db))
-
-    @staticmethod
-    def backward(ctx, g):
-        sa, sb = ctx.shapes
-        return (unbroadcast(g, sa) if ctx.needs_input_grad[0] else None,
-                unbroadcast(g, sb) if ctx.needs_input_grad[1] else None)
-
-
-class Sub(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        da, db = promoted(a, b)
-        ctx.shapes = (np.shape(da), np.shape(db))
-        return Tensor(np.subtract(da, db))
-
-    @staticmethod
-    def backward(ctx, g):
-        sa, sb = ctx.shapes
-        return (unbroadcast(g, sa) if ctx.needs_input_grad[0] else None,
-                unbroadcast(-g, sb) if ctx.needs_input_grad[1] else None)
-
-
-class RSub(Function):
-    """``other - tensor`` for a non-tensor ``other``."""
-
-    @staticmethod
-    def forward(ctx, a, other):
-        da, do = promoted(a, other)
-        ctx.shape = np.shape(da)
-        return Tensor(np.subtract(do, da))
-
-    @staticmethod
-    def backward(ctx, g):
-        return unbroadcast(-g, ctx.shape), None
-
-
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        da, db = promoted(a, b)
-        need_a, need_b = ctx.needs_input_grad
-        ctx.shapes = (np.shape(da), np.shape(db))
-        ctx.a_scalar = None if type(a) is Tensor else a
-        ctx.b_scalar = None if type(b) is Tensor else b
-        # the gradient for a reads b and vice versa
-        ctx.save_for_backward(a if need_b and type(a) is Tensor else None,
-                              b if need_a and type(b) is Tensor else None)
-        return Tensor(np.multiply(da, db))
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        sa, sb = ctx.shapes
-        ga = gb = None
-        if ctx.needs_input_grad[0]:
-            ga = unbroadcast(g * (b if ctx.b_scalar is None else ctx.b_scalar), sa)
-        if ctx.needs_input_grad[1]:
-            gb = unbroadcast(g * (a if ctx.a_scalar is None else ctx.a_scalar), sb)
-        return ga, gb
-
-
-class Div(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        da, db = promoted(a, b)
-        ctx.shapes = (np.shape(da), np.shape(db))
-        ctx.b_scalar = None if type(b) is Tensor else b
-        need_b = ctx.needs_input_grad[1]
-        ctx.save_for_backward(a if need_b else None, b if type(b) is Tensor else None)
-        return Tensor(np.true_divide(da, db))
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        sa, sb = ctx.shapes
-        if ctx.b_scalar is not None:
-            return unbroadcast(g / ctx.b_scalar, sa), None
-        return (unbroadcast(g / b, sa) if ctx.needs_input_grad[0] else None,
-                unbroadcast(-g * a / (b * b), sb) if ctx.needs_input_grad[1] else None)
-
-
-class RDiv(Function):
-    """``other / tensor`` for a non-tensor ``other``."""
-
-    @staticmethod
-    def forward(ctx, b, other):
-        db, do = promoted(b, other)
-        y = Tensor(np.true_divide(do, db))
-        ctx.shape = np.shape(db)
-        ctx.save_for_backward(b, y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        b, y = ctx.saved_tensors
-        return unbroadcast(-g * y / b, ctx.shape), None
-
-
-def _pow_scalar_grad(g, a, p):
-    if np.ndim(p):
-        return unbroadcast(g * p * a ** (p - 1), a.data.shape)
-    if p == 0:
-        return g * 0
-    if p == 1:
-        return g
-    if p == 2:
-        return g * a * 2
-    return g * p * a ** (p - 1)
-
-
-class Pow(Function):
-    @staticmethod
-    def forward(ctx, a, p):
-        da, dp = promoted(a, p)
-        y = Tensor(np.power(da, dp))
-        if type(p) is Tensor:
-            ctx.p_scalar = None
-            ctx.save_for_backward(a, p, y if ctx.needs_input_grad[1] else None)
-        else:
-            ctx.p_scalar = p
-            ctx.save_for_backward(a)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        if ctx.p_scalar is not None:
-            (a,) = ctx.saved_tensors
-            return _pow_scalar_grad(g, a, ctx.p_scalar), None
-        a, p, y = ctx.saved_tensors
-        ga = unbroadcast(g * p * a ** (p - 1), a.data.shape) if ctx.needs_input_grad[0] else None
-        gp = None
-        if ctx.needs_input_grad[1]:
-            # d(a**p)/dp = a**p log a, taken as 0 where a == 0 and p >= 0 (as torch does; the
-            # limit a**p log a -> 0 there, where the product itself would be 0 * -inf = nan)
-            zero = Tensor((a.data == 0) & (p.data >= 0))
-            log_a = Where.apply(zero, 1.0, a).log()  # log(1) = 0 in the masked entries: no -inf
-            gp = unbroadcast(g * Where.apply(zero, 0.0, y * log_a), p.data.shape)
-        return ga, gp
-
-
-class RPow(Function):
-    """``base ** tensor`` for a non-tensor ``base``."""
-
-    @staticmethod
-    def forward(ctx, p, base):
-        dp, db = promoted(p, base)
-        y = Tensor(np.power(db, dp))
-        ctx.shape = np.shape(dp)
-        ctx.save_for_backward(y)
-        ctx.log_base = np.log(db) if np.ndim(db) else (math.log(db) if db > 0 else float("nan"))
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return unbroadcast(g * y * ctx.log_base, ctx.shape), None
+# ---- selection: maximum, minimum, clamp, where (binary arithmetic is in arithmetic.py) ----------
+def _extreme(name, np_fn, a, b):
+    """np.maximum/np.minimum with torch's promotion; object arrays (SymPy expressions) go to
+    SYMBOLIC_OPS[name] when gradcli.symbolic registered it."""
+    da, db = promoted(a, b)
+    if name in SYMBOLIC_OPS and (getattr(da, "dtype", None) == object or getattr(db, "dtype", None) == object):
+        return SYMBOLIC_OPS[name](da, db)
+    return np_fn(da, db)
 
 
 class Maximum(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return Tensor(np.maximum(*promoted(a, b)))
+        return Tensor(_extreme("maximum", np.maximum, a, b))
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        # ties split the gradient evenly, as torch does
-        wa = Tensor((a.data > b.data) + 0.5 * (a.data == b.data))
+        # ties split the gradient evenly, as torch does; the masks are Tensor comparisons so
+        # that they trace symbolically too
+        wa = (a > b) + (a == b) * 0.5
         return unbroadcast(g * wa, a.data.shape), unbroadcast(g * (1 - wa), b.data.shape)
 
 
@@ -366,12 +210,12 @@ class Minimum(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return Tensor(np.minimum(*promoted(a, b)))
+        return Tensor(_extreme("minimum", np.minimum, a, b))
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        wa = Tensor((a.data < b.data) + 0.5 * (a.data == b.data))
+        wa = (a < b) + (a == b) * 0.5
         return unbroadcast(g * wa, a.data.shape), unbroadcast(g * (1 - wa), b.data.shape)
 
 
@@ -386,36 +230,29 @@ class Clamp(Function):
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         ctx.save_for_backward(x, *(t if type(t) is Tensor else None for t in (lo, hi)))
         ctx.bounds = (lo, hi)
-        out = x.data
+        out = x
         if lo is not None:
-            out = np.maximum(*promoted(x, lo))
+            out = Tensor(_extreme("maximum", np.maximum, out, lo))
         if hi is not None:
-            out = np.minimum(*promoted(Tensor(out), hi))
-        return Tensor(out)
+            out = Tensor(_extreme("minimum", np.minimum, out, hi))
+        return out
 
     @staticmethod
     def backward(ctx, g):
         x, lo_t, hi_t = ctx.saved_tensors
-        lo = lo_t.data if lo_t is not None else ctx.bounds[0]
-        hi = hi_t.data if hi_t is not None else ctx.bounds[1]
-        xd = x.data
-        shape = g.data.shape
-
-        def masked(mask, to_shape):
-            return unbroadcast(g * Tensor(np.broadcast_to(mask, shape)), to_shape)
-
+        lo = lo_t if lo_t is not None else ctx.bounds[0]
+        hi = hi_t if hi_t is not None else ctx.bounds[1]
         gx = glo = ghi = None
+        # masks are Tensor comparisons (bool tensors outside the graph; symbolic when tracing)
         if ctx.needs_input_grad[0]:
-            inside = np.ones(xd.shape, dtype=bool)
-            if lo is not None:
-                inside = inside & (xd >= lo)
+            inside = x >= lo if lo is not None else None
             if hi is not None:
-                inside = inside & (xd <= hi)
-            gx = masked(inside, xd.shape)
+                inside = x <= hi if inside is None else inside & (x <= hi)
+            gx = unbroadcast(g * inside, x.data.shape)
         if ctx.needs_input_grad[1]:
-            glo = masked((xd < lo) & (lo < hi) if hi is not None else xd < lo, lo_t.data.shape)
+            glo = unbroadcast(g * ((x < lo) & (lo < hi) if hi is not None else x < lo), lo_t.data.shape)
         if ctx.needs_input_grad[2]:
-            ghi = masked((xd > hi) | (hi < lo) if lo is not None else xd > hi, hi_t.data.shape)
+            ghi = unbroadcast(g * ((x > hi) | (hi < lo) if lo is not None else x > hi), hi_t.data.shape)
         return gx, glo, ghi
 
 

@@ -279,6 +279,8 @@ def _data(x):
 
 def _predicate(np_fn, name):
     def pred(a, b):
+        if isinstance(a, Tensor):
+            return a._compare(b, np_fn)  # the operators' path (it also handles symbolic tensors)
         return Tensor(np_fn(_data(a), _data(b)))
 
     pred.__name__ = name
@@ -297,7 +299,7 @@ logical_xor = _predicate(np.logical_xor, "logical_xor")
 
 
 def logical_not(x):
-    return Tensor(np.logical_not(x.data))
+    return ~x
 
 
 def isnan(x):

@@ -1,0 +1,153 @@
+"""The pieces under ``gradcli diff``: the budgeted child, reverse mode, the op mapping, number formatting."""
+import os
+import random
+import time
+
+import mpmath
+import numpy as np
+import pytest
+import sympy
+
+from gradcli.symbolic import formatting
+from gradcli.symbolic.api import DiffRequest, run
+from gradcli.symbolic.budget import Budgeted
+from gradcli.symbolic.calculus import LARGE_TREE, differentiate
+from gradcli.symbolic.functions import BUILDERS
+from gradcli.symbolic.opmap import (COMPOSITE_ROWS, STRUCTURAL_ROWS, EngineFunction, engine_op_for_head,
+                                    engine_unary_table, sympy_callable)
+from gradcli.symbolic.reverse import dag_nodes, gradient_graph, tree_size
+
+x, y = sympy.symbols("x y", real=True)
+
+
+def _slow(seconds):
+    time.sleep(seconds)
+    return "slow"
+
+
+def _fail():
+    raise ValueError("nope")
+
+
+def test_budget_keeps_what_finished_and_kills_the_rest():
+    start = time.monotonic()
+    jobs = [("a", sympy.expand, ((x + 1) ** 2,)), ("b", _fail, ()), ("c", _slow, (60,)), ("d", _slow, (0,))]
+    worker = Budgeted(jobs, 0.5)
+    results = worker.collect()
+    assert time.monotonic() - start < 3
+    assert results == {"a": ("ok", x ** 2 + 2 * x + 1), "b": ("error", "ValueError: nope")}
+    assert worker.timed_out
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)    # the child has been reaped, no zombie left
+
+
+def test_budget_with_no_jobs_forks_nothing():
+    assert Budgeted([], 1.0).collect() == {}
+
+
+def _network(seed=0, inputs=4, hidden=4):
+    rng = random.Random(seed)
+    w = lambda: sympy.Rational(rng.randint(-9, 9), rng.randint(1, 9))  # noqa: E731
+    xs = sympy.symbols(f"x0:{inputs}", real=True)
+    h1 = [sympy.tanh(sum(w() * v for v in xs) + w()) for _ in range(hidden)]
+    h2 = [sympy.tanh(sum(w() * h for h in h1) + w()) for _ in range(hidden)]
+    return sum(w() * h for h in h2) + w(), xs
+
+
+def test_reverse_mode_equals_sympy_diff():
+    f, xs = _network()
+    definitions, (row,) = gradient_graph([f], xs)
+    point = {v: sympy.Rational(k + 1, 5) for k, v in enumerate(xs)}
+    values = dict(point)
+    for symbol, value in definitions:
+        values[symbol] = value.xreplace(values).evalf(40)
+    for v, entry in zip(xs, row):
+        assert entry.xreplace(values).evalf(30) == pytest.approx(float(f.diff(v).evalf(30, subs=point)), rel=1e-25)
+
+
+def test_reverse_mode_jacobian_rows_and_plain_variables():
+    definitions, rows = gradient_graph([x * y, x], [x, y])
+    assert rows[1] == [1, 0]
+    resolved = [[e.xreplace(dict((s, v) for s, v in definitions)) for e in row] for row in rows]
+    assert resolved[0] == [y, x]
+
+
+def test_dag_is_much_smaller_than_the_tree():
+    f, _ = _network(inputs=10, hidden=10)
+    assert tree_size(f) > LARGE_TREE
+    assert len(dag_nodes([f])) < 250
+
+
+def test_large_expressions_go_through_reverse_mode_end_to_end():
+    f, xs = _network(inputs=10, hidden=10)
+    text = formatting.ascii(f)
+    point = ",".join(f"{v}={k + 1}/10" for k, v in enumerate(xs))
+    result = run(DiffRequest([text], at=[point]))
+    assert result.method == "reverse mode (CSE)"
+    assert result.definitions and result.info[0].startswith("large expression: gradient by reverse mode")
+    (p,) = result.points
+    assert p.ok, p.problem
+    exact = {v: sympy.Rational(k + 1, 10) for k, v in enumerate(xs)}
+    cell = p.cells[1]
+    assert cell.key == (0, ("x0",))
+    assert cell.value == pytest.approx(float(f.diff(xs[0]).evalf(20, subs=exact)), rel=1e-12)
+
+
+def test_every_function_in_the_vocabulary_runs_on_the_engine():
+    """Each whitelisted function maps to an engine op (or a documented composite) and differentiates."""
+    t = sympy.Symbol("t", real=True)
+    unary = [name for name in BUILDERS if name not in ("log", "max", "min", "logsumexp")]
+    for name in unary:
+        expr = BUILDERS[name](t) if name not in ("acosh",) else BUILDERS[name](t + 2)
+        point = 0.3
+        engine = EngineFunction([expr], [t])
+        value, derivative = engine.partials(np.array([[point]]), [(0, ()), (0, ("t",))])[0]
+        exact_value = float(expr.evalf(30, subs={t: point}))
+        exact_derivative = float(expr.diff(t).evalf(30, subs={t: point}))
+        assert value == pytest.approx(exact_value, rel=1e-12, abs=1e-14), name
+        assert derivative == pytest.approx(exact_derivative, rel=1e-10, abs=1e-12), name
+
+
+def test_mapping_table_agrees_with_the_engine_table_both_ways():
+    table = engine_unary_table()
+    for op, sympy_name in table.items():
+        function = sympy_callable(sympy_name)
+        assert function(x) is not None
+        head = type(function(x)).__name__
+        if engine_op_for_head(head) is not None:
+            assert engine_op_for_head(head) in table
+    assert engine_op_for_head("Abs") == "abs" and engine_op_for_head("sigmoid") == "sigmoid"
+    assert engine_op_for_head("Pow") is None          # structural, handled by the Pow row
+    assert set(STRUCTURAL_ROWS) == {"Add", "Mul", "Pow", "Max", "Min", "logsumexp"}
+    assert set(COMPOSITE_ROWS) == {"cot", "sec", "csc", "erfc", "Heaviside"}
+
+
+def test_engine_partials_run_batched_and_to_third_order():
+    engine = EngineFunction([x ** 3 * y], [x, y])
+    X = np.array([[1.0, 2.0], [2.0, 3.0]])
+    table = engine.partials(X, [(0, ()), (0, ("x",)), (0, ("x", "x", "x")), (0, ("x", "y", "y"))])
+    assert table.tolist() == [[2.0, 6.0, 12.0, 0.0], [24.0, 36.0, 18.0, 0.0]]
+
+
+@pytest.mark.parametrize("value, text", [
+    (mpmath.mpf("10.065384140902210626860779674"), "10.06538414"),
+    (mpmath.mpf(8), "8"), (0.5, "0.5"), (-0.000123456789012, "-0.000123456789"), (1e-20, "1e-20"),
+    (123456789012.5, "1.23456789e11"), (float("inf"), "inf"), (float("nan"), "nan"), (None, "—"),
+])
+def test_numbers_are_rounded_not_truncated(value, text):
+    assert formatting.number(value) == text
+
+
+def test_honest_digits_follow_the_error_estimate():
+    assert formatting.honest_digits(0.1775640235, 3e-14) == 10
+    assert formatting.honest_digits(0.1775640235, 3e-6) == 4
+    assert formatting.number(0.17756402348373276, formatting.honest_digits(0.1775, 3e-6)) == "0.1776"
+
+
+def test_printers_put_positive_terms_first_and_read_back():
+    from gradcli.symbolic.parser import parse
+    d = differentiate([sympy.sqrt(x) + 1 / x], [x]).entries[1].expr
+    assert formatting.ascii(d) == "1/(2*sqrt(x)) - 1/x**2"
+    assert formatting.unicode(d) == "1/(2√x) − 1/x²"
+    for expr in [sympy.Abs(x) * sympy.Max(x, y), sympy.Heaviside(x - y), sympy.exp(x) + sympy.E, (x + 1) ** -2]:
+        assert parse(formatting.ascii(expr)).expr == expr

@@ -1,0 +1,108 @@
+"""Every warning ``gradcli diff`` gives, with its exact wording, and what it does to the exit code."""
+import sympy
+
+from gradcli.symbolic.api import DiffRequest, run
+from gradcli.symbolic.calculus import Derivatives, Entry
+from gradcli.symbolic.caveats import scan
+from gradcli.symbolic.evaluate import PointEvaluator
+
+x = sympy.Symbol("x", real=True)
+
+
+def warnings_of(*expressions, **options):
+    result = run(DiffRequest(list(expressions), **options))
+    return result, {w.kind: w.text["ascii"] for w in result.warnings}
+
+
+def test_heaviside():
+    result, notes = warnings_of("relu(x)")
+    assert notes["heaviside"] == ("df/dx contains Heaviside: a step; exactly at the step SymPy uses "
+                                  "Heaviside(0) = 1/2, autograd engines usually 0")
+    assert result.exit_code == 0
+
+
+def test_sign():
+    _, notes = warnings_of("abs(x)")
+    assert notes["sign"] == ("df/dx contains sign: the function has a kink where its argument is 0 "
+                             "(sign(0) = 0 is a convention)")
+
+
+def test_diracdelta_names_every_entry():
+    _, notes = warnings_of("x*abs(x)", order=2)
+    assert notes["diracdelta"] == ("d2f/dx2 contains DiracDelta: a distribution, not a pointwise value, "
+                                   "where its argument is 0")
+    assert notes["sign"].startswith("df/dx, d2f/dx2 contain sign: ")
+
+
+def test_piecewise():
+    entry = Entry(0, ("x",), sympy.Piecewise((x, x > 0), (0, True)), "f")
+    (note,) = scan([entry])
+    assert note.kind == "piecewise"
+    assert note.text["ascii"] == "df/dx is piecewise: which branch applies depends on the point"
+    assert note.text["unicode"] == "∂f/∂x is piecewise: which branch applies depends on the point"
+
+
+def test_unevaluated_derivative_in_complex_mode():
+    _, notes = warnings_of("abs(x)", assumptions="complex")
+    assert notes["derivative"] == ("df/dx contains an unevaluated Derivative: SymPy could not "
+                                   "differentiate part of it")
+
+
+def test_zoo():
+    _, notes = warnings_of("0^(x-1)")
+    assert notes["zoo"] == ("df/dx contains zoo (complex infinity) or nan: undefined, e.g. a division by zero")
+
+
+def test_not_real_outside_the_domain():
+    result, notes = warnings_of("sqrt(x)", at=["x=-1"])
+    assert notes["domain"] == "f is not real at x=-1"
+    (point,) = result.points
+    assert [c.status for c in point.cells] == ["not real", "not real"]
+    assert result.exit_code == 0          # a warning, not a disagreement
+
+
+def test_undefined_value_and_derivative():
+    _, notes = warnings_of("1/x", at=["x=0"])
+    assert notes["domain"] == "f is undefined at x=0"
+    _, notes = warnings_of("sqrt(x)", at=["x=0"])
+    assert notes["domain"] == "df/dx is undefined at x=0"
+
+
+def test_kink_with_one_sided_derivatives():
+    result, notes = warnings_of("abs(x)", at=["x=0"])
+    assert notes["kink"] == "f is not differentiable at x=0; one-sided derivatives -1 and 1"
+    unicode = [w.text["unicode"] for w in result.warnings if w.kind == "kink"]
+    assert unicode == ["f is not differentiable at x=0; one-sided derivatives −1 and 1"]
+    assert result.exit_code == 0          # exact, autograd and the central difference all say 0
+
+
+def test_kink_in_one_of_several_variables():
+    _, notes = warnings_of("abs(x) + y^2", at=["x=0,y=1"])
+    assert notes["kink"] == "f is not differentiable in x at x=0, y=1; one-sided derivatives -1 and 1"
+
+
+def test_simplification_past_its_budget():
+    result, notes = warnings_of("sin(x)^2*cos(x)", simplify_timeout=0)
+    assert notes["simplify"] == ("simplification did not finish within 0 s for df/dx: showing the "
+                                 "unsimplified form")
+    assert result.formulas[0].text["ascii"] == "2*sin(x)*cos(x)**2 - sin(x)**3"
+
+
+def test_exact_values_past_their_budget():
+    result, notes = warnings_of("x^2", at=["x=3"], simplify_timeout=0)
+    assert notes["budget"] == "exact values not computed within 0 s (the floats are exact to the digits shown)"
+    (point,) = result.points
+    assert point.cells[1].value_text == "6" and point.cells[1].exact is None
+
+
+def test_engine_without_the_op():
+    gamma = sympy.gamma(x)
+    derivs = Derivatives([gamma], ["f"], [x], [Entry(0, (), gamma, "f"), Entry(0, ("x",), gamma.diff(x), "f")])
+    point, notes = PointEvaluator(derivs).evaluate({x: sympy.Integer(2)}, "x=2")
+    assert [n.text["ascii"] for n in notes] == ["autograd column not available: no engine op for SymPy gamma"]
+    assert point.cells[1].autograd is None and point.ok
+
+
+def test_no_warnings_for_a_smooth_function():
+    result, notes = warnings_of("sqrt(x)+1/x+2*y**2", at=["x=3,y=2"])
+    assert notes == {}
