@@ -76,7 +76,7 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
         raise click.UsageError(f"--{name.replace('_', '-')} is not supported by this version of gradcli.gradcheck")
     options = RunOptions(gradcheck=gradcheck_options, seed=seed, dtype=dtype, shape=shape, specs=specs,
                          timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
-                         jobs=jobs or min(4, os.cpu_count() or 1))
+                         jobs=jobs or min(4, os.cpu_count() or 1), debug=debug)
     fmt = choose_format(fmt)
     out = Output(fmt, seed, verbose or debug, collect_only)
     try:

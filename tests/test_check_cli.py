@@ -487,7 +487,8 @@ def test_real_process_exit_codes_and_no_color(tmp_path):
                                     cwd=ROOT, env=env, timeout=120)
     ok = run("examples/seed_exp.py")
     assert ok.returncode == 0 and "\x1b[" not in ok.stdout
-    assert ok.stdout.splitlines()[1:3] == ["examples/seed_exp.py", "  Function    input  shape  max abs err  max rel err  method        status"]
+    assert ok.stdout.splitlines()[1:3] == [
+        "examples/seed_exp.py", "  Function    input  shape  max abs err  max rel err  method        status"]
     assert run("examples/buggy_layers.py").returncode == 1
     bad = run("examples/seed_exp.py", "--input", "i=float8[2]")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == (

@@ -224,10 +224,10 @@ def test_one_element_gradient_names_only_a_simple_factor():
     """With a single element any wrong value is 'some factor' times the right one; only a simple
     factor (2, ½, −1, ...) is worth naming, at reduced confidence."""
     fn, inputs = scalar_sin_with_factor(Backend("gradcli"), 2.0)
-    (finding,) = diagnose(gradcheck(fn, inputs), fn, inputs)
+    (finding,) = diagnose(failed_report_without_arrays(fn, inputs), fn, inputs)
     assert (finding.kind, finding.params["factor"]) == ("scale", 2.0) and finding.confidence < 0.9
     fn, inputs = scalar_sin_with_factor(Backend("gradcli"), 1.2345)
-    assert [f.kind for f in diagnose(gradcheck(fn, inputs), fn, inputs)] == ["none"]
+    assert [f.kind for f in diagnose(failed_report_without_arrays(fn, inputs), fn, inputs)] == ["none"]
 
 
 def wrong_formula(B, seed):

@@ -82,7 +82,7 @@ def test_table_rendering_at_fixed_width():
     assert lines[:3] == ["f(x, y) = √x + 2y² + 1/x", "  ∂f/∂x = 1/(2√x) − 1/x²", "  ∂f/∂y = 4y"]
     assert lines[5] == "┏━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━┳━━━┓"
     assert lines[6] == "┃       ┃ exact      ┃        value ┃     autograd ┃  finite diff ┃   error ┃   ┃"
-    assert lines[8] == "│ f     │ √3 + 25/3  │  10.06538414 │  10.06538414 │            — │       0 │ ✓ │"
+    assert lines[8] == "│ f     │ √3 + 25/3  │  10.06538414 │  10.06538414 │            — │ 4.8e-17 │ ✓ │"
     assert lines[9].startswith("│ ∂f/∂x │ √3/6 − 1/9 │ 0.1775640235 │ 0.1775640235 │ 0.1775640235 │")
     assert lines[10] == "│ ∂f/∂y │ 8          │            8 │            8 │            8 │       0 │ ✓ │"
     assert lines[12].startswith("largest disagreement") and lines[12].endswith("✓")

@@ -199,3 +199,20 @@ def test_torch_function_with_expr_gets_the_exact_reference():
     assert rows(check)["x"]["exact_error"] < 1e-15
     assert rows(check)["y"]["exact_error"] == pytest.approx(0.001 * 8.0, rel=1e-12)  # |4·2·1·0.001|
     assert exact_check(TorchSqrtInv, (x, y)).status == "skip"  # no formula: no reference for torch
+
+
+def test_attach_exact_never_raises_for_a_backward_that_fails():
+    class Broken(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("boom")
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    report = gradcheck(Broken, (x,))
+    check = attach_exact(report, Broken, (x,))
+    assert check.status == "skip" and "RuntimeError: boom" in check.message
+    assert report.inputs == [] or report.inputs[0].exact_error is None

@@ -235,3 +235,62 @@ def test_tolerances_are_data_and_overridable():
     assert gradcheck(Off, (X,), rtol=1e-4).ok
     assert gradcheck(Off, (X,), tolerances={"float64": {"rtol": 1e-4}}).ok
     assert gradcheck(Off, (X,), rtol=1e-4).tolerances["rtol"] == 1e-4
+
+
+def test_fast_mode_memory_stays_within_five_times_the_inputs():
+    import tracemalloc
+
+    class SqrtInvSquare(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return gradcli.sqrt(x) + 1 / x + 2 * y**2
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, y = ctx.saved_tensors
+            return grad * (0.5 / gradcli.sqrt(x) - 1 / x**2), grad * 4 * y
+
+    rng = np.random.default_rng(0)
+    x, y = leaf(rng.uniform(0.5, 2, 300_000)), leaf(rng.standard_normal(300_000))
+    tracemalloc.start()
+    try:
+        report = gradcheck(SqrtInvSquare, (x, y), mode="fast")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.ok and report.timing["forward_evals"] <= 6
+    assert peak <= 5 * (x.data.nbytes + y.data.nbytes)
+
+
+def test_nothing_compared_is_a_skip():
+    class Refuses(Function):
+        """Forward raises off the base point: the numeric reference cannot be computed."""
+
+        base = None
+
+        @staticmethod
+        def forward(ctx, x):
+            if Refuses.base is None:
+                Refuses.base = x.data.copy()
+            if not np.array_equal(x.data, Refuses.base):
+                raise ValueError("only at the base point")
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    report = gradcheck(Refuses, (leaf([1.0, 2.0]),))
+    assert report.status == "skip" and report.ok
+    assert report.inputs[0].status == "skip"
+    assert "could not be computed" in report.inputs[0].message
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_scalar_inputs(mode):
+    x = gradcli.tensor(3.0, requires_grad=True)
+    report = gradcheck(Cube, (x,), mode=mode)
+    assert report.ok
+    assert report.check("reentrant").status == "pass"
+    assert not gradcheck(CubeTimesTwo, (x,), mode=mode)

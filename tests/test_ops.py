@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import gradcli
-from gradcli.autograd.ops.elementwise import UNARY, sympy_expr
+from gradcli.autograd.ops.elementwise import SYMPY_EXPR, UNARY, sympy_expr
 
 
 # ---- input domains: where the op is smooth, away from kinks, ties and discontinuities ------
@@ -412,6 +412,7 @@ def test_sympy_expr_spells_the_ml_functions_elementarily():
     assert sympy_expr("rsqrt", x) == 1 / sympy.sqrt(x)
     assert sympy_expr("abs", x) == sympy.Abs(x)
     assert sympy_expr("ceil", x) == sympy.ceiling(x)
+    assert SYMPY_EXPR["erf"](x) == sympy.erf(x) and set(SYMPY_EXPR) == set(UNARY)
 
 
 def test_unary_row_saves_only_what_its_rule_reads():

@@ -400,3 +400,23 @@ def test_integer_inputs_to_unary_ops_follow_torch_dtypes():
     assert gradcli.neg(i).dtype == gradcli.int64
     assert gradcli.sqrt(gradcli.tensor([4, 9])).dtype == gradcli.float64
     assert gradcli.exp(gradcli.tensor([0])).tolist() == [1.0]
+
+
+# ---- hooks for symbolic tracing ---------------------------------------------------------------
+def test_maximum_and_clamp_hand_object_arrays_to_the_symbolic_hook():
+    from gradcli.autograd.ops import elementwise
+
+    calls = []
+
+    def fake_maximum(a, b):
+        calls.append((a.dtype, np.shape(b)))
+        return np.array(["max"], dtype=object)
+
+    elementwise.SYMBOLIC_OPS["maximum"] = fake_maximum
+    try:
+        x = gradcli.Tensor(np.array(["x"], dtype=object))
+        assert gradcli.maximum(x, gradcli.Tensor(np.array(["y"], dtype=object))).tolist() == ["max"]
+        assert x.clamp(min=0).tolist() == ["max"]
+    finally:
+        del elementwise.SYMBOLIC_OPS["maximum"]
+    assert calls == [(np.dtype(object), (1,)), (np.dtype(object), ())]

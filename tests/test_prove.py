@@ -222,6 +222,20 @@ class SignedSquareWrongForNegatives(Function):
         return grad * 2 * x
 
 
+class MaxMasksSwapped(Function):
+    """max(x, y) whose backward sends the gradient to the smaller operand."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return torch.maximum(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad * (x < y), grad * (x > y)
+
+
 def example(*shapes):
     return tuple(torch.zeros(*s) for s in shapes)
 
@@ -238,6 +252,7 @@ BUGS = [
     ("wrong for negatives (where)", WrongForNegatives, None, ["x"]),
     ("wrong for negatives (abs)", SignedSquareWrongForNegatives, None, ["x"]),
     ("1e-3 relative error", RelativeError1e3, None, ["x"]),
+    ("max masks swapped", MaxMasksSwapped, None, ["x", "y"]),
 ]
 
 
@@ -460,11 +475,25 @@ def test_structural_ops_trace_and_their_rules_are_proved(fn):
     assert {r.verdict for r in prove(fn)} == {"proved"}
 
 
+SELECTION_OPS = {
+    "maximum": lambda x, y: torch.maximum(x, y) * torch.minimum(x, y),
+    "clamp": lambda x: x.clamp(min=0.5, max=2.0),
+    "relu/where": lambda x: torch.where(x > 1, x.relu(), x * x),
+}
+
+
+@pytest.mark.parametrize("fn", list(SELECTION_OPS.values()), ids=list(SELECTION_OPS))
+def test_ops_that_select_by_comparison_are_proved_away_from_their_kinks(fn):
+    assert {r.verdict for r in prove(fn)} == {"proved"}
+
+
 @pytest.mark.parametrize("fn, op", [
-    (lambda x, y: torch.maximum(x, y), "Maximum"), (lambda x: x.clamp(min=0.5), "Clamp"),
     (lambda x: x.amax(dim=1), "Amax"), (lambda x: torch.softmax(x, dim=1), "Softmax"),
     (lambda x: torch.logsumexp(x, dim=1), "LogSumExp"), (lambda x: x.norm(), "Norm"),
-], ids=["maximum", "clamp", "amax", "softmax", "logsumexp", "norm"])
-def test_ops_without_a_symbolic_rule_are_named_in_the_verdict(fn, op):
-    verdicts = {(r.verdict, r.message.split(":")[0]) for r in prove(fn)}
-    assert verdicts == {("not_traceable", f"the built-in op {op} has no symbolic rule")}
+], ids=["amax", "softmax", "logsumexp", "norm"])
+def test_ops_without_a_symbolic_rule_are_named_or_else_proved(fn, op):
+    # these ops compare values or call numpy on .data today; whichever way they go, never a crash
+    # or a false disproof: the verdict names the op, or the op has gained a rule and is proved
+    for r in prove(fn):
+        assert (r.verdict == "not_traceable" and r.message.startswith(f"the built-in op {op} has no symbolic rule")
+                or r.verdict == "proved"), r.message

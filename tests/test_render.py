@@ -199,6 +199,8 @@ def test_github_annotations_point_at_backward_and_escape():
     lines = github_annotations(run)
     assert len(lines) == 2  # the pass gets none
     error, warning = lines
-    assert error.startswith("::error file=ops.py,line=17,title=gradcli check%3A Double failed::values: 50%25 off,%0Aa: b%0A")
+    assert error.startswith(
+        "::error file=ops.py,line=17,title=gradcli check%3A Double failed::values: 50%25 off,%0Aa: b%0A")
     assert "\n" not in error
-    assert warning == "::warning file=ops.py,line=20,title=gradcli check%3A MatMul skipped::cannot build inputs automatically"
+    assert warning == ("::warning file=ops.py,line=20,title=gradcli check%3A MatMul skipped::"
+                       "cannot build inputs automatically")

@@ -261,7 +261,8 @@ def _apply(cls, ctx, args, kwargs):
             if a.requires_grad or (a._base is not None and _stale_view_needs_grad(a)):
                 tracked = True
                 needs.append(True)
-                edges.append(_edge(a))
+                fn = a.grad_fn
+                edges.append((fn, a._output_nr) if fn is not None and a._base is None else _edge(a))
                 continue
             needs.append(False)
         else:
@@ -285,6 +286,14 @@ def _apply(cls, ctx, args, kwargs):
         result = tuple([_attach(ctx, i, out, args) for i, out in enumerate(outputs)])
         ctx._n_outputs = len(result)
         ctx._output_meta = tuple([(o.data.shape, o.data.dtype) if isinstance(o, Tensor) else None for o in result])
+    elif (type(outputs) is Tensor and outputs.grad_fn is None and not outputs.requires_grad
+          and outputs._base is None and not ctx._dirty and not ctx._non_differentiable
+          and outputs.data.dtype.kind in "fcO" and not _contains(args, outputs)):
+        # the common case, inlined: one fresh floating-point tensor made by forward
+        outputs.grad_fn = ctx
+        outputs.requires_grad = True
+        result = outputs
+        ctx._output_meta = ((outputs.data.shape, outputs.data.dtype),)
     else:
         result = _attach(ctx, 0, outputs, args)
         ctx._output_meta = ((result.data.shape, result.data.dtype),) if isinstance(result, Tensor) else (None,)

@@ -337,7 +337,7 @@ class Tensor:
 
     def _compare(self, other, np_op):
         b = other.data if isinstance(other, Tensor) else other
-        if self.data.dtype.kind == "O" or getattr(b, "dtype", None) == object:
+        if self.data.dtype.kind == "O" or (type(b) is np.ndarray and b.dtype.kind == "O"):
             # symbolic tracing: a comparison of expressions is an indicator expression (gradcli.symbolic)
             return Tensor(SYMBOLIC_COMPARE["compare"](np_op, self.data, b))
         return Tensor(np_op(self.data, b))

@@ -178,7 +178,7 @@ def reentrant_check(first: Sequence, second: Sequence, nondet_tol: float) -> Che
             worst = float("inf")
         elif a is not None:
             with np.errstate(invalid="ignore"):
-                diff = np.subtract(a, b)
+                diff = np.subtract(a, b, out=np.empty(np.broadcast_shapes(np.shape(a), np.shape(b))))
                 np.abs(diff, out=diff)  # in place: these may be as large as the inputs
             worst = max(worst, float(np.nanmax(diff)) if diff.size else 0.0)
     details = {"max_difference": worst, "nondet_tol": nondet_tol}

@@ -112,8 +112,8 @@ def _grad_output_names(src: Source):
     return set(args) | {a.arg for a in [src.tree.args.vararg] if a is not None}
 
 
-def _nodes_in(src: Source, expr):
-    """Statements to search: the gradient's statement and the assignments feeding its names."""
+def _feeding_assignments(src: Source, expr):
+    """The assignments to the names ``expr`` uses (where a constant or grad_output may hide)."""
     if expr is None:
         return []
     names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
@@ -127,7 +127,7 @@ def _constant_line(src: Source, expr, statement, factor):
     candidates = {factor, abs(factor)}
     if factor:
         candidates |= {1 / factor, abs(1 / factor)}
-    for stmt in [statement] + _nodes_in(src, expr):
+    for stmt in [statement] + _feeding_assignments(src, expr):
         for node in ast.walk(stmt):
             if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
                     node.value, bool) and node.value != 1 and any(abs(node.value - c) < 1e-9 for c in candidates):
@@ -156,14 +156,12 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             return "backward's return value is right: look at hooks on the tensors, or report an engine bug", None
         return "no simple pattern found: see where the error lives in the heat-map", None
     if kind == "inplace":
-        src = forward_source(cls)
-        stmt = None
-        if src is not None:
-            stmt = next((s for s in _statements(src.tree) if isinstance(s, ast.AugAssign)
-                         or INPLACE_CALL.search(src.code(s)) or (isinstance(s, ast.Assign) and any(
-                             isinstance(t, ast.Subscript) for t in s.targets))), None)
         advice = "clone a tensor before modifying it in place, or save the copy for backward"
-        return _with_code(advice, src, stmt, "in forward: ")
+        for where, src in (("forward", forward_source(cls)), ("backward", backward_source(cls))):
+            stmt = src and _inplace_statement(src)
+            if stmt:
+                return _with_code(advice, src, stmt, f"in {where}: ")
+        return advice, None
     src = backward_source(cls)
     statement = expr = None
     if src is not None and position is not None:
@@ -195,7 +193,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(advice, src, statement, "in ")
     if kind == "swapped":
         order = ", ".join(names[i] for i in sorted(names))
-        return _with_code(f"return the gradients in forward's input order ({order})", src, statement, "in ")
+        return _with_code(f"return the gradients in forward's input order ({order})", src, _last_return(src) or
+                          statement, "in ")
     if kind == "not_reduced":
         dims = tuple(params.get("dims", ()))
         dims_text = dims[0] if len(dims) == 1 else dims
@@ -214,18 +213,36 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(f"{verb} the term {params.get('expression', '')}", src, statement, "in ")
     if kind == "zero":
         if params.get("returned") == "missing":
-            returns = [n for n in _statements(src.tree) if isinstance(n, ast.Return)] if src is not None else []
             return _with_code("return one gradient per forward input (None only where no gradient flows)",
-                              src, returns[-1] if returns else None, "in ")
+                              src, _last_return(src), "in ")
         return _with_code(f"return a gradient for {name} instead of "
                           f"{'None' if params.get('returned') == 'None' else 'zeros'}", src, statement, "in ")
     return "", None
 
 
+def _inplace_statement(src: Source):
+    """The first simple statement that modifies a tensor in place: ``x.mul_(2)``, ``x += 1``, ``x[0] = 0``."""
+    for stmt in _statements(src.tree):
+        if isinstance(stmt, ast.AugAssign):
+            return stmt
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Subscript) for t in stmt.targets):
+            return stmt
+        if isinstance(stmt, (ast.Expr, ast.Assign, ast.Return)) and INPLACE_CALL.search(src.code(stmt)):
+            return stmt
+    return None
+
+
+def _last_return(src):
+    if src is None:
+        return None
+    returns = [n for n in _statements(src.tree) if isinstance(n, ast.Return)]
+    return returns[-1] if returns else None
+
+
 def _fed_names(src, expr):
     """Names used by the assignments that feed ``expr`` (grad_output may enter one step earlier)."""
     used = set()
-    for stmt in _nodes_in(src, expr):
+    for stmt in _feeding_assignments(src, expr):
         used |= {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
     return used & _grad_output_names(src)
 

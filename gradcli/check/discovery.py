@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 SKIP_DIRS = {"__pycache__", "venv", "env", "site-packages", "node_modules"}
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../gradcli
 FRAMEWORK_MODULES = ("gradcli.autograd", "torch")
 
 
@@ -137,7 +138,8 @@ def compile_keyword(expr: str):
             take()
             return inner
         if tok is None or tok in (")", "and", "or"):
-            raise UsageError(f"bad -k expression {expr!r}: expected a name {'at the end' if tok is None else 'before ' + repr(tok)}")
+            where = "at the end" if tok is None else f"before {tok!r}"
+            raise UsageError(f"bad -k expression {expr!r}: expected a name {where}")
         word = take().lower()
         return lambda n: any(word in s.lower() for s in n)
 
@@ -244,16 +246,19 @@ def describe_exception(e: BaseException, abspath: Optional[str] = None) -> tuple
     frame = user[-1] if user else (frames[-1] if frames else None)
     if frame is None:
         return last, None
+    if not user and frame.filename.startswith(_PACKAGE + os.sep):
+        last = f"internal error in gradcli (please report it): {last}"
     return f"{last} ({_display(frame.filename)}:{frame.lineno})", frame.lineno if user else None
 
 
 def user_traceback(e: BaseException) -> str:
     """The traceback without gradcli's and importlib's own frames (they are noise to the user)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     frames = [f for f in traceback.extract_tb(e.__traceback__)
-              if not f.filename.startswith((package + os.sep, "<frozen"))]
-    text = "".join(traceback.format_list(frames)) if frames else ""
-    return "Traceback (most recent call last):\n" + text + "".join(traceback.format_exception_only(type(e), e))
+              if not f.filename.startswith((_PACKAGE + os.sep, "<frozen"))]
+    if not frames:
+        return ""  # nothing of the user's: the one-line message says it all (--debug shows gradcli's frames)
+    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+            + "".join(traceback.format_exception_only(type(e), e)))
 
 
 def _user_line(e: BaseException, abspath: str) -> Optional[int]:

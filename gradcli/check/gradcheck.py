@@ -280,7 +280,7 @@ class _Session:
         def reduce(c, grads):  # keep uᵀJᵀv and its scale, not the gradients
             for g, w in zip(grads, directions):
                 if g is not None:
-                    product = g * w
+                    product = np.multiply(g, w, out=np.empty(np.shape(g)))
                     dots[c] += float(product.sum())
                     magnitudes[c] += float(np.abs(product, out=product).sum())
 

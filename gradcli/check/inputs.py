@@ -284,13 +284,14 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
             trial[i], trial_records[i] = _from_spec(be, spec, key, seed, dtype, p, source="auto")
         try:
             why, everywhere = forward_problem(be, target.fn, trial)
+            reason = why and "forward's output is NaN/Inf"
         except UNSUITABLE_INPUT_ERRORS as e:
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            why, everywhere = f"forward raised {type(e).__name__}: {text}", False
-        if why is None:
+            reason, everywhere = f"forward raised {type(e).__name__}: {text}", False
+        if reason is None:
             return [Case(trial, trial_records)]
         storm = storm and everywhere
-        problems.setdefault(why if "raised" in why else why.split(" (")[0], []).append(format_domain(domain))
+        problems.setdefault(reason, []).append(format_domain(domain))
     dims = "x".join(str(d) for d in shape)
     if storm:
         raise ForwardBroken(f"forward returns NaN/Inf for every element of its output, for {dims} inputs in every "
@@ -307,11 +308,11 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
 def forward_problem(be, fn, args) -> tuple:
     """(None, False) when forward runs and its floating outputs are finite, else (why not, whether
     every output element is non-finite). Exceptions from forward propagate."""
+    import warnings
+
     import numpy as np
 
     from gradcli.check.backends import flatten_outputs
-
-    import warnings
 
     with be.no_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # probing a domain: "invalid value in sqrt" is expected

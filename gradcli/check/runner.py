@@ -48,6 +48,7 @@ class RunOptions:
     collect_only: bool = False
     jobs: int = 1  # files checked at the same time
     isolate: bool = True  # fork per file and per Function (needs os.fork)
+    debug: bool = False  # tracebacks keep gradcli's own frames
 
 
 @dataclass
@@ -58,6 +59,7 @@ class CaseResult:
     status: str = "pass"
     message: str = ""
     report: Any = None  # CheckReport, None when gradcheck did not run
+    traceback: str = field(default="", repr=False)  # of an exception (not in JSON)
 
 
 @dataclass
@@ -205,7 +207,10 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
         except ForwardBroken as e:
             res.status, res.message = "error", str(e)
         except (Exception, SystemExit) as e:
-            _set_error(res, e, abspath)
+            res.status = "error"
+            res.message, line = describe_exception(e, abspath)
+            res.line = line or res.line
+            res.traceback = _traceback(e, options.debug)
     if res.cases and res.status == "pass":
         statuses = [c.status for c in res.cases]
         res.status = next((s for s in ("error", "fail") if s in statuses),
@@ -232,8 +237,9 @@ def _check_case(target, case, be, options, gradcheck, forward_problem, abspath) 
             return out
         report = gradcheck(target.fn, case.args, **options.gradcheck)
     except (Exception, SystemExit) as e:
-        out.status, line = "error", None
-        out.message, line = describe_exception(e, abspath)
+        out.status = "error"
+        out.message = describe_exception(e, abspath)[0]
+        out.traceback = _traceback(e, options.debug)
         return out
     out.report, out.status = report, report.status
     raised = report.check("backward")
@@ -258,11 +264,12 @@ def _diagnose(report, fn, args) -> list:
         return []
 
 
-def _set_error(res: FunctionResult, e: BaseException, abspath: str):
-    res.status = "error"
-    res.message, line = describe_exception(e, abspath)
-    res.line = line or res.line
-    res.traceback = user_traceback(e)
+def _traceback(e: BaseException, debug: bool) -> str:
+    if debug:
+        import traceback
+
+        return "".join(traceback.format_exception(e))
+    return user_traceback(e)
 
 
 # ----- one file: the messages a worker sends --------------------------------------------------------

@@ -39,7 +39,7 @@ class Detail:
 
     status: str
     title: str
-    lines: list = field(default_factory=list)  # (kind, text); kind in check|worst|finding|hint|inputs|repro|output|trace
+    lines: list = field(default_factory=list)  # (kind, text); kinds: check worst finding hint inputs repro output trace
     heatmaps: list = field(default_factory=list)
 
 
@@ -156,16 +156,18 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
         report = case.report
         if report is None:
             d.lines.append(("check", prefix + case.message))
+            if verbose and case.traceback:
+                d.lines.append(("trace", case.traceback.rstrip()))
         else:
             for c in report.failures:
                 d.lines.append(("check", f"{prefix}{c.name}: {c.message}"))
             said = " ".join(c.message for c in report.failures)
             for r in report.inputs:
                 if r.status == "fail" and r.worst is not None:
-                    w = r.worst
-                    if fmt(w.analytic, '.10g') not in said:  # the values check may already name it
-                        d.lines.append(("worst", f"worst element {r.name}{list(w.index)}: analytic {fmt(w.analytic, '.10g')}, "
-                                                 f"numeric {fmt(w.numeric, '.10g')} (tolerance {fmt(r.tolerance)})"))
+                    analytic, numeric = fmt(r.worst.analytic, ".10g"), fmt(r.worst.numeric, ".10g")
+                    if analytic not in said:  # the values check may already name the worst element
+                        d.lines.append(("worst", f"worst element {r.name}{list(r.worst.index)}: analytic {analytic}, "
+                                                 f"numeric {numeric} (tolerance {fmt(r.tolerance)})"))
                     hm = heatmap(r, ascii_only)
                     if hm is not None:
                         d.heatmaps.append(hm)

@@ -32,10 +32,11 @@ class DiffRequest:
     python_code: bool = False
     emit_function: Optional[str] = None
     style: str = "gradcli"
+    styles: tuple = ("ascii", "unicode", "latex")   # text forms to produce (printing big trees is slow)
 
 
-def _styles(expr):
-    return {style: formatting.form(expr, style) for style in ("ascii", "unicode", "latex")}
+def _styles(expr, styles):
+    return {style: formatting.form(expr, style) for style in styles}
 
 
 def parse_point(text, variables, assumptions):
@@ -101,7 +102,8 @@ def _jobs(request, derivs, points, answers):
     jobs = []
     items = [(entry.key, entry.expr) for entry in derivs.entries]
     for k, (point, _) in enumerate(points):
-        jobs.append((("exact", k), exact_values, (items, derivs.definitions, point)))
+        if not derivs.definitions:   # CSE form: exact values of a whole network are pages long
+            jobs.append((("exact", k), exact_values, (items, derivs.definitions, point, request.styles)))
     by_key = {entry.key: entry for entry in derivs.entries}
     for name, (_, answer) in (answers or {}).items():
         jobs.append((("proof", name), difference_is_zero, (answer - by_key[(0, (name,))].expr,)))
@@ -124,7 +126,7 @@ def run(request):
     worker = Budgeted(_jobs(request, derivs, points, answers), request.simplify_timeout)
 
     result = DiffResult(list(request.expressions), {s: [formatting.form(e, s) for e in exprs]
-                                                    for s in ("ascii", "unicode", "latex")},
+                                                    for s in request.styles},
                         derivs.names, derivs.variable_names, request.assumptions, derivs.method,
                         order=request.order, hessian=request.hessian)
     result.warnings += caveats.scan(derivs.entries)
@@ -143,7 +145,7 @@ def run(request):
         if status == "ok":
             for cell in point_result.cells:
                 cell.exact = exact.get(cell.key)
-    if points and any(("exact", k) not in found for k in range(len(points))):
+    if points and not derivs.definitions and any(("exact", k) not in found for k in range(len(points))):
         result.warnings.append(Note("budget", {s: f"exact values not computed within {request.simplify_timeout:g} s"
                                                " (the floats are exact to the digits shown)"
                                                for s in ("unicode", "ascii")}))
@@ -176,14 +178,14 @@ def _apply_simplification(request, derivs, found, result):
         final[entry.key] = expr
         if entry.wrt:
             result.formulas.append(Formula(entry.key, {s: entry.label(s) for s in ("unicode", "ascii", "latex")},
-                                           _styles(expr), was_simplified))
+                                           _styles(expr, request.styles), was_simplified))
     if unfinished:
         labels = {s: ", ".join(e.label(s) for e in unfinished) for s in ("unicode", "ascii")}
         result.warnings.append(Note("simplify", {
             s: f"simplification did not finish within {request.simplify_timeout:g} s for {labels[s]}: "
                "showing the unsimplified form" for s in ("unicode", "ascii")}))
     if derivs.definitions:
-        result.definitions = [(str(symbol), _styles(value)) for symbol, value in derivs.definitions]
+        result.definitions = [(str(symbol), _styles(value, request.styles)) for symbol, value in derivs.definitions]
         result.info.append(f"large expression: gradient by reverse mode over its shared subexpressions, shown "
                            f"in CSE form ({len(derivs.definitions)} definitions); simplification skipped")
     return final

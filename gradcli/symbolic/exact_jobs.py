@@ -10,14 +10,14 @@ from gradcli.symbolic.functions import ML_FUNCTIONS, to_elementary
 MAX_EXACT_TEXT = 2000   # longer exact values are not worth printing; the float says it better
 
 
-def _forms(value):
+def _forms(value, styles):
     text = formatting.ascii(value)
     if len(text) > MAX_EXACT_TEXT:
         return None
-    return {"ascii": text, "unicode": formatting.unicode(value), "latex": formatting.latex(value)}
+    return {style: text if style == "ascii" else formatting.form(value, style) for style in styles}
 
 
-def exact_values(items, definitions, point):
+def exact_values(items, definitions, point, styles=("ascii", "unicode", "latex")):
     """{key: text forms of the exact value, or None} for ``items = [(key, expr)]`` at ``point``."""
     results = {}
     values = dict(point)
@@ -27,7 +27,7 @@ def exact_values(items, definitions, point):
         value = expr.xreplace(values)
         if value.has(*ML_FUNCTIONS):
             value = to_elementary(value)
-        results[key] = _forms(value) if not value.free_symbols else None
+        results[key] = _forms(value, styles) if not value.free_symbols else None
     return results
 
 

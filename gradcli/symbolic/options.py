@@ -5,6 +5,9 @@ one-line error as a bad expression, instead of click's multi-line usage block.
 """
 FORMATS = ("table", "plain", "json", "latex", "python")
 STYLES = ("gradcli", "torch")
+# text forms each output format prints (ASCII is always needed: warnings, JSON, messages)
+STYLES_FOR_FORMAT = {"table": ("ascii", "unicode"), "plain": ("ascii",), "json": ("ascii",),
+                     "latex": ("ascii", "latex"), "python": ("ascii",)}
 MAX_TIMEOUT = 600.0
 
 
@@ -55,5 +58,6 @@ def build_request(expressions, *, wrt, order, hessian, at, check, positive, comp
         hessian=hessian, at=list(at), check=check,
         assumptions="positive" if positive else "complex" if complex_ else "real",
         simplify=simplify, simplify_timeout=_number(simplify_timeout, "--simplify-timeout", float, 0.0, MAX_TIMEOUT),
-        python_code=fmt == "python" and not emit_function, emit_function=emit_function, style=style)
+        python_code=fmt == "python" and not emit_function, emit_function=emit_function, style=style,
+        styles=STYLES_FOR_FORMAT[fmt])
     return request, fmt

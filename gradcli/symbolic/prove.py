@@ -26,7 +26,7 @@ from gradcli.symbolic.budget import Budgeted
 from gradcli.symbolic.symbolic_eval import MpEvaluator, canonical, exact_float, switch_arguments
 from gradcli.symbolic.symbolic_ops import almost_everywhere, exact_constants
 from gradcli.symbolic.symbolic_proof import simplifies_to_zero
-from gradcli.symbolic.trace import NotTraceable, function_name, trace_function, trace_template
+from gradcli.symbolic.trace import NotTraceable, function_name, parameter_names, trace_function, trace_template
 
 VERDICTS = ("proved", "disproved", "undecided", "not_traceable")
 SCREEN_POINTS = 6          # points where backward and Jᵀg must agree before a proof is attempted
@@ -165,7 +165,7 @@ def canonical_key(expr):
 def _prepared(array, notes):
     out = np.empty(array.shape, dtype=object)
     for idx, e in np.ndenumerate(array):
-        out[idx] = exact_constants(almost_everywhere(sympy.sympify(e)), notes)
+        out[idx] = almost_everywhere(exact_constants(sympy.sympify(e), notes))
     return out
 
 
@@ -333,7 +333,7 @@ def prove(fn, shape=(2, 2), timeout=10.0, example_inputs=None, seed=0):
     try:
         names, args, positions = trace_template(fn, example_inputs, shape)
     except NotTraceable as error:
-        return [ProofResult(name, "", -1, "not_traceable", error.reason)]
+        return _untraceable_inputs(fn, name, example_inputs, error.reason, time.monotonic() - started)
     session = _Session(fn, example_inputs, shape, seed)
     jobs = [("screen", session.screen, ())] + [(("prove", i), session.prove, (i,)) for i in positions]
     if timeout is None:  # in-process, no budget (debugging)
@@ -342,6 +342,19 @@ def prove(fn, shape=(2, 2), timeout=10.0, example_inputs=None, seed=0):
         results = Budgeted(jobs, timeout).collect()
     elapsed = time.monotonic() - started
     return [_final(name, names, args, i, results, elapsed, timeout) for i in positions]
+
+
+def _untraceable_inputs(fn, name, example_inputs, reason, elapsed):
+    """One not_traceable result per tensor argument (torch tensors too), or one for the Function."""
+    if example_inputs is None:
+        names, required = parameter_names(fn)
+        found = [(names.index(n), n, ()) for n in required]
+    else:
+        args = list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
+        names, _ = parameter_names(fn, len(args))
+        found = [(i, names[i], tuple(a.shape)) for i, a in enumerate(args) if hasattr(a, "shape")]
+    return [ProofResult(name, n, i, "not_traceable", reason, shape, seconds=elapsed) for i, n, shape in found] \
+        or [ProofResult(name, "", -1, "not_traceable", reason, seconds=elapsed)]
 
 
 def _call(job, args):

@@ -104,6 +104,16 @@ def symbolic_where(c, a, b):
     return np.asarray(_where_vectorized(c, a, b), dtype=object)
 
 
+def _extreme_rule(head):
+    element = np.frompyfunc(lambda a, b: head(sympy.sympify(a), sympy.sympify(b)), 2, 1)
+
+    def rule(a, b):
+        return np.asarray(element(a, b), dtype=object)
+
+    rule.__name__ = f"symbolic_{head.__name__.lower()}"
+    return rule
+
+
 def _unary_rule(name):
     element = np.frompyfunc(lambda e: elementwise.sympy_expr(name, sympy.sympify(e)), 1, 1)
 
@@ -121,6 +131,8 @@ def register():
     ops = getattr(elementwise, "SYMBOLIC_OPS", None)
     if isinstance(ops, dict):
         ops.setdefault("where", symbolic_where)
+        ops.setdefault("maximum", _extreme_rule(sympy.Max))  # maximum, minimum and clamp's forward
+        ops.setdefault("minimum", _extreme_rule(sympy.Min))
     from gradcli.autograd import tensor
     hooks = getattr(tensor, "SYMBOLIC_COMPARE", None)
     if isinstance(hooks, dict):
@@ -151,8 +163,47 @@ def almost_everywhere(expr):
                             lambda e: S.Zero)
         expr = expr.replace(lambda e: isinstance(e, sympy.Subs) and e.expr == 0, lambda e: S.Zero)
     if expr.has(sympy.Heaviside):
-        expr = expr.replace(lambda e: isinstance(e, sympy.Heaviside), lambda e: Indicator(e.args[0] > 0))
+        expr = expr.replace(lambda e: isinstance(e, sympy.Heaviside), lambda e: step(e.args[0]))
+    if expr.has(Indicator):
+        expr = expr.replace(lambda e: isinstance(e, Indicator), lambda e: indicator_normal_form(e.args[0]))
+        expr = expr.replace(lambda e: isinstance(e, sympy.Pow) and isinstance(e.base, Indicator)
+                            and e.exp.is_positive, lambda e: e.base)  # [c]^n = [c]
     return expr
+
+
+def step(u):
+    """[u > 0] with one orientation per pair u, -u ([-u > 0] = 1 - [u > 0] away from u = 0), so that
+    masks written as x > y, y < x, x - y >= 0 or Heaviside(x - y) all become the same expression."""
+    u = sympy.sympify(u)
+    if u.is_number:
+        return S.One if u > 0 else S.Zero
+    if u.could_extract_minus_sign():
+        return 1 - Indicator(sympy.Gt(-u, 0))
+    return Indicator(sympy.Gt(u, 0))
+
+
+def indicator_normal_form(condition):
+    """An Indicator of any condition as sums and products of ``step``s, valid away from the set
+    where a compared pair is equal (measure zero): x >= y is x > y, Eq is false, Ne is true."""
+    if condition is S.true or condition is True:
+        return S.One
+    if condition is S.false or condition is False:
+        return S.Zero
+    if isinstance(condition, sympy.Eq):
+        return S.Zero
+    if isinstance(condition, sympy.Ne):
+        return S.One
+    if isinstance(condition, (sympy.Gt, sympy.Ge)):
+        return step(condition.lhs - condition.rhs)
+    if isinstance(condition, (sympy.Lt, sympy.Le)):
+        return step(condition.rhs - condition.lhs)
+    if isinstance(condition, sympy.Not):
+        return 1 - indicator_normal_form(condition.args[0])
+    if isinstance(condition, sympy.And):
+        return sympy.Mul(*[indicator_normal_form(c) for c in condition.args])
+    if isinstance(condition, sympy.Or):
+        return 1 - sympy.Mul(*[1 - indicator_normal_form(c) for c in condition.args])
+    return Indicator(condition)
 
 
 _FLAT = (sympy.floor, sympy.ceiling, sympy.sign, sympy.Heaviside)

@@ -173,9 +173,6 @@ def trace_function(fn, example_inputs=None, shape=None, signs=None, with_backwar
     element (of its negative). ``with_backward=False`` traces the forward only (``vjp`` stays empty).
     Raises ``NotTraceable``.
     """
-    if is_torch_function(fn):
-        raise NotTraceable("a torch Function: tracing runs gradcli's engine; give the forward as a formula "
-                           "(expr=... / a `formula` attribute) for an exact reference", "setup")
     name = function_name(fn)
     template = trace_template(fn, example_inputs, shape)
     if signs is not None:
@@ -187,6 +184,9 @@ def trace_function(fn, example_inputs=None, shape=None, signs=None, with_backwar
 
 def trace_template(fn, example_inputs=None, shape=None):
     """(names, args, positions): positional arguments with the differentiated tensors marked."""
+    if is_torch_function(fn):
+        raise NotTraceable("a torch Function: tracing runs gradcli's engine; give the forward as a formula "
+                           "(expr=... / a `formula` attribute) for an exact reference", "setup")
     if example_inputs is None:
         names, required = parameter_names(fn)
         if not required:

@@ -10,7 +10,8 @@ import sympy
 
 from gradcli.symbolic import formatting
 from gradcli.symbolic.errors import ExpressionError
-from gradcli.symbolic.evaluate import PRECISION, _high_precision
+from gradcli.symbolic.evaluate import PRECISION
+from gradcli.symbolic.precise import precise
 from gradcli.symbolic.model import CheckVerdict
 from gradcli.symbolic.parser import parse_value, split_assignments
 
@@ -55,8 +56,7 @@ def search_counterexample(derived, answer, variables, assumptions):
     """(point, derived value, answer value) where they differ, else (None, points tried, largest gap)."""
     tried, largest = 0, 0.0
     for point in _points(variables, assumptions):
-        status_d, value_d = _high_precision(derived, point)
-        status_a, value_a = _high_precision(answer, point)
+        ((status_d, value_d), (status_a, value_a)), _ = precise([derived, answer], [], point)
         if status_d != "ok" or status_a != "ok":
             continue
         tried += 1

@@ -15,11 +15,27 @@ from gradcli.autograd.tensor import Tensor
 # ---- binary arithmetic (broadcasting; python scalars pass through and get a None gradient) ----
 # Each backward saves only what it reads, and only for the inputs that need a gradient, as
 # torch does: ``y = x * w`` with a constant w never complains that x was modified in place.
+# These forwards are the engine's hottest code: no bookkeeping unless some input needs a gradient.
+def _operands(a, b):
+    """The two arrays (or scalars) to compute with: tensors of one dtype as they are, anything
+    else through torch's promotion."""
+    if type(a) is Tensor and type(b) is Tensor:
+        da, db = a.data, b.data
+        if da.dtype is db.dtype:
+            return da, db
+    return promoted(a, b)
+
+
+def _shape(x):
+    return x.shape if type(x) is np.ndarray else np.shape(x)
+
+
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
-        da, db = promoted(a, b)
-        ctx.shapes = (np.shape(da), np.shape(db))
+        da, db = _operands(a, b)
+        if True in ctx.needs_input_grad:
+            ctx.shapes = (_shape(da), _shape(db))
         return Tensor(np.add(da, db))
 
     @staticmethod
@@ -32,8 +48,9 @@ class Add(Function):
 class Sub(Function):
     @staticmethod
     def forward(ctx, a, b):
-        da, db = promoted(a, b)
-        ctx.shapes = (np.shape(da), np.shape(db))
+        da, db = _operands(a, b)
+        if True in ctx.needs_input_grad:
+            ctx.shapes = (_shape(da), _shape(db))
         return Tensor(np.subtract(da, db))
 
     @staticmethod
@@ -49,7 +66,7 @@ class RSub(Function):
     @staticmethod
     def forward(ctx, a, other):
         da, do = promoted(a, other)
-        ctx.shape = np.shape(da)
+        ctx.shape = _shape(da)
         return Tensor(np.subtract(do, da))
 
     @staticmethod
@@ -60,14 +77,15 @@ class RSub(Function):
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
-        da, db = promoted(a, b)
+        da, db = _operands(a, b)
         need_a, need_b = ctx.needs_input_grad
-        ctx.shapes = (np.shape(da), np.shape(db))
-        ctx.a_scalar = None if type(a) is Tensor else a
-        ctx.b_scalar = None if type(b) is Tensor else b
-        # the gradient for a reads b and vice versa
-        ctx.save_for_backward(a if need_b and type(a) is Tensor else None,
-                              b if need_a and type(b) is Tensor else None)
+        if need_a or need_b:
+            ctx.shapes = (_shape(da), _shape(db))
+            ctx.a_scalar = None if type(a) is Tensor else a
+            ctx.b_scalar = None if type(b) is Tensor else b
+            # the gradient for a reads b and vice versa
+            ctx.save_for_backward(a if need_b and type(a) is Tensor else None,
+                                  b if need_a and type(b) is Tensor else None)
         return Tensor(np.multiply(da, db))
 
     @staticmethod
@@ -85,11 +103,12 @@ class Mul(Function):
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
-        da, db = promoted(a, b)
-        ctx.shapes = (np.shape(da), np.shape(db))
-        ctx.b_scalar = None if type(b) is Tensor else b
-        need_b = ctx.needs_input_grad[1]
-        ctx.save_for_backward(a if need_b else None, b if type(b) is Tensor else None)
+        da, db = _operands(a, b)
+        need_a, need_b = ctx.needs_input_grad
+        if need_a or need_b:
+            ctx.shapes = (_shape(da), _shape(db))
+            ctx.b_scalar = None if type(b) is Tensor else b
+            ctx.save_for_backward(a if need_b else None, b if type(b) is Tensor else None)
         return Tensor(np.true_divide(da, db))
 
     @staticmethod
@@ -109,7 +128,7 @@ class RDiv(Function):
     def forward(ctx, b, other):
         db, do = promoted(b, other)
         y = Tensor(np.true_divide(do, db))
-        ctx.shape = np.shape(db)
+        ctx.shape = _shape(db)
         ctx.save_for_backward(b, y)
         return y
 
@@ -168,7 +187,7 @@ class RPow(Function):
     def forward(ctx, p, base):
         dp, db = promoted(p, base)
         y = Tensor(np.power(db, dp))
-        ctx.shape = np.shape(dp)
+        ctx.shape = _shape(dp)
         ctx.save_for_backward(y)
         ctx.log_base = np.log(db) if np.ndim(db) else (math.log(db) if db > 0 else float("nan"))
         return y

@@ -135,7 +135,7 @@ def _unary_function(name, forward_np, rule):
             if a.dtype.kind in "iub" and not (keeps_int and a.dtype.kind != "b"):
                 a = a.astype(np.float64)
             y = Tensor(forward_np(a))
-        if reads_x or reads_y:
+        if (reads_x or reads_y) and True in ctx.needs_input_grad:
             ctx.save_for_backward(x if reads_x else None, y if reads_y else None)
         return y
 
@@ -260,7 +260,7 @@ class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
         c = data_of(cond)
-        c = c if getattr(c, "dtype", None) == object else np.asarray(c, dtype=bool)  # object: symbolic mask
+        c = c if type(c) is np.ndarray and c.dtype.kind == "O" else np.asarray(c, dtype=bool)  # O: symbolic
         da, db = promoted(a, b)
         ctx.cond = c
         ctx.shapes = (np.shape(da), np.shape(db))
