@@ -23,7 +23,9 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 @click.argument("paths", nargs=-1)
 @click.option("-k", "keyword", metavar="EXPR", help="Only Functions whose name/file matches EXPR (and/or/not).")
 @click.option("--collect-only", is_flag=True, help="List the Functions that would be checked.")
-@click.option("--input", "inputs", type=InputParam(), multiple=True, help="Input for forward's parameter NAME.")
+@click.option("--input", "inputs", type=InputParam(), multiple=True,
+              help="Input for forward's parameter NAME. SPEC: 3, [1,2], 3x4, float32[3,4], 3x4@(1,5), "
+                   "3x4@positive, none (specs/check.md).")
 @click.option("--at", "at", type=AtParam(), multiple=True, help="Scalar inputs, e.g. --at x=3,y=2.")
 @click.option("--shape", type=ShapeParam(), default="3x4", show_default=True, help="Shape of automatic inputs.")
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64", show_default=True)
@@ -32,7 +34,7 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
               help="Numerical reference.")
 @click.option("--atol", type=float, help="Absolute tolerance override.")
 @click.option("--rtol", type=float, help="Relative tolerance override.")
-@click.option("--eps", type=float, help="Finite-difference step override.")
+@click.option("--eps", type=float, help="Finite-difference step, for a gradcheck that takes one.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs and cotangents.")
 @click.option("--second-order", is_flag=True, help="Also check double backward.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
@@ -54,7 +56,9 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
       gradcli check examples/                 every Function, every file
       gradcli check ops.py::MySqrt --at x=3   one Function at a given point
       gradcli check ops/ -k "not slow" --json report.json --junit junit.xml
-    Exit codes: 0 passed, 1 failures, 2 usage error/interrupted, 3 errors in user code, 5 nothing collected.
+
+    Exit codes: 0 passed, 1 failures, 2 usage error or interrupted, 3 errors in user code only,
+    5 nothing collected.
     """
     import os
 

@@ -115,6 +115,16 @@ class BranchesOnData(Function):
         return g * 2
 
 
+class TruthOfAnExpression(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2 if x.sum() else x  # Python would call any SymPy expression true
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
 class ConvertsToFloat(Function):
     @staticmethod
     def forward(ctx, x):
@@ -141,11 +151,12 @@ class NumpyInBackward(Function):
 @pytest.mark.parametrize("fn, phase, words", [
     (NumpyOnData, "forward", "numpy's exp is called on an array of symbols"),
     (BranchesOnData, "forward", "data-dependent: the code branches on a symbolic value"),
+    (TruthOfAnExpression, "forward", "data-dependent: the code branches on a symbolic value"),
     (ConvertsToFloat, "forward", "a symbolic value is converted to a number"),
     (NumpyInBackward, "backward", "numpy's cos is called on an array of symbols"),
     (lambda x: x.amax(dim=1), "forward", "the built-in op Amax has no symbolic rule: its forward compares"),
     (lambda x: x.norm(), "forward", "the built-in op Norm has no symbolic rule: its forward calls numpy's sqrt"),
-], ids=["numpy on .data", "branch", "float()", "numpy in backward", "amax", "norm"])
+], ids=["numpy on .data", "branch", "truthiness", "float()", "numpy in backward", "amax", "norm"])
 def test_untraceable_code_raises_not_traceable_with_reason_and_line(fn, phase, words):
     with pytest.raises(NotTraceable) as caught:
         trace_function(fn)

@@ -100,7 +100,11 @@ class Tensor:
     def __bool__(self):
         if self.data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self.data.reshape(()))
+        value = self.data.reshape(()).item()
+        if self.data.dtype.kind == "O" and getattr(value, "free_symbols", None):
+            # symbolic tracing: Python would call any SymPy expression true; refuse instead
+            raise TypeError(f"cannot determine truth value of the symbolic value {value}")
+        return bool(value)
 
     def __index__(self):
         return self.data.__index__()

@@ -255,8 +255,8 @@ def user_traceback(e: BaseException) -> str:
     """The traceback without gradcli's and importlib's own frames (they are noise to the user)."""
     frames = [f for f in traceback.extract_tb(e.__traceback__)
               if not f.filename.startswith((_PACKAGE + os.sep, "<frozen"))]
-    if not frames:
-        return ""  # nothing of the user's: the one-line message says it all (--debug shows gradcli's frames)
+    if not frames:  # nothing of the user's: the message says it all (--debug shows gradcli's frames)
+        return "".join(traceback.format_exception_only(type(e), e)) if isinstance(e, SyntaxError) else ""
     return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
             + "".join(traceback.format_exception_only(type(e), e)))
 

@@ -190,18 +190,3 @@ def agree(a: Estimate, b: Estimate, factor: float = 3.0) -> np.ndarray:
     """Elements where two estimates agree within (a multiple of) their combined error estimates."""
     with np.errstate(invalid="ignore"):
         return np.asarray(np.abs(a.value - b.value) <= factor * (a.error + b.error) + TINY, dtype=bool)
-
-
-def merge(primary: Estimate, fallback: Estimate, use_primary: np.ndarray) -> Estimate:
-    """Element-wise choice between two estimates; one-sided data comes from whichever has it."""
-    sided = fallback if fallback.left is not None else primary
-    return Estimate(
-        np.where(use_primary, primary.value, fallback.value),
-        np.where(use_primary, primary.error, fallback.error),
-        primary.method if np.all(use_primary) else (fallback.method if not np.any(use_primary) else "mixed"),
-        sided.left,
-        sided.right,
-        sided.left_error,
-        sided.right_error,
-        primary.evaluations + fallback.evaluations,
-    )

@@ -48,6 +48,7 @@ class _Builder:
         self.text = text
         self.lexed = lexed
         self.assumptions = assumptions
+        self.memo = {}
 
     def column(self, node):
         offset = getattr(node, "col_offset", None)
@@ -61,6 +62,17 @@ class _Builder:
     def build(self, node, depth=0):
         if depth > MAX_DEPTH:
             self.fail(f"expression nested more than {MAX_DEPTH} levels deep", node)
+        # Identical text means an identical subexpression: a network written as one formula repeats
+        # every hidden unit in each unit of the next layer, and each copy is built only once.
+        key = self.lexed.python[node.col_offset:node.end_col_offset] if hasattr(node, "col_offset") else None
+        if key is not None and key in self.memo:
+            return self.memo[key]
+        result = self._build(node, depth)
+        if key is not None:
+            self.memo[key] = result
+        return result
+
+    def _build(self, node, depth):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
             return self._sum(node, depth)
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):

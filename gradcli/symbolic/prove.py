@@ -4,7 +4,7 @@ Per differentiated input, on a small symbolic shape (default 2×2):
 
 1. trace forward and backward (``trace.py``): the backward as expressions b(x, g), and Jᵀg from
    SymPy's derivatives of the traced forward;
-2. screen: evaluate both at random exact points of the forward's domain (multiples of 1/4, 40
+2. screen: evaluate both at random exact points of the forward's domain (multiples of 1/8, 40
    digits). A clear difference is a counterexample; it is run once more through the real Function
    in float64, and reported only if that run shows the mismatch too -> "disproved";
 3. otherwise simplify b - Jᵀg, once per distinct element formula -> "proved" when it is 0 (away

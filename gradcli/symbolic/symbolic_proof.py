@@ -20,7 +20,7 @@ def _attempts(expr):
     yield lambda: sympy.simplify(expr)
     if expr.has(sympy.sin, sympy.cos, sympy.tan, sympy.sinh, sympy.cosh, sympy.tanh, sympy.asinh, sympy.acosh):
         yield lambda: sympy.simplify(expr.rewrite(sympy.exp))
-    yield lambda: sympy.simplify(sympy.powsimp(sympy.powdenest(expr, force=True), force=True))
+    yield lambda: sympy.simplify(sympy.powsimp(sympy.powdenest(expr)))  # no force=: it ignores assumptions
 
 
 def simplifies_to_zero(expr):

@@ -61,7 +61,7 @@ def _explain(error, op):
     text = str(error)
     if isinstance(error, NotTraceable):
         return error.reason
-    comparing = "truth value of Relational" in text or "truth value of the symbolic mask" in text
+    comparing = "truth value of Relational" in text or "truth value of the symbolic" in text
     ufunc = re.search(r"no callable (\w+) method", text)
     if op is not None and (comparing or ufunc):
         name, where = op

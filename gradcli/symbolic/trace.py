@@ -227,7 +227,7 @@ def _run(fn, name, template, signs, with_backward=True):
         grads = ()
         if with_backward:
             try:
-                grads = vjp(_autograd_grad, outs, leaves, [Tensor(c.copy()) for c in cotangents])
+                grads = _autograd_grad(outs, leaves, [Tensor(c.copy()) for c in cotangents], allow_unused=True)
             except Exception as error:
                 raise not_traceable(error, "backward") from None
     products = {}
@@ -240,16 +240,6 @@ def _run(fn, name, template, signs, with_backward=True):
     trace.fixups = _fixups(outs) if with_backward else []
     trace.signs = {names[i]: _sign_summary(signs.get(i), inputs[i].shape) for i in positions}
     return trace
-
-
-def vjp(grad, outputs, leaves, cotangents):
-    """Jᵀv of several outputs as the gradient of one scalar, sum_k <output_k, v_k>: the Mul/Sum
-    nodes this adds hand v_k to the Function unchanged (1·v_k is exact), and it does not depend on
-    the engine running a node that feeds several roots at once."""
-    if len(outputs) == 1:
-        return grad(outputs, leaves, cotangents, allow_unused=True)
-    total = sum((o * v).sum() for o, v in zip(outputs, cotangents))
-    return grad([total], leaves, allow_unused=True)
 
 
 def _fixups(outputs):
