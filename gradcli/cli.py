@@ -77,7 +77,7 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
     gradcheck_options = {k: v for k, v in passthrough.items() if v is not None}
     gradcheck_options.update(seed=seed, second_order=second_order)
     for name in unsupported_options(gradcheck_options):
-        raise click.UsageError(f"--{name.replace('_', '-')} is not supported by this version of gradcli.gradcheck")
+        raise click.UsageError(f"--{name} is not supported by this version of gradcli.gradcheck")
     options = RunOptions(gradcheck=gradcheck_options, seed=seed, dtype=dtype, shape=shape, specs=specs,
                          timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
                          jobs=jobs or min(4, os.cpu_count() or 1), debug=debug)
@@ -129,8 +129,11 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
     """
     import sys
 
+    from gradcli.symbolic.engine_process import EngineProcess
     from gradcli.symbolic.options import DiffOptionError, build_request
 
+    # numpy + the engine import in a child while this process imports SymPy (only needed for --at)
+    engine = EngineProcess() if at and expressions else None
     try:
         request, fmt = build_request(expressions, wrt=wrt, order=order, hessian=hessian, at=at,
                                      check=check_answer, positive=positive, complex_=complex_, fmt=fmt,
@@ -140,7 +143,7 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
         from gradcli.symbolic.api import run
         from gradcli.symbolic.errors import ExpressionError
         try:
-            result = run(request)
+            result = run(request, engine)
         except ExpressionError as error:
             raise DiffOptionError(str(error)) from None
     except DiffOptionError as error:
@@ -151,6 +154,9 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
             raise
         click.echo(f"internal error: {type(error).__name__}: {error} (run with --debug)", err=True)
         raise SystemExit(3) from None
+    finally:
+        if engine is not None:
+            engine.close()
     if fmt == "table":
         from rich.console import Console
         render(result, "table", Console())

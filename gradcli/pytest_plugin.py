@@ -1,1 +1,329 @@
-"""pytest plugin (registered through the pytest11 entry point)."""
+"""pytest plugin (registered through the pytest11 entry point): specs/testing.md.
+
+* ``pytest --gradcli PATH`` collects every autograd Function under PATH as a test item
+  ``file.py::ClassName`` -- gradcli's own discovery, inputs and runner, so each item's verdict is
+  the one ``gradcli check`` gives: pass -> passed, fail -> failed, error (user code raised, exited
+  or hung) -> error, skip -> skipped. ``-k``, ``-x``, ``--junitxml`` and pytest-xdist's ``-n``
+  work as for any test item.
+* The ``gradcheck`` fixture and the ``@pytest.mark.gradcheck`` marker check a Function from inside
+  an ordinary test (``gradcli.testing.assert_gradcheck``).
+
+Every pytest run of every project that installs gradcli loads this module, so it imports nothing
+beyond pytest and the standard library: gradcli itself is imported only when ``--gradcli`` is
+given or the fixture or the marker is used.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+
+import pytest
+
+IMPORT_ITEM = "(import)"  # the item of a file that fails to import (gradcli's JUnit name for it)
+_STATE = pytest.StashKey()  # config.stash[_STATE]: the --gradcli run's settings and collection
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("gradcli", "gradcli: check the backward passes of autograd Functions")
+    add = group.addoption
+    add("--gradcli", action="append", default=[], metavar="PATH", dest="gradcli_paths",
+        help="Collect every autograd Function under PATH (file, directory or file.py::Name; repeatable) "
+             "as a test item checked like `gradcli check`. Without other paths, only these are collected.")
+    add("--gradcli-mode", choices=("auto", "full", "fast"), help="gradcheck mode (default: auto).")
+    add("--gradcli-method", choices=("auto", "complex_step", "richardson", "central"),
+        help="Numerical reference (default: auto).")
+    add("--gradcli-atol", type=float, metavar="X", help="Absolute tolerance override.")
+    add("--gradcli-rtol", type=float, metavar="X", help="Relative tolerance override.")
+    add("--gradcli-seed", type=int, metavar="N", help="Seed for inputs and cotangents (default: 0).")
+    add("--gradcli-second-order", action="store_true", default=None, help="Also check double backward.")
+    add("--gradcli-dtype", choices=("float64", "float32"), help="dtype of built inputs (default: float64).")
+    add("--gradcli-shape", metavar="SHAPE", help="Shape of automatic inputs (default: 3x4).")
+    add("--gradcli-input", action="append", default=[], metavar="NAME=SPEC",
+        help="Input for forward's parameter NAME (SPEC grammar: specs/check.md; repeatable).")
+    add("--gradcli-at", action="append", default=[], metavar="NAME=NUMBER,...", help="Scalar inputs, e.g. x=3,y=2.")
+    add("--gradcli-timeout", type=float, default=60.0, metavar="SECONDS",
+        help="Seconds per Function before it is an error (default: 60).")
+    add("--gradcli-strict", action="store_true", help="A Function that cannot be checked (skip) fails.")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "gradcheck(*functions, **options): options (mode, atol, seed, ...) for the gradcheck fixture "
+                   "in this test; Functions given are checked after the test body (gradcli builds their inputs)")
+    if config.option.gradcli_paths:
+        config.stash[_STATE] = _State.from_config(config)
+
+
+def pytest_report_header(config):
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        from gradcli import __version__
+
+        n = len(state.files)
+        return (f"gradcli {__version__}: {n} file{'s' if n != 1 else ''} under "
+                f"{', '.join(config.option.gradcli_paths)} (seed {state.seed})")
+    return None
+
+
+# ----- the --gradcli run --------------------------------------------------------------------------
+
+@dataclass
+class _State:
+    files: dict  # realpath -> discovery.FileItem: exactly the files `gradcli check PATHS` reads
+    options: object  # runner.RunOptions for checking one Function
+    seed: int
+    strict: bool
+    collect_timeout: float
+    collected: dict = field(default=None)  # realpath -> (TargetInfos, load-error result or None)
+    torch_loaded: bool = False
+
+    @classmethod
+    def from_config(cls, config) -> "_State":
+        from gradcli.check.discovery import UsageError, expand_paths
+        from gradcli.check.inputs import SpecError, parse_assignment, parse_at, parse_shape
+        from gradcli.check.runner import RunOptions, unsupported_options
+
+        opt = config.option
+        try:
+            specs = dict(pair for text in opt.gradcli_at for pair in parse_at(text))
+            specs.update(dict(parse_assignment(text) for text in opt.gradcli_input))
+            shape = parse_shape(opt.gradcli_shape) if opt.gradcli_shape else (3, 4)
+            items = expand_paths([p.partition("::")[0] for p in opt.gradcli_paths])
+        except (SpecError, UsageError) as e:
+            raise pytest.UsageError(f"--gradcli: {e}") from None
+        if opt.gradcli_timeout <= 0:
+            raise pytest.UsageError("--gradcli-timeout must be positive")
+        seed = opt.gradcli_seed if opt.gradcli_seed is not None else 0
+        gradcheck = dict(_command_line_gradcheck_options(config), seed=seed)
+        gradcheck.setdefault("second_order", False)
+        for name in unsupported_options(gradcheck):
+            raise pytest.UsageError(f"--gradcli-{name.replace('_', '-')} is not supported by this gradcli.gradcheck")
+        options = RunOptions(gradcheck=gradcheck, seed=seed, dtype=opt.gradcli_dtype or "float64", shape=shape,
+                             specs=specs, timeout=opt.gradcli_timeout, jobs=1)
+        _add_collection_args(config)
+        return cls({it.abspath: it for it in items}, options, seed, opt.gradcli_strict, opt.gradcli_timeout)
+
+    def collection(self, abspath: str) -> tuple:
+        """(TargetInfos, load-error FunctionResult or None) of one file. The first call imports and
+        collects every file at once in forked workers (the runner's --collect-only): user code never
+        runs in the pytest process, a file that hangs or exits on import cannot take pytest down,
+        and files that import torch share one worker."""
+        if self.collected is None:
+            from gradcli.check.discovery import imports_torch
+            from gradcli.check.runner import RunOptions, run
+
+            if any(imports_torch(path) for path in self.files):
+                self._load_torch()  # before forking: the collecting worker and every checker inherit it
+            result = run(list(self.files.values()), RunOptions(collect_only=True, timeout=self.collect_timeout,
+                                                               jobs=min(4, os.cpu_count() or 1)))
+            by_path = {item.path: item.abspath for item in self.files.values()}
+            self.collected = {path: ([], None) for path in self.files}
+            for info in result.collected:
+                self.collected[by_path[info.file]][0].append(info)
+            for failed in result.results:  # files that failed to import (or need torch)
+                infos, _ = self.collected[by_path[failed.file]]
+                self.collected[by_path[failed.file]] = (infos, failed)
+        return self.collected.get(abspath, ([], None))
+
+    def check(self, abspath: str, name: str):
+        """The FunctionResult of ``gradcli check file.py::name``: the runner's isolation (a forked
+        worker imports the file, a forked checker runs the check under --gradcli-timeout)."""
+        import dataclasses
+
+        from gradcli.check.runner import FunctionResult, run
+
+        item = dataclasses.replace(self.files[abspath], names=[name])
+        run_result = run([item], self.options)
+        found = [r for r in run_result.results if r.function == name] or run_result.results
+        if found:
+            return found[0]
+        return FunctionResult(item.path, name, "gradcli", "error",
+                              f"{name} was collected but is no longer defined in {item.path}")
+
+    def _load_torch(self):
+        """Import torch (and its lazily loaded autograd machinery) once in this process, so that the
+        forked workers and checkers inherit it instead of each paying seconds to import it (the
+        runner does the same for `gradcli check`: one worker for the files that import torch)."""
+        if not self.torch_loaded:
+            self.torch_loaded = True
+            try:
+                import torch
+            except ImportError:
+                return  # the check itself reports "needs PyTorch" as a skip
+            x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+            torch.autograd.grad(x * 2, x, torch.ones(1, dtype=torch.float64))
+
+
+def _command_line_gradcheck_options(config) -> dict:
+    """gradcheck options given as --gradcli-* (only those given: gradcheck's defaults stay defaults)."""
+    opt = config.option
+    given = {"mode": opt.gradcli_mode, "method": opt.gradcli_method, "atol": opt.gradcli_atol,
+             "rtol": opt.gradcli_rtol, "seed": opt.gradcli_seed, "second_order": opt.gradcli_second_order}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _add_collection_args(config):
+    """--gradcli paths are collection arguments like pytest's own: given alone, they replace
+    testpaths (``pytest --gradcli ops/`` checks ops/ only); with explicit paths, they add to them.
+    xdist workers parse the same command line, so they arrive at the same arguments."""
+    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+    args = list(config.args) if explicit else []
+    config.args = args + [p for p in config.option.gradcli_paths if p not in args]
+
+
+def _is_test_module(path, config) -> bool:
+    """Whether pytest's python plugin collects this file by name (``python_files``)."""
+    for pattern in config.getini("python_files"):
+        if fnmatch(path.name, pattern) or ("/" in pattern and fnmatch(str(path), "*/" + pattern)):
+            return True
+    return False
+
+
+def _gradcli_file(path, config) -> bool:
+    state = config.stash.get(_STATE, None)
+    return state is not None and path.suffix == ".py" and os.path.realpath(path) in state.files
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    # A file named on the command line is collected by the python plugin whatever its name, i.e.
+    # imported as a test module in this process. For a Function file that is not a test module,
+    # gradcli's collector takes that place (its import belongs in a forked worker).
+    if _gradcli_file(module_path, parent.config) and not _is_test_module(module_path, parent.config):
+        return GradcliFile.from_parent(parent, path=module_path)
+    return None
+
+
+def pytest_collect_file(file_path, parent):
+    if not _gradcli_file(file_path, parent.config):
+        return None
+    if parent.session.isinitpath(file_path) and not _is_test_module(file_path, parent.config):
+        return None  # pytest_pycollect_makemodule gave the GradcliFile already
+    return GradcliFile.from_parent(parent, path=file_path)  # next to a test module's own collector
+
+
+class GradcliFile(pytest.File):
+    """The Functions of one file, as ``gradcli check --collect-only`` lists them (in source order)."""
+
+    def collect(self):
+        state = self.config.stash[_STATE]
+        infos, load_error = state.collection(os.path.realpath(self.path))
+        if load_error is not None:
+            yield GradcliItem.from_parent(self, name=IMPORT_ITEM, line=load_error.line, result=load_error)
+        for info in infos:
+            yield GradcliItem.from_parent(self, name=info.name, line=info.line)
+
+
+class GradcliItem(pytest.Item):
+    """One Function: checked in setup (an error there is pytest's "error", as it is gradcli's),
+    judged in the call phase (a failed check is pytest's "failure")."""
+
+    def __init__(self, *, line=None, result=None, **kwargs):
+        super().__init__(**kwargs)
+        self.line = line
+        self.result = result  # FunctionResult; preset for a file that failed to import
+
+    def setup(self):
+        state = self.config.stash[_STATE]
+        if self.result is None:
+            self.result = state.check(os.path.realpath(self.path), self.name)
+        status = self.result.status
+        if status == "error":
+            pytest.fail(self.result.message, pytrace=False)  # the report shows the panel instead
+        if status == "skip" and not state.strict:
+            pytest.skip(self.skip_reason())
+
+    def runtest(self):
+        if self.result.status == "fail":
+            pytest.fail(self.result.message, pytrace=False)
+        if self.result.status == "skip":  # only with --gradcli-strict: as `gradcli check --strict`
+            pytest.fail(self.panel(), pytrace=False)
+
+    def panel(self) -> str:
+        """gradcli check's plain failure panel (-v adds tracebacks, as ``gradcli check -v``)."""
+        from gradcli.report.panel_text import panel_text
+
+        if self.result.status == "skip":
+            return f"SKIP {self.name} (--gradcli-strict): {self.skip_reason()}"
+        verbose = self.config.get_verbosity() > 0
+        text = panel_text(self.result, self.config.stash[_STATE].seed, verbose=verbose)
+        return text.replace("(--timeout)", "(--gradcli-timeout)")  # the runner names the CLI's option
+
+    def skip_reason(self) -> str:
+        # the runner words its advice for the command line; here the option is --gradcli-input
+        return self.result.message.replace("--input ", "--gradcli-input ")
+
+    def reportinfo(self):
+        return self.path, (self.line - 1 if self.line else None), self.name
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A GradcliItem's report carries the plain panel as its longrepr -- no traceback of this plugin,
+    the same text with and without xdist -- and a skip points at the Function, not at this file."""
+    outcome = yield
+    if not isinstance(item, GradcliItem) or item.result is None:
+        return
+    report = outcome.get_result()
+    if report.failed:
+        report.longrepr = item.panel()
+    elif report.skipped and isinstance(report.longrepr, tuple):
+        path, line, _ = item.reportinfo()
+        report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {item.skip_reason()}")
+
+
+# ----- inside ordinary tests: the fixture and the marker -------------------------------------------
+
+def _marker_options(item) -> dict:
+    options: dict = {}
+    for marker in reversed(list(item.iter_markers("gradcheck"))):  # closest marker wins
+        options.update(marker.kwargs)
+    return options
+
+
+def _build_options(config) -> dict:
+    """--gradcli-dtype/--gradcli-shape, used where gradcli builds the inputs (a Function class alone)."""
+    opt = config.option
+    given = {"dtype": opt.gradcli_dtype, "shape": opt.gradcli_shape}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+@pytest.fixture
+def gradcheck(request):
+    """``gradcheck(fn, *inputs, **options)``: ``gradcli.testing.assert_gradcheck`` with defaults
+    from the command line's --gradcli-* options and the test's ``@pytest.mark.gradcheck(...)``.
+    Raises AssertionError with gradcli's failure panel; returns the report(s)."""
+    defaults = dict(_command_line_gradcheck_options(request.config), **_marker_options(request.node))
+
+    def check(fn, *inputs, **options):
+        __tracebackhide__ = True
+        from gradcli.testing import assert_gradcheck
+
+        merged = dict(defaults) if inputs else dict(_build_options(request.config), **defaults)
+        merged.update(options)
+        return assert_gradcheck(fn, *inputs, **merged)
+
+    return check
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_call(item):
+    """After the test body passed: check the Functions named by ``@pytest.mark.gradcheck(Fn, ...)``."""
+    functions = []
+    for marker in item.iter_markers("gradcheck"):
+        functions += [fn for fn in marker.args if not any(fn is seen for seen in functions)]
+    if not functions:
+        return
+    from gradcli.testing import assert_gradcheck
+
+    options = dict(_build_options(item.config), **_command_line_gradcheck_options(item.config))
+    options.update(_marker_options(item))
+    for fn in functions:
+        try:
+            assert_gradcheck(fn, **options)
+        except AssertionError as e:
+            failure = str(e)
+        else:
+            continue
+        pytest.fail(failure, pytrace=False)  # outside the except: no "during handling" chain

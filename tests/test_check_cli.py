@@ -538,3 +538,13 @@ def test_batches_put_torch_files_together(tmp_path):
     names = lambda batches: [[Path(i.path).name for i in b] for b in batches]  # noqa: E731
     assert names(_batches(items, exitfirst=False)) == [["b.py", "d.py"], ["a.py"], ["c.py"]]
     assert names(_batches(items, exitfirst=True)) == [["a.py"], ["b.py", "d.py"], ["c.py"]]
+
+
+def test_options_assumed_by_the_cli_exist_in_gradcheck():
+    import inspect
+
+    import gradcli
+    from gradcli.check.runner import GRADCHECK_OPTIONS, unsupported_options
+
+    assert set(GRADCHECK_OPTIONS) <= set(inspect.signature(gradcli.gradcheck).parameters)
+    assert unsupported_options({"mode": "fast", "eps": 1e-6, "colour": 1}) == ["eps", "colour"]

@@ -109,13 +109,15 @@ def test_every_function_in_the_vocabulary_runs_on_the_engine():
 
 
 def test_mapping_table_agrees_with_the_engine_table_both_ways():
+    from gradcli.symbolic.functions import sigmoid
     table = engine_unary_table()
     for op, sympy_name in table.items():
-        function = sympy_callable(sympy_name)
-        assert function(x) is not None
-        head = type(function(x)).__name__
-        if engine_op_for_head(head) is not None:
-            assert engine_op_for_head(head) in table
+        built = sympy_callable(op)(x)                       # engine -> SymPy
+        head = type(built).__name__
+        if head == sympy_name:                              # a real SymPy head: SymPy -> engine comes back
+            assert engine_op_for_head(head) == op, op
+    assert sympy_callable("sigmoid")(x) == sigmoid(x)
+    assert sympy_callable("rsqrt")(x) == 1 / sympy.sqrt(x)
     assert engine_op_for_head("Abs") == "abs" and engine_op_for_head("sigmoid") == "sigmoid"
     assert engine_op_for_head("Pow") is None          # structural, handled by the Pow row
     assert set(STRUCTURAL_ROWS) == {"Add", "Mul", "Pow", "Max", "Min", "logsumexp"}
@@ -151,3 +153,30 @@ def test_printers_put_positive_terms_first_and_read_back():
     assert formatting.unicode(d) == "1/(2√x) − 1/x²"
     for expr in [sympy.Abs(x) * sympy.Max(x, y), sympy.Heaviside(x - y), sympy.exp(x) + sympy.E, (x + 1) ** -2]:
         assert parse(formatting.ascii(expr)).expr == expr
+
+
+def test_engine_process_gives_the_same_numbers_as_in_process():
+    from gradcli.symbolic.engine_process import EngineProcess
+    from gradcli.symbolic.numeric_side import NumericJob, run_numeric
+    from gradcli.symbolic.opmap import compile_program
+    f = sympy.sqrt(x) + 1 / x + 2 * y ** 2
+    keys = [(0, ()), (0, ("x",)), (0, ("y",))]
+    job = NumericJob(compile_program([f], [x, y]), keys, [[3.0, 2.0], [1.0, -1.0]])
+    process = EngineProcess()
+    process.submit(job)
+    assert process.results() == run_numeric(job)
+    assert process.pid is None                           # reaped
+
+
+def test_engine_process_falls_back_when_the_child_is_gone():
+    import signal
+
+    from gradcli.symbolic.engine_process import EngineProcess
+    from gradcli.symbolic.numeric_side import NumericJob
+    from gradcli.symbolic.opmap import compile_program
+    job = NumericJob(compile_program([x ** 2], [x]), [(0, ()), (0, ("x",))], [[3.0]])
+    process = EngineProcess()
+    os.kill(process.pid, signal.SIGKILL)
+    process.submit(job)
+    (numbers,) = process.results()
+    assert numbers.autograd == [9.0, 6.0]

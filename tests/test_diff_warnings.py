@@ -5,6 +5,8 @@ from gradcli.symbolic.api import DiffRequest, run
 from gradcli.symbolic.calculus import Derivatives, Entry
 from gradcli.symbolic.caveats import scan
 from gradcli.symbolic.evaluate import PointEvaluator
+from gradcli.symbolic.numeric_side import NumericJob, run_numeric
+from gradcli.symbolic.opmap import compile_program
 
 x = sympy.Symbol("x", real=True)
 
@@ -98,7 +100,9 @@ def test_exact_values_past_their_budget():
 def test_engine_without_the_op():
     gamma = sympy.gamma(x)
     derivs = Derivatives([gamma], ["f"], [x], [Entry(0, (), gamma, "f"), Entry(0, ("x",), gamma.diff(x), "f")])
-    point, notes = PointEvaluator(derivs).evaluate({x: sympy.Integer(2)}, "x=2")
+    job = NumericJob(compile_program([gamma], [x]), [e.key for e in derivs.entries], [[2.0]])
+    (numbers,) = run_numeric(job)
+    point, notes = PointEvaluator(derivs).evaluate({x: sympy.Integer(2)}, "x=2", numbers)
     assert [n.text["ascii"] for n in notes] == ["autograd column not available: no engine op for SymPy gamma"]
     assert point.cells[1].autograd is None and point.ok
 
@@ -106,3 +110,19 @@ def test_engine_without_the_op():
 def test_no_warnings_for_a_smooth_function():
     result, notes = warnings_of("sqrt(x)+1/x+2*y**2", at=["x=3,y=2"])
     assert notes == {}
+
+
+def test_values_beyond_float64_are_shown_but_not_compared():
+    result, notes = warnings_of("exp(x)", at=["x=1000"])
+    assert notes["domain"] == "f = 1.970071114e434 at x=1000 is beyond the float64 range: not compared"
+    (point,) = result.points
+    assert point.cells[0].value_text == "1.970071114e434" and point.cells[0].value is None
+    assert result.exit_code == 0
+
+
+def test_check_with_a_parameter_held_fixed():
+    result = run(DiffRequest(["x*y^2"], wrt=["x"], check="y^2"))
+    assert [c.verdict for c in result.checks] == ["proved"]
+    result = run(DiffRequest(["x*y^2"], wrt=["x"], check="y"))
+    (check,) = result.checks
+    assert check.verdict == "refuted" and check.point == {"x": "1", "y": "2"}

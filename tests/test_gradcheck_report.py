@@ -294,3 +294,40 @@ def test_scalar_inputs(mode):
     assert report.ok
     assert report.check("reentrant").status == "pass"
     assert not gradcheck(CubeTimesTwo, (x,), mode=mode)
+
+
+def test_torch_is_not_imported_for_engine_tensors():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gradcli\n"
+        "x = gradcli.tensor([0.5, 1.5], requires_grad=True)\n"
+        "report = gradcli.gradcheck(lambda t: gradcli.sin(t) * t, (x,))\n"
+        "assert report.ok, report.summary()\n"
+        "print('torch' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+class SinNumpyBackward(Function):
+    """First order right, but backward computes with numpy: autograd cannot differentiate it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradcli.sin(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * gradcli.tensor(np.cos(x.data))
+
+
+def test_second_order_of_a_numpy_backward():
+    report = gradcheck(SinNumpyBackward, (X,), second_order=True)
+    assert report.check("values").status == "pass"
+    second = report.check("second_order")
+    assert second.status == "fail"
+    assert "not differentiable" in second.message

@@ -11,7 +11,31 @@ from gradcli.autograd import Function
 from gradcli.autograd.ops.elementwise import UNARY
 from gradcli.symbolic.prove import SHAPE_NOTE, ProofResult, prove
 
-from test_prove import Exp, FactorTwo
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        result = x.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (result,) = ctx.saved_tensors
+        return grad_output * result
+
+
+class FactorTwo(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.sin(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * grad * torch.cos(x)
 
 
 # ---- not traceable, budgets, kinks, constants -------------------------------------------------------
@@ -31,7 +55,7 @@ def test_untraceable_function_is_reported_as_such_for_every_input():
     (r,) = prove(NumpyForward)
     assert r.verdict == "not_traceable"
     assert "numpy's tanh is called on an array of symbols" in r.message
-    assert "test_prove.py:" in r.message
+    assert "test_prove_more.py:" in r.message
 
 
 class Sleepy(Function):
@@ -67,6 +91,13 @@ def test_relu_mask_with_either_kink_convention_is_proved_almost_everywhere():
             return g * (x >= 0)  # 1 at x = 0 where torch says 0: a convention, not a bug
 
     assert prove(ReluGe)[0].verdict == "proved"
+
+
+def test_a_domain_bound_beyond_sympys_assumptions_is_used_and_noted():
+    (r,) = prove(lambda x: torch.acosh(x))  # x > 1: derivative 1/(sqrt(x-1)·sqrt(x+1)), rule (x²-1)^(-1/2)
+    assert r.verdict == "proved"
+    assert r.assumptions == {"x": "positive"}
+    assert "within the forward's domain: x > 1" in r.notes
 
 
 def test_a_float_constant_for_2_over_sqrt_pi_is_identified_and_noted():

@@ -195,10 +195,11 @@ def _execute(roots, root_grads, retain_graph, create_graph, captures):
 
     prev = _state.enabled
     _state.enabled = create_graph  # a backward that records is what makes higher derivatives possible
+    pop_ready, pop_buffer = ready.pop, buffers.pop
     try:
         while ready:
-            node = ready.pop()
-            grads = buffers.pop(node, None)
+            node = pop_ready()
+            grads = pop_buffer(node, None)
             if run is not None:
                 wanted = captures.get(node)
                 if wanted is None and node not in run:

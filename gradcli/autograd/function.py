@@ -48,9 +48,11 @@ class FunctionCtx:
                 "they have already been freed). Saved intermediate values of the graph are freed when you call "
                 ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling backward.")
-        for i, (t, expected) in enumerate(zip(saved, self._saved_versions)):
-            if t is not None and t._vc[0] != expected:
-                raise RuntimeError(_modified_message(self, i, t, expected))
+        versions = self._saved_versions  # empty until forward has returned
+        for i in range(len(versions)):
+            t = saved[i]
+            if t is not None and t._vc[0] != versions[i]:
+                raise RuntimeError(_modified_message(self, i, t, versions[i]))
         return saved
 
     saved_variables = saved_tensors  # the name old tutorials (seed 002) use
@@ -257,7 +259,8 @@ def _apply(cls, ctx, args, kwargs):
     tracked = False
     for a in args:
         if isinstance(a, Tensor):
-            metas.append((a.data.shape, a.data.dtype))
+            data = a.data
+            metas.append((data.shape, data.dtype))
             if a.requires_grad or (a._base is not None and _stale_view_needs_grad(a)):
                 tracked = True
                 needs.append(True)

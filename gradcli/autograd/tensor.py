@@ -293,36 +293,36 @@ class Tensor:
             raise TypeError("unsupported format string passed to Tensor.__format__")
         return repr(self)
 
-    # ----- arithmetic: every operator is a Function in ops/ ---------------------------------
+    # ----- arithmetic: every operator is a Function in ops/ (its bound ``apply``, see the end) --
     def __add__(self, other):
-        return _ops.Add.apply(self, other)
+        return _Add(self, other)
 
     def __radd__(self, other):
-        return _ops.Add.apply(self, other)
+        return _Add(self, other)
 
     def __sub__(self, other):
-        return _ops.Sub.apply(self, other)
+        return _Sub(self, other)
 
     def __rsub__(self, other):
-        return _ops.RSub.apply(self, other)
+        return _RSub(self, other)
 
     def __mul__(self, other):
-        return _ops.Mul.apply(self, other)
+        return _Mul(self, other)
 
     def __rmul__(self, other):
-        return _ops.Mul.apply(self, other)
+        return _Mul(self, other)
 
     def __truediv__(self, other):
-        return _ops.Div.apply(self, other)
+        return _Div(self, other)
 
     def __rtruediv__(self, other):
-        return _ops.RDiv.apply(self, other)
+        return _RDiv(self, other)
 
     def __pow__(self, other):
-        return _ops.Pow.apply(self, other)
+        return _Pow(self, other)
 
     def __rpow__(self, other):
-        return _ops.RPow.apply(self, other)
+        return _RPow(self, other)
 
     def __matmul__(self, other):
         return _ops.matmul(self, other)
@@ -331,13 +331,13 @@ class Tensor:
         return _ops.matmul(_ops.as_tensor_like(other, self), self)
 
     def __neg__(self):
-        return _ops.Neg.apply(self)
+        return _Neg(self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _ops.Abs.apply(self)
+        return _Abs(self)
 
     def _compare(self, other, np_op):
         b = other.data if isinstance(other, Tensor) else other
@@ -399,3 +399,7 @@ class _HookHandle:
 from gradcli.autograd import inplace as _inplace  # noqa: E402
 from gradcli.autograd import ops as _ops  # noqa: E402
 _ops.install_methods(Tensor)
+# The operators' Functions, bound once: ``x * y`` is the hottest path of every program.
+_Add, _Sub, _RSub, _Mul = _ops.Add.apply, _ops.Sub.apply, _ops.RSub.apply, _ops.Mul.apply
+_Div, _RDiv, _Pow, _RPow = _ops.Div.apply, _ops.RDiv.apply, _ops.Pow.apply, _ops.RPow.apply
+_Neg, _Abs = _ops.Neg.apply, _ops.Abs.apply

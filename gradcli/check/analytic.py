@@ -42,8 +42,12 @@ class Analytic:
             self.outputs = _backends.flatten_outputs(self.call(*call_args))
         # In-place writes bump a tensor's version counter (both engines): no copy needed to notice.
         self.modified_inputs = [self.names[i] for i, t in self.leaves.items() if b.version(t) != versions[i]]
-        self.diff_outputs = [j for j, o in enumerate(self.outputs)
-                             if b.is_tensor(o) and b.is_floating(o) and b.requires_grad(o)]
+        floating = [j for j, o in enumerate(self.outputs) if b.is_tensor(o) and b.is_floating(o)]
+        self.diff_outputs = [j for j in floating if b.requires_grad(self.outputs[j])]
+        # Outputs the numeric side projects: as torch, the differentiable ones (a float output marked
+        # non-differentiable is left out); if none is connected, every float output, so the values
+        # check can show that the function does depend on its inputs.
+        self.compared_outputs = self.diff_outputs or floating
 
     def output_arrays(self) -> list:
         return [self.backend.to_numpy(o) if self.backend.is_tensor(o) else np.asarray(o) for o in self.outputs]
@@ -76,7 +80,7 @@ class Analytic:
         for kind in kinds:
             per_output = []
             for j, out in enumerate(self.outputs):
-                if j not in self.diff_outputs:
+                if j not in self.compared_outputs:
                     per_output.append(None)
                     continue
                 shape = self.backend.to_numpy(out).shape

@@ -152,7 +152,7 @@ class _Session:
         analytic = self.analytic.output_arrays()
         if len(outputs) != len(analytic):
             return False
-        for j in self.diff_outputs:
+        for j in self.analytic.compared_outputs:
             low, high = analytic[j], np.asarray(outputs[j])
             if high.dtype != np.float64 or high.shape != low.shape:
                 return False
@@ -314,7 +314,7 @@ class _Session:
     def _after_values(self):
         report, summary = self.report, self.summary
         outputs_finite = [bool(np.all(np.isfinite(self.backend.to_numpy(self.analytic.outputs[j]))))
-                          for j in self.diff_outputs]
+                          for j in self.analytic.compared_outputs]
         report.checks.append(_checks.finite_check(outputs_finite, summary.finite))
         report.checks.append(_checks.cotangents_check(report.cotangent_kinds, self.failed_cotangents,
                                                       summary.zero_ok, summary.zero_worst))

@@ -165,14 +165,21 @@ class RunEvents:
         pass
 
 
+GRADCHECK_OPTIONS = ("mode", "method", "atol", "rtol", "seed", "second_order")  # known to be taken
+
+
 def unsupported_options(gradcheck_options: dict) -> list:
-    """Option names that this ``gradcli.gradcheck`` does not take (a usage error for the CLI)."""
+    """Option names that this ``gradcli.gradcheck`` does not take (a usage error for the CLI).
+    Imports gradcheck only for an option outside GRADCHECK_OPTIONS (start-up stays light)."""
+    unknown = [name for name in gradcheck_options if name not in GRADCHECK_OPTIONS]
+    if not unknown:
+        return []
     import inspect
 
     import gradcli
 
     accepted = inspect.signature(gradcli.gradcheck).parameters
-    return [name for name in gradcheck_options if name not in accepted]
+    return [name for name in unknown if name not in accepted]
 
 
 # ----- checking one Function (in the checker process) ---------------------------------------------
@@ -519,8 +526,9 @@ def _worker_body(batch: list, options: RunOptions, w: int):
 
 
 def _warm_up(backends: set):
-    """Load, once per worker, what every checker would otherwise load again after its fork:
-    torch's lazily imported autograd machinery (about a second)."""
+    """Load, once per worker, what every checker would otherwise load again after its fork: the
+    checker (when the parent had not yet), and torch's lazily imported autograd machinery."""
+    _preload(RunOptions())
     if "torch" in backends:
         torch = sys.modules["torch"]
         x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
@@ -562,11 +570,16 @@ def _batches(items, exitfirst: bool) -> list:
     return batches
 
 
+def _preload(options: RunOptions):
+    """What every checker needs, loaded once and inherited by each fork (idempotent)."""
+    if not options.collect_only:
+        import gradcli.autograd.namespace  # noqa: F401
+        import gradcli.check.diagnosis  # noqa: F401
+        import gradcli.check.gradcheck  # noqa: F401
+
+
 def _run_workers(items, options: RunOptions, collector: _Collector):
     jobs = 1 if options.exitfirst else max(1, options.jobs)
-    if not options.collect_only:
-        import gradcli.autograd.namespace  # noqa: F401 -- loaded once here, inherited by every fork
-        import gradcli.check.gradcheck  # noqa: F401
     queue = _batches(items, options.exitfirst)
     active: dict = {}
     try:
@@ -574,6 +587,7 @@ def _run_workers(items, options: RunOptions, collector: _Collector):
             while queue and len(active) < jobs and not collector.stop:
                 worker = _Worker(queue.pop(0), options)
                 active[worker.fd] = worker
+                _preload(options)  # after the first fork: the torch batch, the slowest, starts at once
             if not active:
                 break
             timeout = max(0.0, min(w.deadline for w in active.values()) - time.monotonic())

@@ -2,7 +2,8 @@
 
 * ``estimators`` — central difference, Richardson extrapolation, complex step along a line t -> g(t).
 * ``line`` — the automatic pipeline: central → verified complex step → Richardson, with kinks.
-* ``vjp`` — multi-input functions: per-element (vᵀJ)_j and directional vᵀJw, memory O(n + m).
+* ``function`` — a multi-input function of arrays (``NumericFunction``) and cotangent projection.
+* ``vjp`` — per-element (vᵀJ)_j and directional vᵀJw, memory O(n + m).
 
 ``derivative(f, x)`` is the one-call form for a scalar (or element-wise) function of numpy arrays.
 """

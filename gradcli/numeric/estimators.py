@@ -107,36 +107,45 @@ def central_difference(
     return Estimate(d1, error, "central", left, right, one_sided_error, one_sided_error, evaluations)
 
 
-def _extrapolate(samples, ratio, powers, rounding0):
-    """Richardson table over step-ordered samples (largest step first); best entry per element.
+class _Extrapolation:
+    """Richardson table built one step at a time (largest step first); best entry per element.
 
-    samples[k] estimates the derivative with error c1·h^p1 + c2·h^p2 + ... for ``powers``; each
+    Sample k estimates the derivative with error c1·h^p1 + c2·h^p2 + ... for ``powers``; each
     table level removes one power. The error of an entry is estimated from the next-larger step's
-    entry of the same level (scaled by its convergence factor) plus propagated rounding, and
-    per element the entry with the smallest estimated error wins.
+    entry of the same level (scaled by its convergence factor) plus propagated rounding, and per
+    element the entry with the smallest estimated error wins. Only the previous row is kept, so
+    memory is a few arrays of the line's size whatever the number of steps.
     """
-    best_value = np.full(np.shape(samples[0]), np.nan)
-    best_error = np.full(np.shape(samples[0]), np.inf)
-    previous_row = previous_rounding = None
-    for k, sample in enumerate(samples):
-        row, rounding_row = [sample], [rounding0[k]]
-        for p in range(1, min(k, RICHARDSON_MAX_ORDER) + 1):
-            factor = ratio ** powers[p - 1]
-            row.append(row[p - 1] + (row[p - 1] - previous_row[p - 1]) / (factor - 1))
-            # Rounding errors at different steps are independent: they add in quadrature.
-            rounding_row.append(np.hypot(factor * rounding_row[p - 1], previous_rounding[p - 1]) / (factor - 1))
-        for p in range(len(row) if k else 0):
-            if p < len(previous_row):
-                # Same level, one step larger: its error is ratio^power times ours.
-                truncation = np.abs(row[p] - previous_row[p]) / (ratio ** powers[p] - 1)
-            else:
-                truncation = np.abs(row[p] - row[p - 1])
-            error = truncation + rounding_row[p]
-            better = np.isfinite(row[p]) & (error < best_error)
-            best_value = np.where(better, row[p], best_value)
-            best_error = np.where(better, error, best_error)
-        previous_row, previous_rounding = row, rounding_row
-    return best_value, best_error
+
+    def __init__(self, powers, magnitude, ratio=2.0):
+        self.powers, self.magnitude, self.ratio = powers, magnitude, ratio
+        self.previous = self.previous_rounding = None
+        self.value = self.error = None
+
+    def add(self, sample: np.ndarray, rounding: float):
+        """``rounding``: the sample's rounding error in units of ``magnitude`` (a scalar)."""
+        if self.value is None:
+            self.value = np.full(np.shape(sample), np.nan)
+            self.error = np.full(np.shape(sample), np.inf)
+        row, rounding_row = [sample], [rounding]
+        if self.previous is not None:
+            for p in range(1, min(len(self.previous), RICHARDSON_MAX_ORDER) + 1):
+                factor = self.ratio ** self.powers[p - 1]
+                row.append(row[p - 1] + (row[p - 1] - self.previous[p - 1]) / (factor - 1))
+                # Rounding errors at different steps are independent: they add in quadrature.
+                rounding_row.append(float(np.hypot(factor * rounding_row[p - 1], self.previous_rounding[p - 1]))
+                                    / (factor - 1))
+            for p in range(len(row)):
+                if p < len(self.previous):
+                    # Same level, one step larger: its error is ratio^power times ours.
+                    truncation = np.abs(row[p] - self.previous[p]) / (self.ratio ** self.powers[p] - 1)
+                else:
+                    truncation = np.abs(row[p] - row[p - 1])
+                error = truncation + rounding_row[p] * self.magnitude
+                better = np.isfinite(row[p]) & (error < self.error)
+                self.value = np.where(better, row[p], self.value)
+                self.error = np.where(better, error, self.error)
+        self.previous, self.previous_rounding = row, rounding_row
 
 
 def richardson(
@@ -147,29 +156,33 @@ def richardson(
     eps: float = EPS64,
     g0: Optional[np.ndarray] = None,
     magnitude: Optional[np.ndarray] = None,
+    one_sided: bool = True,
 ) -> Estimate:
     """Richardson extrapolation of central (and one-sided) differences over halving steps.
 
     numdifftools/Ridders style: steps max_step·2^-k, the central differences' even error series
     is cancelled level by level, and per element the table entry with the smallest estimated
     error is returned. Steps whose evaluations are non-finite (outside the domain) drop out.
+    ``one_sided=False`` skips the left/right tables (callers that already know the kinks).
     """
-    steps = max_step * 2.0 ** -np.arange(num_steps)
     with np.errstate(all="ignore"):
         g0 = np.asarray(line(0.0) if g0 is None else g0)
         mag = _magnitude(g0, magnitude)
-        central, right, left = [], [], []
-        for h in steps:
+        central = _Extrapolation([2, 4, 6, 8, 10, 12], mag)
+        right = _Extrapolation([1, 2, 3, 4, 5, 6], mag) if one_sided else None
+        left = _Extrapolation([1, 2, 3, 4, 5, 6], mag) if one_sided else None
+        for h in max_step * 2.0 ** -np.arange(num_steps):
             gp, gm = np.asarray(line(h)), np.asarray(line(-h))
-            central.append((gp - gm) / (2 * h))
-            right.append((gp - g0) / h)
-            left.append((g0 - gm) / h)
-        value, error = _extrapolate(central, 2.0, [2, 4, 6, 8, 10, 12], [CENTRAL_ROUNDING * eps * mag / h for h in steps])
-        one_sided_rounding = [2 * CENTRAL_ROUNDING * eps * mag / h for h in steps]
-        right_value, right_error = _extrapolate(right, 2.0, [1, 2, 3, 4, 5, 6], one_sided_rounding)
-        left_value, left_error = _extrapolate(left, 2.0, [1, 2, 3, 4, 5, 6], one_sided_rounding)
+            central.add((gp - gm) / (2 * h), CENTRAL_ROUNDING * eps / h)
+            if one_sided:
+                right.add((gp - g0) / h, 2 * CENTRAL_ROUNDING * eps / h)
+                left.add((g0 - gm) / h, 2 * CENTRAL_ROUNDING * eps / h)
+            del gp, gm
     evaluations = 2 * num_steps + 1
-    return Estimate(value, error, "richardson", left_value, right_value, left_error, right_error, evaluations)
+    if not one_sided:
+        return Estimate(central.value, central.error, "richardson", evaluations=evaluations)
+    return Estimate(central.value, central.error, "richardson", left.value, right.value, left.error, right.error,
+                    evaluations)
 
 
 def complex_step(line: Callable, *, step: float = COMPLEX_STEP, eps: float = EPS64) -> Estimate:

@@ -105,9 +105,8 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
         return _unwrap(result, scalar)
 
     evaluations = central.evaluations
-    value, error = central.value.copy(), central.error.copy()
-    left, right = central.left.copy(), central.right.copy()
-    left_error, right_error = central.left_error.copy(), central.right_error.copy()
+    value, error = central.value, central.error  # refined in place below, after every use of central
+    left, right, left_error, right_error = central.left, central.right, central.left_error, central.right_error
     if line.complex_ok:
         try:
             cs = complex_step(evaluate, eps=eps)
@@ -125,19 +124,13 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
     rows = _rows_needing(refine)
     if rows.size:
         line_rows, g0_rows, magnitude_rows = sliced(rows)
-        refined = richardson(line_rows, eps=eps, g0=g0_rows, magnitude=magnitude_rows)
+        # Kinks are already known from the central difference: no one-sided tables needed.
+        refined = richardson(line_rows, eps=eps, g0=g0_rows, magnitude=magnitude_rows, one_sided=False)
         evaluations += refined.evaluations
         # Richardson may fail where every step left the domain: keep the central value there.
         take = refine[rows] & np.isfinite(refined.value)
-        for target, source in (
-            (value, refined.value),
-            (error, refined.error),
-            (left, refined.left),
-            (right, refined.right),
-            (left_error, refined.left_error),
-            (right_error, refined.right_error),
-        ):
-            target[rows] = np.where(take, source, target[rows])
+        value[rows] = np.where(take, refined.value, value[rows])
+        error[rows] = np.where(take, refined.error, error[rows])
 
     label = _label(used_complex, refine, kink)
     result = Estimate(value, error, label, left, right, left_error, right_error, evaluations, used_complex, kink)

@@ -16,7 +16,7 @@ COLUMNS = ("", "exact", "value", "autograd", "finite diff", "error", "")
 
 def signature(result, style):
     """``f(x, y) = ...`` lines for the expressions."""
-    arguments = ", ".join(result.variables)
+    arguments = ", ".join(result.variables + result.parameters)
     return [f"{name}({arguments}) = {text}" for name, text in zip(result.names, result.expressions[style])]
 
 
@@ -125,6 +125,8 @@ def to_dict(result):
     formulas = {f.key: f.text["ascii"] for f in result.formulas}
     data = {"expression": result.expressions["ascii"][0] if len(result.names) == 1 else result.expressions["ascii"],
             "variables": list(result.variables), "assumptions": result.assumptions, "method": result.method}
+    if result.parameters:
+        data["parameters"] = list(result.parameters)
     data.update(_section(result, formulas))
     data.pop("value", None)
     if result.order > 1:
@@ -159,7 +161,7 @@ def render_json(result):
 
 # ---- LaTeX ----
 def render_latex(result):
-    arguments = ", ".join(result.variables)
+    arguments = ", ".join(result.variables + result.parameters)
     lines = [r"\begin{align*}"]
     body = [f"{name}({arguments}) &= {text}" for name, text in zip(result.names, result.expressions["latex"])]
     body += [f"{f.label['latex']} &= {f.text['latex']}" for f in result.formulas]

@@ -9,7 +9,7 @@ from typing import Optional
 
 from gradcli.symbolic import caveats, formatting
 from gradcli.symbolic.budget import Budgeted
-from gradcli.symbolic.calculus import choose_variables, differentiate
+from gradcli.symbolic.calculus import choose_variables, differentiate, natural_key
 from gradcli.symbolic.errors import ExpressionError
 from gradcli.symbolic.exact_jobs import difference_is_zero, exact_values, simplified
 from gradcli.symbolic.model import DiffResult, Formula, Note
@@ -88,22 +88,39 @@ def _parse_inputs(request):
         raise ExpressionError("the expression has no variables (name one with --wrt to get a zero derivative)")
     if len(request.at) > MAX_POINTS:
         raise ExpressionError(f"at most {MAX_POINTS} --at points")
-    points = [parse_point(text, variables, request.assumptions) for text in request.at]
+    parameters = sorted(set().union(*(e.free_symbols for e in exprs)) - set(variables),
+                        key=lambda s: natural_key(s.name))
+    points = [parse_point(text, variables + parameters, request.assumptions) for text in request.at]
     answers = None
     if request.check is not None:
         if len(exprs) > 1:
             raise ExpressionError("--check works with one expression")
         from gradcli.symbolic.verify import parse_answers
         answers = parse_answers(request.check, variables, request.assumptions)
+    if request.emit_function and parameters:
+        raise ExpressionError(f"--emit-function differentiates by every variable; "
+                              f"{', '.join(map(str, parameters))} not in --wrt")
     return exprs, variables, points, answers
 
 
-def _jobs(request, derivs, points, answers):
-    jobs = []
+EXACT_LIMIT = 10 ** 300   # beyond this an exact value is a page of digits (or takes forever to build)
+
+
+def _exact_jobs(request, derivs, points, prepared):
+    """Exact values per point, where they are worth computing (not CSE form, not astronomically large)."""
+    if derivs.definitions:   # CSE form: exact values of a whole network are pages long
+        return []
     items = [(entry.key, entry.expr) for entry in derivs.entries]
-    for k, (point, _) in enumerate(points):
-        if not derivs.definitions:   # CSE form: exact values of a whole network are pages long
+    jobs = []
+    for k, ((point, _), (statuses, _values)) in enumerate(zip(points, prepared)):
+        if all(status != "ok" or abs(value) < EXACT_LIMIT for status, value in statuses):
             jobs.append((("exact", k), exact_values, (items, derivs.definitions, point, request.styles)))
+    return jobs
+
+
+def _jobs(request, derivs, answers):
+    """Simplification and proofs: they do not depend on the points, so they start first."""
+    jobs = []
     by_key = {entry.key: entry for entry in derivs.entries}
     for name, (_, answer) in (answers or {}).items():
         jobs.append((("proof", name), difference_is_zero, (answer - by_key[(0, (name,))].expr,)))
@@ -114,8 +131,30 @@ def _jobs(request, derivs, points, answers):
     return jobs
 
 
-def run(request):
-    """Compute everything ``gradcli diff`` reports. Raises ExpressionError for bad input (exit 2)."""
+def _numbers(derivs, points, engine_process):
+    """The engine side's PointNumbers per point: from the pre-forked process, else computed here."""
+    from gradcli.symbolic.numeric_side import NumericJob, PointNumbers, run_numeric
+    from gradcli.symbolic.opmap import NotReal, compile_program
+    try:
+        program = compile_program(derivs.exprs, derivs.symbols)
+    except NotReal as error:
+        if engine_process is not None:
+            engine_process.close()
+        return [PointNumbers(unavailable=f"a constant is not real ({error})") for _ in points]
+    job = NumericJob(program, [entry.key for entry in derivs.entries],
+                     [[float(point[s]) for s in derivs.symbols] for point, _ in points], bool(derivs.definitions))
+    if engine_process is not None:
+        engine_process.submit(job)
+        return engine_process
+    return run_numeric(job)
+
+
+def run(request, engine_process=None):
+    """Compute everything ``gradcli diff`` reports. Raises ExpressionError for bad input (exit 2).
+
+    ``engine_process``: an EngineProcess forked before SymPy was imported (the CLI does this when there
+    are points); without one, the engine side runs in this process.
+    """
     exprs, variables, points, answers = _parse_inputs(request)
     if request.emit_function:
         from gradcli.symbolic.emit import check_name
@@ -123,21 +162,31 @@ def run(request):
     derivs = differentiate(exprs, variables, request.order, request.hessian)
     if answers and derivs.definitions:
         raise ExpressionError("--check needs an expression small enough for sympy.diff (this one is in CSE form)")
-    worker = Budgeted(_jobs(request, derivs, points, answers), request.simplify_timeout)
+    numbers = _numbers(derivs, points, engine_process) if points else []
+    worker = Budgeted(_jobs(request, derivs, answers), request.simplify_timeout)
 
     result = DiffResult(list(request.expressions), {s: [formatting.form(e, s) for e in exprs]
                                                     for s in request.styles},
                         derivs.names, derivs.variable_names, request.assumptions, derivs.method,
-                        order=request.order, hessian=request.hessian)
+                        order=request.order, hessian=request.hessian,
+                        parameters=[str(p) for p in derivs.parameters])
     result.warnings += caveats.scan(derivs.entries)
+    exact_worker = None
     if points:
         from gradcli.symbolic.evaluate import PointEvaluator
         evaluator = PointEvaluator(derivs)
-        for point, text in points:
-            point_result, notes = evaluator.evaluate(point, text)
+        prepared = [evaluator.prepare(point) for point, _ in points]   # SymPy side, while the engine runs
+        exact_jobs = _exact_jobs(request, derivs, points, prepared)
+        exact_worker = Budgeted(exact_jobs, request.simplify_timeout)
+        if not isinstance(numbers, list):
+            numbers = numbers.results()
+        for (point, text), exact, point_numbers in zip(points, prepared, numbers):
+            point_result, notes = evaluator.evaluate(point, text, point_numbers, exact)
             result.points.append(point_result)
             result.warnings += notes
     found = worker.collect()
+    if exact_worker is not None:
+        found.update(exact_worker.collect())
 
     final = _apply_simplification(request, derivs, found, result)
     for k, point_result in enumerate(result.points):
@@ -145,7 +194,7 @@ def run(request):
         if status == "ok":
             for cell in point_result.cells:
                 cell.exact = exact.get(cell.key)
-    if points and not derivs.definitions and any(("exact", k) not in found for k in range(len(points))):
+    if exact_worker is not None and exact_worker.timed_out:
         result.warnings.append(Note("budget", {s: f"exact values not computed within {request.simplify_timeout:g} s"
                                                " (the floats are exact to the digits shown)"
                                                for s in ("unicode", "ascii")}))
@@ -198,4 +247,4 @@ def _checks(result, derivs, answers, found, request):
         entry = by_key[(0, (name,))]
         proof = found.get(("proof", name))
         result.checks.append(verdict(name, entry.label("ascii"), formatting.ascii(answer), entry.expr, answer,
-                                     derivs.variables, request.assumptions, proof, request.simplify_timeout))
+                                     derivs.symbols, request.assumptions, proof, request.simplify_timeout))

@@ -44,6 +44,7 @@ class Derivatives:
     entries: list                                    # values first, then order 1, then higher orders
     definitions: list = field(default_factory=list)  # CSE form: [(symbol, expr)] shared by entries
     method: str = "sympy.diff"
+    parameters: list = field(default_factory=list)   # free symbols not differentiated by (see --wrt)
 
     def of_order(self, order):
         return [entry for entry in self.entries if len(entry.wrt) == order]
@@ -51,6 +52,11 @@ class Derivatives:
     @property
     def variable_names(self):
         return [str(v) for v in self.variables]
+
+    @property
+    def symbols(self):
+        """Every symbol a point must give a value for: the variables, then the parameters."""
+        return list(self.variables) + list(self.parameters)
 
 
 def natural_key(name):
@@ -98,6 +104,13 @@ def plan(n_outputs, variables, order, hessian):
 
 def differentiate(exprs, variables, order=1, hessian=False):
     """All planned derivatives. Large expressions: gradient only, in reverse mode (CSE form)."""
+    derivs = _differentiate(exprs, variables, order, hessian)
+    free = set().union(*(expr.free_symbols for expr in exprs)) - set(variables)
+    derivs.parameters = sorted(free, key=lambda s: natural_key(s.name))
+    return derivs
+
+
+def _differentiate(exprs, variables, order, hessian):
     names = output_names(len(exprs))
     keys = plan(len(exprs), variables, order, hessian)
     by_name = {str(v): v for v in variables}

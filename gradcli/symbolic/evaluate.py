@@ -11,7 +11,6 @@ import sympy
 
 from gradcli.symbolic import formatting
 from gradcli.symbolic.model import Cell, Note, PointResult
-from gradcli.symbolic.opmap import EngineFunction, EngineUnavailable, NotReal
 from gradcli.symbolic.precise import classify, precise
 from gradcli.symbolic.reverse import dag_nodes
 
@@ -19,6 +18,7 @@ PRECISION = 30            # decimal digits for the exact side
 AUTOGRAD_RTOL = 1e-9      # engine vs exact, relative to max(1, |exact|): float64 round-off, with room
 FD_FACTOR = 100.0         # finite differences vs exact: this many times their own error estimate ...
 FD_RTOL = 1e-7            # ... or this relative floor, whichever is larger
+FLOAT64_MAX = 1.7976931348623157e308
 NONSMOOTH = ("Abs", "sign", "Heaviside", "Max", "Min", "relu", "Piecewise", "DiracDelta")
 
 
@@ -49,31 +49,28 @@ def _vanishing_kinks(exprs, values):
 
 
 class PointEvaluator:
-    def __init__(self, derivs, namespace=None):
+    """The SymPy side of a point: exact values, and the comparison with the engine side's numbers."""
+
+    def __init__(self, derivs):
         self.derivs = derivs
-        self.keys = [entry.key for entry in derivs.entries]
         self.nonsmooth = any(type(node).__name__ in NONSMOOTH for node in dag_nodes(derivs.exprs))
-        self.engine = None
-        self.engine_problem = None
-        self.engine_failure = None
-        try:
-            self.engine = EngineFunction(derivs.exprs, derivs.variables, namespace)
-        except EngineUnavailable as error:
-            self.engine_problem = str(error)
 
-    def evaluate(self, point, at_text):
-        """PointResult (without exact texts) and warnings for ``point`` = {symbol: exact number}."""
-        import numpy as np
+    def prepare(self, point):
+        """High-precision values of every entry at ``point`` (done while the engine side works)."""
+        return precise([entry.expr for entry in self.derivs.entries], self.derivs.definitions, point)
 
+    def evaluate(self, point, at_text, numbers, prepared=None):
+        """PointResult (without exact texts) and warnings; ``numbers`` is numeric_side.PointNumbers."""
         derivs = self.derivs
-        names = derivs.variable_names
         warnings = []
-        x = np.array([float(point[v]) for v in derivs.variables])
-        statuses, values = precise([entry.expr for entry in derivs.entries], derivs.definitions, point)
+        statuses, values = prepared if prepared is not None else self.prepare(point)
         cells, exact = [], []
         for entry, (status, value) in zip(derivs.entries, statuses):
             cell = Cell(entry.key, {s: entry.label(s) for s in ("unicode", "ascii", "latex")}, status=status)
-            if status == "ok":
+            if status == "ok" and abs(value) > FLOAT64_MAX:
+                status = cell.status = "beyond float64"   # shown exactly, but no float can be compared
+                cell.value_text = formatting.number(value)
+            elif status == "ok":
                 cell.value = float(value)
                 cell.value_text = formatting.number(value)
             else:
@@ -81,14 +78,22 @@ class PointEvaluator:
             exact.append(value)
             cells.append(cell)
         self._domain_warnings(cells, at_text, warnings)
-        self._autograd(cells, x, warnings)
+        if numbers.unavailable:
+            warnings.append(_note("engine", f"autograd column not available: {numbers.unavailable}"))
+        if numbers.fd_problem:
+            warnings.append(_note("engine", numbers.fd_problem))
+        if numbers.autograd is not None:
+            for cell, value in zip(cells, numbers.autograd):
+                cell.autograd = value
+                cell.autograd_text = formatting.number(value) if _finite(value) else str(value)
         switching = _vanishing_kinks(derivs.exprs, values) if self.nonsmooth else []
-        kinks = self._finite_differences(cells, x, at_text, warnings, bool(switching))
+        kinks = self._finite_differences(cells, numbers, at_text, warnings, bool(switching))
         kinks = kinks or [f"{node} switches there" for node in switching]
-        result = PointResult({n: float(point[v]) for n, v in zip(names, derivs.variables)}, at_text, cells)
+        at = {str(v): float(value) for v, value in point.items()}
+        result = PointResult(at, at_text, cells)
         self._compare(result, exact, kinks)
-        if self.engine_failure:
-            result.ok, result.problem = False, self.engine_failure
+        if numbers.failure:
+            result.ok, result.problem = False, numbers.failure
         return result, warnings
 
     def _domain_warnings(self, cells, at_text, warnings):
@@ -98,90 +103,44 @@ class PointEvaluator:
             if cell.status == "ok" or output in broken_outputs:
                 continue
             broken_outputs.add(output)
-            what = cell.status
-            warnings.append(_note("domain", f"{cell.label['unicode']} is {what} at {at_text}",
-                                  f"{cell.label['ascii']} is {what} at {at_text}"))
+            if cell.status == "beyond float64":
+                text = f"{{label}} = {cell.value_text} at {at_text} is beyond the float64 range: not compared"
+            else:
+                text = f"{{label}} is {cell.status} at {at_text}"
+            warnings.append(_note("domain", text.format(label=cell.label["unicode"]),
+                                  text.format(label=cell.label["ascii"])))
 
-    def _autograd(self, cells, x, warnings):
-        self.engine_failure = None
-        if self.engine is None:
-            return
-        import numpy as np
-        try:
-            row = self.engine.partials(x[None, :], self.keys)[0]
-        except (EngineUnavailable, NotReal) as error:
-            self.engine_problem = str(error)
-            warnings.append(_note("engine", f"autograd column not available: {error}"))
-            return
-        except Exception as error:  # the engine is under test here: its failure is a finding, not a crash
-            self.engine_failure = f"engine bug: running the expression raised {type(error).__name__}: {error}"
-            return
-        for cell, value in zip(cells, row):
-            cell.autograd = float(value)
-            cell.autograd_text = formatting.number(value) if np.isfinite(value) else str(value)
-
-    def _finite_differences(self, cells, x, at_text, warnings, switching):
+    def _finite_differences(self, cells, numbers, at_text, warnings, switching):
         """Fill the FD column; return kink descriptions found from one-sided differences.
 
         Where abs/max/relu/... switch (``switching``) the central difference's error is O(h), not O(h²),
         and Richardson extrapolation misjudges it; if the one-sided estimates agree there, their mean
         is the better value (x*abs(x) at 0).
         """
-        if self.engine is None:
+        fd = numbers.fd
+        if not fd:
             return []
-        import numpy as np
-        try:
-            from gradcli.numeric.estimators import central_difference, richardson
-        except ImportError:  # pragma: no cover - numeric ships with the package
-            warnings.append(_note("engine", "finite differences not available (gradcli.numeric missing)"))
-            return []
-        fd_cells = [c for c in cells if c.key[1]]
-        if not fd_cells:
-            return []
-        index = self.engine.index
-        prefixes = sorted({(c.key[0], c.key[1][:-1]) for c in fd_cells}, key=lambda k: (len(k[1]), k))
-        column = {p: k for k, p in enumerate(prefixes)}
-        rows = np.array([index[c.key[1][-1]] for c in fd_cells])
-        cols = np.array([column[(c.key[0], c.key[1][:-1])] for c in fd_cells])
-        scale = np.maximum(1.0, np.abs(x))
-        n = len(x)
-
-        def line(t):
-            X = np.tile(x, (n, 1)) + t * np.diag(scale)
-            return self.engine.partials(X, prefixes)[rows, cols]
-
-        try:
-            # Richardson costs ~31 engine passes; for network-sized expressions 5 passes of a plain
-            # central difference are enough to vouch for the gradient (its error estimate says how much).
-            estimate = (central_difference if self.derivs.definitions else richardson)(line)
-        except (EngineUnavailable, NotReal):
-            return []
-        except Exception as error:
-            warnings.append(_note("engine", f"finite differences failed: {type(error).__name__}: {error}"))
-            return []
-        s = scale[rows]
-        kinks, seen = [], set()
-        flagged = estimate.kinks()
-        for k, cell in enumerate(fd_cells):
-            value, error = estimate.value[k] / s[k], estimate.error[k] / s[k]
-            if switching and not flagged[k] and estimate.left is not None:
-                value = (estimate.left[k] + estimate.right[k]) / (2 * s[k])
-                error = (max(estimate.left_error[k], estimate.right_error[k])
-                         + abs(estimate.right[k] - estimate.left[k]) / 2) / s[k]
-            cell.finite_difference, cell.fd_error = float(value), float(error)
-            if np.isfinite(value):
+        by_key = {cell.key: cell for cell in cells}
+        kinks = []
+        for k, key in enumerate(numbers.fd_keys):
+            cell = by_key[key]
+            value, error = fd["value"][k], fd["error"][k]
+            one_sided = fd["left"] is not None
+            if switching and not fd["kink"][k] and one_sided:
+                value = (fd["left"][k] + fd["right"][k]) / 2
+                error = max(fd["left_error"][k], fd["right_error"][k]) + abs(fd["right"][k] - fd["left"][k]) / 2
+            cell.finite_difference, cell.fd_error = value, error
+            if _finite(value):
                 cell.fd_text = formatting.number(value, formatting.honest_digits(value, error))
-            if flagged[k] and cell.key not in seen:
-                seen.add(cell.key)
-                left, right = estimate.left[k] / s[k], estimate.right[k] / s[k]
-                kinks.append(self._kink_note(cell, left, right, at_text, warnings))
+            if fd["kink"][k] and one_sided:
+                kinks.append(self._kink_note(cell, fd["left"][k], fd["right"][k], at_text, warnings))
         return kinks
 
     def _kink_note(self, cell, left, right, at_text, warnings):
         output, wrt = cell.key
         base = formatting.label(self.derivs.names[output], wrt[:-1], "unicode")
         base_ascii = formatting.label(self.derivs.names[output], wrt[:-1], "ascii")
-        several = len(self.derivs.variables) > 1
+        several = len(self.derivs.variables) + len(self.derivs.parameters) > 1
         where = f" in {wrt[-1]}" if several else ""
         sides = (formatting.number(left, 6), formatting.number(right, 6))
         warnings.append(_note(

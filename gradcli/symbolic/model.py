@@ -76,6 +76,7 @@ class DiffResult:
     exit_code: int = 0
     order: int = 1
     hessian: bool = False
+    parameters: list = field(default_factory=list)    # free symbols held fixed (not in --wrt)
 
     def formulas_of_order(self, order):
         return [f for f in self.formulas if len(f.key[1]) == order]

@@ -4,7 +4,7 @@ One row per op. Unary ops are not listed here a second time: the engine's own ta
 (``gradcli.autograd.ops.elementwise.UNARY``: op name, numpy forward, SymPy name, derivative rule) is the
 single source, and this module reads its SymPy-name column in both directions:
 
-* ``sympy_callable(table_name)``: engine -> SymPy, for symbolic tracing (e.g. "rsqrt" -> 1/sqrt(x));
+* ``sympy_callable(op)``: engine -> SymPy, for symbolic tracing (e.g. "rsqrt" -> 1/sqrt(x));
 * ``engine_op_for_head(head)``: SymPy -> engine, for the diff command (e.g. ``Abs`` -> "abs").
 
 Non-unary structure (Add, Mul, Pow, Max, Min, logsumexp) and SymPy heads without an engine op of their own
@@ -13,6 +13,7 @@ Non-unary structure (Add, Mul, Pow, Max, Min, logsumexp) and SymPy heads without
 """
 import math
 import operator
+from dataclasses import dataclass
 from functools import reduce
 
 # SymPy-name column entries of the engine table that are patterns, not heads, in SymPy
@@ -52,19 +53,18 @@ def engine_op_for_head(head):
     return None
 
 
-def sympy_callable(table_name):
-    """SymPy callable for a name in the engine table's SymPy column (engine -> SymPy direction)."""
-    import sympy
+def sympy_callable(op):
+    """SymPy callable computing engine op ``op`` (engine -> SymPy direction, e.g. for symbolic tracing).
 
+    The engine's own ``elementwise.sympy_expr`` is the source; only the ML ops come back as gradcli's
+    named SymPy functions (``sigmoid(x)``, not ``1/(1 + exp(-x))``) so derivatives read naturally.
+    """
+    import functools
+
+    from gradcli.autograd.ops.elementwise import sympy_expr
     from gradcli.symbolic import functions
-    patterns = {"sqrt": sympy.sqrt, "rsqrt": lambda x: 1 / sympy.sqrt(x), "reciprocal": lambda x: 1 / x,
-                "neg": operator.neg, "log1p": lambda x: sympy.log(1 + x), "expm1": lambda x: sympy.exp(x) - 1}
-    if table_name in patterns:
-        return patterns[table_name]
-    for module in (functions, sympy):
-        if hasattr(module, table_name):
-            return getattr(module, table_name)
-    raise KeyError(f"no SymPy function for engine table name {table_name!r}")
+    named = {"sigmoid": functions.sigmoid, "softplus": functions.softplus, "relu": functions.relu}
+    return named.get(op) or functools.partial(sympy_expr, op)
 
 
 class EngineUnavailable(Exception):
@@ -82,15 +82,65 @@ def _constant(expr):
     return value.real
 
 
-class EngineFunction:
-    """Expressions of the variables, evaluated (and differentiated) by an autograd engine on batches.
+@dataclass
+class Program:
+    """A SymPy DAG as plain data, so the engine side never needs SymPy (it may run in another process).
+
+    Slots: the inputs (one per variable), then ``constants`` (floats), then one per step. A step is
+    ``(head, argument slots, exponent)``: ``head`` is the SymPy class name; ``exponent`` describes a
+    constant Pow exponent as (p, q), else None.
+    """
+    variables: list
+    constants: list
+    steps: list
+    outputs: list
+
+    @property
+    def index(self):
+        return {name: i for i, name in enumerate(self.variables)}
+
+
+def compile_program(exprs, variables):
+    """Program for ``exprs`` (SymPy, run on the SymPy side). Raises NotReal for complex constants."""
+    from gradcli.symbolic.reverse import dag_nodes
+    slot = {v: i for i, v in enumerate(variables)}
+    constants = []
+
+    def ref(node):
+        if node not in slot:
+            slot[node] = ("const", len(constants))
+            constants.append(_constant(node))
+        return slot[node]
+
+    raw_steps = []
+    for node in dag_nodes(exprs):
+        args = [ref(arg) if not arg.free_symbols else slot[arg] for arg in node.args]
+        exponent = None
+        if node.is_Pow and node.exp.is_Rational:
+            exponent = (int(node.exp.p), int(node.exp.q))
+        slot[node] = ("step", len(raw_steps))
+        raw_steps.append((type(node).__name__, args, exponent))
+    outputs = [ref(expr) if not expr.free_symbols else slot[expr] for expr in exprs]
+    n, c = len(variables), len(constants)
+
+    def flat(r):
+        if isinstance(r, int):
+            return r
+        return n + r[1] if r[0] == "const" else n + c + r[1]
+
+    steps = [(head, [flat(a) for a in args], exponent) for head, args, exponent in raw_steps]
+    return Program([str(v) for v in variables], constants, steps, [flat(o) for o in outputs])
+
+
+class EngineProgram:
+    """Runs a Program forward and backward on an autograd engine (gradcli's, or torch for tests).
 
     ``partials(X, keys)``: X has one row per evaluation point and one column per variable; a key is
     ``(output index, tuple of variable names)`` (``()`` = the value). Higher orders use nested
     ``autograd.grad(..., create_graph=True)`` - i.e. the engine's double backward is exercised too.
     """
 
-    def __init__(self, exprs, variables, namespace=None):
+    def __init__(self, program, namespace=None):
         if namespace is None:
             try:
                 import gradcli as namespace
@@ -98,35 +148,15 @@ class EngineFunction:
             except ImportError as error:  # pragma: no cover - the engine ships with the package
                 raise EngineUnavailable(f"engine not importable: {error}") from None
         self.ns = namespace
-        self.exprs = list(exprs)
-        self.variables = list(variables)
-        self.index = {str(v): i for i, v in enumerate(self.variables)}
-        self._program = None
-
-    # ---- forward: SymPy DAG -> engine ops, compiled once so repeated evaluations skip SymPy ----
-    def _compile(self):
-        """Steps (node, its args) in topological order; constants converted to floats once."""
-        from gradcli.symbolic.reverse import dag_nodes
-        steps, constants = [], {}
-        for node in dag_nodes(self.exprs):
-            for arg in node.args:
-                if not arg.free_symbols and arg not in constants:
-                    constants[arg] = _constant(arg)
-            steps.append(node)
-        for expr in self.exprs:
-            if not expr.free_symbols and expr not in constants:
-                constants[expr] = _constant(expr)
-        return steps, constants
+        self.program = program
+        self.index = program.index
 
     def _forward_all(self, leaves):
-        if self._program is None:
-            self._program = self._compile()
-        steps, constants = self._program
-        values = dict(constants)
-        values.update(leaves)
-        for node in steps:
-            values[node] = self._apply(node, [values[arg] for arg in node.args])
-        return [values[expr] for expr in self.exprs]
+        program = self.program
+        values = list(leaves) + list(program.constants)
+        for head, args, exponent in program.steps:
+            values.append(self._apply(head, [values[a] for a in args], exponent))
+        return [values[o] for o in program.outputs]
 
     def _tensor(self, value):
         return value if hasattr(value, "backward") else self.ns.tensor(float(value))
@@ -137,15 +167,14 @@ class EngineFunction:
             raise EngineUnavailable(f"the engine has no op {name!r}")
         return op
 
-    def _apply(self, expr, args):
-        head = type(expr).__name__
+    def _apply(self, head, args, exponent):
         ns = self.ns
-        if expr.is_Add:
+        if head == "Add":
             return reduce(operator.add, args)
-        if expr.is_Mul:
+        if head == "Mul":
             return reduce(operator.mul, args)
-        if expr.is_Pow:
-            return self._power(expr, args)
+        if head == "Pow":
+            return self._power(args, exponent)
         if head in ("Max", "Min"):
             op = self._op("maximum" if head == "Max" else "minimum")
             return reduce(lambda a, b: op(self._tensor(a), self._tensor(b)), args)
@@ -163,19 +192,19 @@ class EngineFunction:
             raise EngineUnavailable(f"no engine op for SymPy {head}")
         return self._op(op_name)(self._tensor(args[0]))
 
-    def _power(self, expr, args):
-        base, exponent = args
-        e = expr.exp
-        if e.is_Rational and not e.free_symbols:
-            special = {(1, 2): "sqrt", (-1, 2): "rsqrt", (-1, 1): "reciprocal"}.get((int(e.p), int(e.q)))
+    def _power(self, args, exponent):
+        base, power = args
+        if exponent is not None:
+            special = {(1, 2): "sqrt", (-1, 2): "rsqrt", (-1, 1): "reciprocal"}.get(exponent)
             if special:
                 return self._op(special)(self._tensor(base))
-            return base ** (int(e) if e.is_Integer else float(e))
+            p, q = exponent
+            return base ** (p if q == 1 else p / q)
         if not hasattr(base, "backward"):          # c ** x
             if base > 0:
-                return self._op("exp")(exponent * math.log(base))
-            return self._tensor(base) ** exponent
-        return base ** exponent
+                return self._op("exp")(power * math.log(base))
+            return self._tensor(base) ** power
+        return base ** power
 
     # ---- derivatives ----
     def partials(self, X, keys):
@@ -186,8 +215,7 @@ class EngineFunction:
         X = np.asarray(X, dtype=np.float64)
         rows = X.shape[0]
         deepest = max((len(wrt) for _, wrt in keys), default=0)
-        leaves_list = [ns.tensor(X[:, j].copy(), requires_grad=True) for j in range(len(self.variables))]
-        leaves = dict(zip(self.variables, leaves_list))
+        leaves = [ns.tensor(X[:, j].copy(), requires_grad=True) for j in range(len(self.program.variables))]
         cache = {}
         outputs = []
 
@@ -203,7 +231,7 @@ class EngineFunction:
                 if parent is None or not getattr(parent, "requires_grad", False):
                     value = None                         # parent is constant: this derivative is 0
                 else:
-                    leaf = leaves_list[self.index[wrt[-1]]]
+                    leaf = leaves[self.index[wrt[-1]]]
                     (value,) = ns.autograd.grad(parent.sum(), [leaf], retain_graph=True,
                                                 create_graph=len(wrt) < deepest, allow_unused=True)
             cache[(output, wrt)] = value
@@ -220,3 +248,8 @@ class EngineFunction:
                 else:
                     out[:, k] = float(value)
         return out
+
+
+def EngineFunction(exprs, variables, namespace=None):  # noqa: N802 - reads like the class it builds
+    """SymPy expressions compiled and ready to run on the engine, in this process."""
+    return EngineProgram(compile_program(list(exprs), list(variables)), namespace)

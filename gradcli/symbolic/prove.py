@@ -18,20 +18,20 @@ import random
 import time
 from dataclasses import asdict, dataclass, field
 
-import mpmath
 import numpy as np
 import sympy
 
 from gradcli.symbolic.budget import Budgeted
 from gradcli.symbolic.symbolic_eval import MpEvaluator, canonical, exact_float, switch_arguments
 from gradcli.symbolic.symbolic_ops import almost_everywhere, exact_constants
+from gradcli.symbolic.symbolic_points import conditions_by_symbol, draw, valid, worst_difference
 from gradcli.symbolic.symbolic_proof import simplifies_to_zero
-from gradcli.symbolic.trace import NotTraceable, function_name, parameter_names, trace_function, trace_template
+from gradcli.symbolic.trace import (NotTraceable, domain_bounds, function_name, parameter_names, trace_function,
+                                    trace_template)
 
 VERDICTS = ("proved", "disproved", "undecided", "not_traceable")
 SCREEN_POINTS = 6          # points where backward and Jᵀg must agree before a proof is attempted
 SCREEN_ATTEMPTS = 80       # candidate points drawn (some fall outside the domain or on a kink)
-MISMATCH_RTOL = 1e-9       # far above 40-digit noise, far below any real bug
 CONFIRM_RTOL = 1e-6        # the float64 run must miss the exact value by more than this
 SHAPE_NOTE = ("the element structure is the same at every shape for elementwise/broadcast/matmul code; "
               "raise the shape to check shape-specific code")
@@ -98,17 +98,24 @@ class _Session:
         if result is None or result.verdict != "undecided" or not self.agreeing:
             return result
         started = time.monotonic()
+        bounds = domain_bounds(self.trace.domain)
         cache, open_elements = {}, 0
         for b, e in zip(self.backward[i].flat, self.exact[i].flat):
-            key = canonical_key(b - e)
-            if key not in cache:
-                cache[key] = simplifies_to_zero(key)
-            open_elements += not cache[key]
+            key, symbols = canonical(b - e)
+            renamed = dict(zip(symbols, sorted(key.free_symbols, key=lambda s: int(s.name[2:]))))
+            limits = {renamed[s]: bounds[s] for s in symbols if s in bounds}
+            entry = (key, tuple(sorted((str(s), v) for s, v in limits.items())))
+            if entry not in cache:
+                cache[entry] = simplifies_to_zero(key, limits)
+            open_elements += not cache[entry]
         result.seconds += time.monotonic() - started
         if open_elements:
             result.message = (f"backward − Jᵀg did not simplify to 0 for {open_elements} element(s), but agreed "
                               f"at {result.points_checked} exact points; the numeric verdict stands")
             return result
+        used = {_bound_text(self.trace.names[i], lo, hi) for (_, limits) in cache for _, (lo, hi) in limits}
+        if used:
+            result.notes.append("within the forward's domain: " + ", ".join(sorted(used)))
         result.verdict = "proved"
         result.message = (f"backward − Jᵀg simplifies to 0 for every element at shape {_shape_text(result.shape)} "
                           f"({len(cache)} distinct element formula(s)), under {_assumption_text(result.assumptions)}")
@@ -138,19 +145,19 @@ class _Session:
         switches += [s for arrs in (self.backward, self.exact) for arr in arrs.values() for e in arr.flat
                      for s in switch_arguments(e)]
         switches = list(dict.fromkeys(switches))
-        filed = _conditions_by_symbol(trace.domain, symbols)
+        filed = conditions_by_symbol(trace.domain, symbols)
         self.agreeing, self.mismatch = [], {}
         for _ in range(SCREEN_ATTEMPTS):
             if len(self.agreeing) >= SCREEN_POINTS or len(self.mismatch) == len(trace.inputs):
                 break
-            point = _draw(rng, symbols, cotangents, filed, evaluator)
-            if point is None or not _valid(point, trace.outputs, evaluator, switches):
+            point = draw(rng, symbols, cotangents, filed, evaluator)
+            if point is None or not valid(point, trace.outputs, evaluator, switches):
                 continue
             agreed = True
             for i in trace.inputs:
                 if i in self.mismatch:
                     continue
-                found = _worst_difference(self.backward[i], self.exact[i], point, evaluator)
+                found = worst_difference(self.backward[i], self.exact[i], point, evaluator)
                 if found is not None:
                     self.mismatch[i] = (point, *found)
                     agreed = False
@@ -167,91 +174,6 @@ def _prepared(array, notes):
     for idx, e in np.ndenumerate(array):
         out[idx] = almost_everywhere(exact_constants(sympy.sympify(e), notes))
     return out
-
-
-_MAGNITUDES = sorted({sympy.Rational(k, 8) for k in range(1, 8, 2)} | {sympy.Rational(k, 4) for k in range(1, 13)})
-_COTANGENT_MAGNITUDES = [m for m in _MAGNITUDES if m != 1]  # g = 1 everywhere would hide "ignores grad_output"
-
-
-def _conditions_by_symbol(conditions, symbols):
-    """Each condition, filed under the last of its symbols in drawing order (checked once that is drawn)."""
-    order = {s: k for k, s in enumerate(symbols)}
-    filed = {}
-    for cond in conditions:
-        mine = [s for s in cond.free_symbols if s in order]
-        if mine:
-            filed.setdefault(max(mine, key=order.get), []).append(cond)
-    return filed
-
-
-def _draw(rng, symbols, cotangents, filed, evaluator):
-    """A random exact point in the forward's domain (or None): each input symbol gets a signed
-    multiple of 1/8 allowed by its assumptions and by the domain conditions drawn so far, values
-    differing where they can (ties between inputs sit on kinks of max/abs(x - y))."""
-    point, used = {}, set()
-    for s in symbols:
-        options = list(_MAGNITUDES)
-        rng.shuffle(options)
-        options.sort(key=lambda m: m in used)
-        for magnitude in options:
-            sign = 1 if s.is_positive else -1 if s.is_negative else rng.choice((1, -1))
-            point[s] = sign * magnitude
-            if all(_positive_at(cond, point, evaluator) for cond in filed.get(s, ())):
-                used.add(magnitude)
-                break
-        else:
-            return None
-    for s in cotangents:
-        point[s] = rng.choice(_COTANGENT_MAGNITUDES) * rng.choice((1, -1))
-    return point
-
-
-def _positive_at(cond, point, evaluator):
-    try:
-        value, _ = evaluator.evaluate(cond, point)
-    except (ValueError, TypeError, ZeroDivisionError, OverflowError):
-        return False
-    return _real(value) and value > 0
-
-
-def _valid(point, outputs, evaluator, switches):
-    """Outputs real and finite at ``point``, and no switch argument zero (off every kink)."""
-    try:
-        for arr in outputs:
-            for e in arr.flat:
-                value, _ = evaluator.evaluate(e, point)
-                if not _real(value) or not mpmath.isfinite(value):
-                    return False
-        for s in switches:
-            value, _ = evaluator.evaluate(s, point)
-            if not _real(value) or value == 0:
-                return False
-    except (ValueError, TypeError, ZeroDivisionError, OverflowError):
-        return False
-    return True
-
-
-def _real(value):
-    return isinstance(value, mpmath.mpf) and not mpmath.isnan(value)
-
-
-def _worst_difference(backward, exact, point, evaluator):
-    """(element index, backward value, exact value) of the worst clear mismatch at ``point``, or None."""
-    worst = None
-    for idx in np.ndindex(*backward.shape):
-        try:
-            b, _ = evaluator.evaluate(backward[idx], point)
-            e, _ = evaluator.evaluate(exact[idx], point)
-        except (ValueError, TypeError, ZeroDivisionError):
-            continue
-        if not (_real(b) and _real(e) and mpmath.isfinite(b) and mpmath.isfinite(e)):
-            continue
-        gap = abs(b - e)
-        if gap > MISMATCH_RTOL * max(abs(b), abs(e)) and gap > mpmath.mpf(10) ** -25:
-            score = gap / max(abs(b), abs(e))
-            if worst is None or score > worst[0]:
-                worst = (score, idx, b, e)
-    return None if worst is None else worst[1:]
 
 
 def _finish_disproof(session, result, point, idx, b_value, e_value):
@@ -310,6 +232,12 @@ def _exact_text(expr, point, limit=160):
     value = expr.xreplace(point)
     text = sympy.sstr(sympy.nsimplify(value) if value.is_Rational else value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _bound_text(name, lower, upper):
+    if lower is not None and upper is not None:
+        return f"{lower} < {name} < {upper}"
+    return f"{name} > {lower}" if lower is not None else f"{name} < {upper}"
 
 
 def _shape_text(shape):

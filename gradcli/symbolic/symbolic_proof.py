@@ -23,12 +23,23 @@ def _attempts(expr):
     yield lambda: sympy.simplify(sympy.powsimp(sympy.powdenest(expr)))  # no force=: it ignores assumptions
 
 
-def simplifies_to_zero(expr):
+def simplifies_to_zero(expr, bounds=None):
     """True when ``expr`` is 0 wherever it is defined, except possibly on a set of measure zero
-    (a Piecewise whose nonzero branches sit on equalities such as x = 0: kink conventions)."""
+    (a Piecewise whose nonzero branches sit on equalities such as x = 0: kink conventions).
+
+    ``bounds``: {symbol: (lower, upper)} from the forward's domain (x > 1 for acosh). SymPy's
+    assumptions cannot say x > 1, so a last attempt writes x = 1 + t with t > 0, which lets
+    sqrt(x - 1)·sqrt(x + 1) become sqrt(x² - 1) without forcing anything."""
     expr = sympy.sympify(expr)
     if expr == 0:
         return True
+    if _any_attempt(expr):
+        return True
+    shifted = _shifted(expr, bounds or {})
+    return shifted is not None and _any_attempt(shifted)
+
+
+def _any_attempt(expr):
     for attempt in _attempts(expr):
         try:
             result = attempt()
@@ -37,6 +48,18 @@ def simplifies_to_zero(expr):
         if result == 0 or zero_almost_everywhere(result):
             return True
     return False
+
+
+def _shifted(expr, bounds):
+    substitution = {}
+    for k, symbol in enumerate(sorted(expr.free_symbols & set(bounds), key=lambda s: s.name)):
+        lower, upper = bounds[symbol]
+        t = sympy.Symbol(f"_t{k}", positive=True)
+        if lower is not None and lower.is_number:
+            substitution[symbol] = lower + t
+        elif upper is not None and upper.is_number:
+            substitution[symbol] = upper - t
+    return expr.xreplace(substitution) if substitution else None
 
 
 def zero_almost_everywhere(expr):

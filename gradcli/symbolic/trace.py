@@ -307,13 +307,39 @@ def _needs_positive(node):
     return []
 
 
+def domain_bounds(conditions):
+    """{symbol: (lower, upper)} from the conditions linear in one symbol (c·x + d > 0): x - 1 > 0
+    (acosh) gives x > 1, sqrt(2 - x) gives x < 2. None where a side is unbounded."""
+    bounds = {}
+    for cond in conditions:
+        if len(cond.free_symbols) != 1:
+            continue
+        (s,) = cond.free_symbols
+        poly = cond.as_poly(s)
+        if poly is None or poly.degree() != 1:
+            continue
+        c, d = poly.all_coeffs()
+        if not (c.is_number and d.is_number) or c == 0:
+            continue
+        edge = -d / c
+        lower, upper = bounds.get(s, (None, None))
+        if c > 0:
+            lower = edge if lower is None else sympy.Max(lower, edge)
+        else:
+            upper = edge if upper is None else sympy.Min(upper, edge)
+        bounds[s] = (lower, upper)
+    return bounds
+
+
 def _signs_from_domain(trace):
-    """Input elements the forward needs positive (sqrt(x), log(x)) or negative (sqrt(-x))."""
+    """Input elements the forward needs positive (sqrt(x), log(x), acosh(x)) or negative (sqrt(-x))."""
     owner = {s: (i, idx) for i, arr in trace.inputs.items() for idx, s in np.ndenumerate(arr)}
     signs = {}
-    for cond in trace.domain:
-        coeff, rest = cond.as_coeff_Mul()
-        if rest in owner and coeff != 0:
-            i, idx = owner[rest]
-            signs.setdefault(i, {})[idx] = "positive" if coeff > 0 else "negative"
+    for s, (lower, upper) in domain_bounds(trace.domain).items():
+        if s in owner:
+            i, idx = owner[s]
+            if lower is not None and lower >= 0:
+                signs.setdefault(i, {})[idx] = "positive"
+            elif upper is not None and upper <= 0:
+                signs.setdefault(i, {})[idx] = "negative"
     return signs
