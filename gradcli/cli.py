@@ -125,7 +125,9 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
       gradcli diff "sqrt(x)+1/x+2*y^2" --at x=3,y=2    gradient, checked at a point
       gradcli diff "x*y" "x+y" --wrt x,y               Jacobian of two expressions
       gradcli diff "sigmoid(x)" --check "sigmoid(x)*(1-sigmoid(x))"
-    Exit codes: 0 agreed, 1 a disagreement or a refuted --check, 2 bad input.
+
+    Exit codes: 0 agreed, 1 a disagreement or a refuted --check, 2 bad input, 3 internal error.
+    Grammar, formats and JSON schema: specs/diff.md.
     """
     import sys
 

@@ -141,8 +141,8 @@ def _repro_lines(fn, report, inputs: tuple, records: list, options: dict) -> lis
     if cls is not None:
         callee = f"{cls.__name__}.apply"
     else:
-        name = getattr(fn, "__qualname__", "") or ""
-        callee = name if name.isidentifier() else "fn"
+        name = getattr(fn, "__name__", "") or ""
+        callee = name if name.isidentifier() else "fn"  # a lambda's "<lambda>" is no name to call
     names = [r["name"] for r in records]
     args = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
     opts = dict(options, seed=report.seed)

@@ -16,6 +16,7 @@ Data flows one way: inputs -> gradcheck -> these dataclasses (``to_dict()``) -> 
 """
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import select
@@ -412,6 +413,7 @@ def _fork(body: Callable[[int], None], new_group: bool = False) -> tuple:
     returns (pid, read_fd)."""
     sys.stdout.flush()
     sys.stderr.flush()
+    gc.freeze()  # the child's garbage collector leaves inherited objects alone: no copy-on-write storm
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns
@@ -431,6 +433,7 @@ def _fork(body: Callable[[int], None], new_group: bool = False) -> tuple:
             code = 70
         finally:
             os._exit(code)
+    gc.unfreeze()  # this process goes on as before (frozen objects would never be collected)
     os.close(w)
     return pid, r
 

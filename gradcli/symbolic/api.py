@@ -1,8 +1,10 @@
 """``gradcli diff`` end to end, minus printing: a DiffRequest in, a DiffResult (plain data) out.
 
-Order of work: parse everything first (all usage errors surface before any computing), differentiate,
-fork the budgeted child for the unbounded symbolic jobs (exact values, proofs, simplification), do the
-numeric work (engine, finite differences, counterexample search) while it runs, then collect.
+Order of work: parse everything first (all usage errors surface before any computing); differentiate;
+hand the points to the engine side (a process forked before SymPy was imported, see engine_process.py);
+fork the budgeted child for simplification and proofs; compute the high-precision values, fork a second
+budgeted child for exact point values, search for --check counterexamples; then collect everything.
+Anything that can blow up (simplify, exact arithmetic, proofs) happens only in the budgeted children.
 """
 from dataclasses import dataclass, field
 from typing import Optional
@@ -20,6 +22,7 @@ MAX_POINTS = 50
 
 @dataclass
 class DiffRequest:
+    """The ``gradcli diff`` options, validated (see options.build_request and specs/diff.md)."""
     expressions: list
     wrt: Optional[list] = None
     order: int = 1
@@ -184,6 +187,10 @@ def run(request, engine_process=None):
             point_result, notes = evaluator.evaluate(point, text, point_numbers, exact)
             result.points.append(point_result)
             result.warnings += notes
+        skipped = len(points) - len(exact_jobs) if not derivs.definitions else 0
+        if skipped:
+            result.info.append(f"exact values not shown at {skipped} point(s): numbers beyond 1e300")
+    searches = _counterexamples(derivs, answers, request) if answers else {}
     found = worker.collect()
     if exact_worker is not None:
         found.update(exact_worker.collect())
@@ -199,7 +206,7 @@ def run(request, engine_process=None):
                                                " (the floats are exact to the digits shown)"
                                                for s in ("unicode", "ascii")}))
     if answers:
-        _checks(result, derivs, answers, found, request)
+        _checks(result, derivs, answers, found, searches, request)
     if request.python_code:
         from gradcli.symbolic.codegen import numpy_module
         result.python_code = numpy_module(derivs, [(entry, final[entry.key]) for entry in derivs.entries])
@@ -240,11 +247,18 @@ def _apply_simplification(request, derivs, found, result):
     return final
 
 
-def _checks(result, derivs, answers, found, request):
+def _counterexamples(derivs, answers, request):
+    """The numeric half of --check, run while the budgeted child tries the proofs."""
+    from gradcli.symbolic.verify import search_counterexample
+    by_key = {entry.key: entry for entry in derivs.entries}
+    return {name: search_counterexample(by_key[(0, (name,))].expr, answer, derivs.symbols, request.assumptions)
+            for name, (_text, answer) in answers.items()}
+
+
+def _checks(result, derivs, answers, found, searches, request):
     from gradcli.symbolic.verify import verdict
     by_key = {entry.key: entry for entry in derivs.entries}
     for name, (_text, answer) in answers.items():
         entry = by_key[(0, (name,))]
-        proof = found.get(("proof", name))
-        result.checks.append(verdict(name, entry.label("ascii"), formatting.ascii(answer), entry.expr, answer,
-                                     derivs.symbols, request.assumptions, proof, request.simplify_timeout))
+        result.checks.append(verdict(name, entry.label("ascii"), formatting.ascii(answer), searches[name],
+                                     found.get(("proof", name)), request.simplify_timeout))

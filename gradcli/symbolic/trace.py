@@ -22,6 +22,7 @@ from gradcli.autograd import grad as _autograd_grad
 from gradcli.autograd.grad_mode import enable_grad
 from gradcli.autograd.tensor import Tensor
 from gradcli.symbolic.symbolic_ops import almost_everywhere
+from gradcli.symbolic.symbolic_ops import register as register_symbolic_rules
 from gradcli.symbolic.symbolic_reasons import NotTraceable, not_traceable
 
 _NAME = re.compile(r"^(.*?)(?:\[([0-9,]*)\])?$")
@@ -173,6 +174,7 @@ def trace_function(fn, example_inputs=None, shape=None, signs=None, with_backwar
     element (of its negative). ``with_backward=False`` traces the forward only (``vjp`` stays empty).
     Raises ``NotTraceable``.
     """
+    register_symbolic_rules()  # idempotent; restores a rule something else removed from the hooks
     name = function_name(fn)
     template = trace_template(fn, example_inputs, shape)
     if signs is not None:

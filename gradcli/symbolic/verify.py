@@ -1,6 +1,6 @@
 """``--check ANSWER``: is the user's derivative right? Proved, refuted (with a point), or undecided.
 
-Refutation is numeric but unambiguous: both sides at 30 digits, on simple points first (1, 2, 1/2, ...)
+Refutation is numeric but unambiguous: both sides to 30+ digits (precise.py), on simple points first (1, 2, 1/2, ...)
 so a counterexample is easy to redo by hand. Proof is symbolic (the difference simplifies to 0) and runs
 in the budgeted child; if it does not finish, the verdict is "undecided" with the numeric evidence.
 """
@@ -10,10 +10,9 @@ import sympy
 
 from gradcli.symbolic import formatting
 from gradcli.symbolic.errors import ExpressionError
-from gradcli.symbolic.evaluate import PRECISION
-from gradcli.symbolic.precise import precise
 from gradcli.symbolic.model import CheckVerdict
 from gradcli.symbolic.parser import parse_value, split_assignments
+from gradcli.symbolic.precise import LEVELS, precise
 
 NICE = [sympy.Integer(1), sympy.Integer(2), sympy.Rational(1, 2), sympy.Integer(3), sympy.Integer(-1),
         sympy.Rational(1, 3), sympy.Integer(-2), sympy.Rational(5, 2), sympy.Rational(-1, 2), sympy.Integer(5)]
@@ -71,9 +70,9 @@ def point_text(point):
     return ", ".join(f"{k}={formatting.ascii(v)}" for k, v in point.items())
 
 
-def verdict(variable, label, answer_text, derived, answer, variables, assumptions, proof, budget):
-    """The CheckVerdict, from the numeric search and the (possibly missing) proof job result."""
-    found = search_counterexample(derived, answer, variables, assumptions)
+def verdict(variable, label, answer_text, found, proof, budget):
+    """The CheckVerdict from the numeric search (``search_counterexample``) and the proof job's result
+    (None if it did not finish)."""
     if found[0] is not None:
         point, value_d, value_a = found
         return CheckVerdict(variable, answer_text, "refuted",
@@ -95,4 +94,4 @@ def verdict(variable, label, answer_text, derived, answer, variables, assumption
                             f"{why}, and no test point had both sides real and finite")
     return CheckVerdict(variable, answer_text, "undecided",
                         f"{why}; numerically equal at {tried} points (largest difference "
-                        f"{formatting.error_text(largest)} at {PRECISION} digits)")
+                        f"{formatting.error_text(largest)}, both sides to {LEVELS[0]}+ digits)")
