@@ -5,12 +5,13 @@
   the one ``gradcli check`` gives: pass -> passed, fail -> failed, error (user code raised, exited
   or hung) -> error, skip -> skipped. ``-k``, ``-x``, ``--junitxml`` and pytest-xdist's ``-n``
   work as for any test item.
-* The ``gradcheck`` fixture and the ``@pytest.mark.gradcheck`` marker check a Function from inside
-  an ordinary test (``gradcli.testing.assert_gradcheck``).
+* The ``gradcheck`` fixture checks a Function from inside an ordinary test
+  (``gradcli.testing.assert_gradcheck``); the ``@pytest.mark.gradcheck(**options)`` marker sets its
+  options for a test, a class or a module.
 
 Every pytest run of every project that installs gradcli loads this module, so it imports nothing
 beyond pytest and the standard library: gradcli itself is imported only when ``--gradcli`` is
-given or the fixture or the marker is used.
+given or the fixture is used.
 """
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "gradcheck(*functions, **options): options (mode, atol, seed, ...) for the gradcheck fixture "
-                   "in this test; Functions given are checked after the test body (gradcli builds their inputs)")
+        "markers", "gradcheck(**options): default options (mode, atol, rtol, seed, ...) of the gradcheck "
+                   "fixture in the marked tests")
     if config.option.gradcli_paths:
         config.stash[_STATE] = _State.from_config(config)
 
@@ -275,18 +276,17 @@ def pytest_runtest_makereport(item, call):
 
 # ----- inside ordinary tests: the fixture and the marker -------------------------------------------
 
+BUILD_OPTIONS = ("dtype", "shape")  # options of inputs that gradcli builds (a Function class alone)
+
+
 def _marker_options(item) -> dict:
     options: dict = {}
-    for marker in reversed(list(item.iter_markers("gradcheck"))):  # closest marker wins
+    for marker in reversed(list(item.iter_markers("gradcheck"))):  # the closest marker wins
+        if marker.args:
+            raise TypeError("@pytest.mark.gradcheck takes options only (mode=..., atol=..., seed=...); "
+                            "check a Function with the gradcheck fixture: gradcheck(MyFn) or gradcheck(MyFn, x)")
         options.update(marker.kwargs)
     return options
-
-
-def _build_options(config) -> dict:
-    """--gradcli-dtype/--gradcli-shape, used where gradcli builds the inputs (a Function class alone)."""
-    opt = config.option
-    given = {"dtype": opt.gradcli_dtype, "shape": opt.gradcli_shape}
-    return {k: v for k, v in given.items() if v is not None}
 
 
 @pytest.fixture
@@ -294,36 +294,17 @@ def gradcheck(request):
     """``gradcheck(fn, *inputs, **options)``: ``gradcli.testing.assert_gradcheck`` with defaults
     from the command line's --gradcli-* options and the test's ``@pytest.mark.gradcheck(...)``.
     Raises AssertionError with gradcli's failure panel; returns the report(s)."""
-    defaults = dict(_command_line_gradcheck_options(request.config), **_marker_options(request.node))
+    opt = request.config.option
+    defaults = {k: v for k, v in (("dtype", opt.gradcli_dtype), ("shape", opt.gradcli_shape)) if v is not None}
+    defaults.update(_command_line_gradcheck_options(request.config))
+    defaults.update(_marker_options(request.node))
 
     def check(fn, *inputs, **options):
         __tracebackhide__ = True
         from gradcli.testing import assert_gradcheck
 
-        merged = dict(defaults) if inputs else dict(_build_options(request.config), **defaults)
+        merged = {k: v for k, v in defaults.items() if not (inputs and k in BUILD_OPTIONS)}
         merged.update(options)
         return assert_gradcheck(fn, *inputs, **merged)
 
     return check
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_call(item):
-    """After the test body passed: check the Functions named by ``@pytest.mark.gradcheck(Fn, ...)``."""
-    functions = []
-    for marker in item.iter_markers("gradcheck"):
-        functions += [fn for fn in marker.args if not any(fn is seen for seen in functions)]
-    if not functions:
-        return
-    from gradcli.testing import assert_gradcheck
-
-    options = dict(_build_options(item.config), **_command_line_gradcheck_options(item.config))
-    options.update(_marker_options(item))
-    for fn in functions:
-        try:
-            assert_gradcheck(fn, **options)
-        except AssertionError as e:
-            failure = str(e)
-        else:
-            continue
-        pytest.fail(failure, pytrace=False)  # outside the except: no "during handling" chain

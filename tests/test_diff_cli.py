@@ -1,7 +1,6 @@
 """``gradcli diff`` end to end: the seed's numbers, every format, exit codes, CliRunner and a real process."""
 import io
 import json
-import os
 import subprocess
 import sys
 
@@ -229,11 +228,9 @@ def test_render_dispatch():
     assert json.loads(render(result, "json"))["gradient"] == {"x": "2*x"}
 
 
-def test_no_color_and_default_format_on_a_terminal(monkeypatch):
-    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+def test_default_format_is_table_on_a_terminal_and_plain_in_pipes():
     from gradcli.symbolic.options import build_request
-    _, fmt = build_request(["x"], wrt=None, order="1", hessian=False, at=(), check=None, positive=False,
-                           complex_=False, fmt=None, simplify=True, simplify_timeout="3", emit_function=None,
-                           style="gradcli", tty=True)
-    assert fmt == "table"
-    assert os.environ.get("NO_COLOR") is None or True
+    options = dict(wrt=None, order="1", hessian=False, at=(), check=None, positive=False, complex_=False, fmt=None,
+                   simplify=True, simplify_timeout="3", emit_function=None, style="gradcli")
+    assert build_request(["x"], tty=True, **options)[1] == "table"
+    assert build_request(["x"], tty=False, **options)[1] == "plain"

@@ -168,7 +168,7 @@ def test_inputs_options_and_strict(pytester):
     write(pytester, {"ops/matmul.py": MATMUL})
     result = pytester.runpytest("--gradcli", "ops", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["SKIPPED [1] ops/matmul.py:5: cannot build inputs automatically*"
+    result.stdout.fnmatch_lines(["SKIPPED [[]1] ops/matmul.py:5: cannot build inputs automatically*"
                                  "--gradcli-input a=SPEC --gradcli-input b=SPEC*"])
     pytester.runpytest("--gradcli", "ops", "--gradcli-strict").assert_outcomes(failed=1)
     passed = pytester.runpytest("--gradcli", "ops", "--gradcli-input", "a=3x4", "--gradcli-input", "b=4x2")
@@ -209,6 +209,8 @@ FIXTURE_TESTS = """
     from ops.good import Double
     from ops.bad import Triple
 
+    pytestmark = pytest.mark.gradcheck(mode="full", shape="2x5")
+
 
     def test_fixture_passes(gradcheck):
         assert gradcheck(Double.apply, gradcli.tensor([1.0, 2.0], requires_grad=True)).ok
@@ -218,38 +220,38 @@ FIXTURE_TESTS = """
         gradcheck(Triple.apply, gradcli.tensor([1.0, 2.0], requires_grad=True))
 
 
+    def test_a_class_alone_gets_built_inputs(gradcheck):
+        gradcheck(Triple)
+
+
     @pytest.mark.gradcheck(seed=5)
     def test_marker_options_reach_the_fixture(gradcheck):
         (report,) = gradcheck(Double)
-        assert report.seed == 5
+        assert (report.seed, report.requested_mode, report.inputs[0].shape) == (5, "full", (2, 5))
+        assert gradcheck(Double, seed=6)[0].seed == 6  # the call's own options win
 
 
-    @pytest.mark.gradcheck(Triple)
-    def test_marker_checks_a_function_after_the_body():
-        pass
-
-
-    @pytest.mark.gradcheck(Double)
-    def test_marker_with_a_correct_function():
-        pass
+    @pytest.mark.gradcheck.with_args(Double)  # (a lone class would be *decorated* by the marker)
+    def test_a_function_in_the_marker_is_refused(gradcheck):
+        gradcheck(Double)
 """
 
 
 def test_the_fixture_and_the_marker_inside_ordinary_tests(project):
     write(project, {"ops/__init__.py": "", "test_uses.py": FIXTURE_TESTS})
-    result = project.runpytest("test_uses.py", "-p", "no:cacheprovider", "-rA")
+    result = project.runpytest("test_uses.py", "-rA")
     assert outcomes_by_id(result) == {
         "test_uses.py::test_fixture_passes": "PASSED", "test_uses.py::test_fixture_fails": "FAILED",
+        "test_uses.py::test_a_class_alone_gets_built_inputs": "FAILED",
         "test_uses.py::test_marker_options_reach_the_fixture": "PASSED",
-        "test_uses.py::test_marker_checks_a_function_after_the_body": "FAILED",
-        "test_uses.py::test_marker_with_a_correct_function": "PASSED"}
+        "test_uses.py::test_a_function_in_the_marker_is_refused": "ERROR"}
     text = result.stdout.str()
     assert re.search(r">\s+gradcheck\(Triple\.apply", text)  # the failing line of the test itself
     assert "E       gradcli.testing.GradcheckAssertionError: FAIL  Triple  (ops/bad.py:9, backward at line 15)" in text
-    assert "reproduce: gradcli.gradcheck(Triple.apply, (x,), seed=0)" in text
-    # the marker's Function: inputs built as `gradcli check` builds them, and its reproduction command
-    assert "reproduce: gradcli check ops/bad.py::Triple --seed 0 --input 'x=float64[3,4]@(-2,2)'" in text
-    assert "During handling" not in text
+    assert "reproduce: gradcli.gradcheck(Triple.apply, (x,), mode='full', seed=0)" in text
+    # a class alone: inputs built as `gradcli check` builds them (shape from the marker) and its command
+    assert "reproduce: gradcli check ops/bad.py::Triple --seed 0 --input 'x=float64[2,5]@(-2,2)'" in text
+    assert "@pytest.mark.gradcheck takes options only" in text
 
 
 def test_the_plugin_imports_nothing_of_gradcli_in_a_run_without_it(tmp_path):

@@ -191,8 +191,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
 
     import numpy as np
 
-    from gradcli import gradcheck
-    from gradcli.check.inputs import ForwardBroken, NoInputs, backend_for, build_cases, forward_problem
+    from gradcli.check.inputs import ForwardBroken, NoInputs, backend_for, build_cases
 
     start = time.perf_counter()
     res = FunctionResult(target.file, target.name, target.backend, "pass", line=target.line,
@@ -209,7 +208,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
             announce([c.records for c in cases])
             be = backend_for(target.backend)
             for case in cases:
-                res.cases.append(_check_case(target, case, be, options, gradcheck, forward_problem, abspath))
+                res.cases.append(_check_case(target, case, be, options, abspath))
         except NoInputs as e:
             res.status, res.message = "skip", str(e)
         except ForwardBroken as e:
@@ -235,7 +234,10 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
     return res
 
 
-def _check_case(target, case, be, options, gradcheck, forward_problem, abspath) -> CaseResult:
+def _check_case(target, case, be, options: RunOptions, abspath: str) -> CaseResult:
+    from gradcli import gradcheck
+    from gradcli.check.inputs import forward_problem
+
     out = CaseResult(case.records)
     try:
         why, _ = forward_problem(be, target.fn, case.args)

@@ -113,8 +113,10 @@ def _section(result, values):
     gradient = per_output(lambda i: {v: values.get((i, (v,))) for v in result.variables})
     section["jacobian" if several else "gradient"] = gradient
     if result.hessian:
-        section["hessian"] = per_output(lambda i: {a: {b: values.get((i, tuple(sorted((a, b), key=result.variables.index))))
-                                                       for b in result.variables} for a in result.variables})
+        def pair(a, b):   # only the upper triangle is computed; the matrix is symmetric
+            return tuple(sorted((a, b), key=result.variables.index))
+        section["hessian"] = per_output(lambda i: {a: {b: values.get((i, pair(a, b))) for b in result.variables}
+                                                   for a in result.variables})
     higher = {k: v for k, v in values.items() if len(k[1]) > 2 or (len(k[1]) == 2 and not result.hessian)}
     if higher:
         section["derivatives"] = per_output(lambda i: {",".join(k[1]): v for k, v in higher.items() if k[0] == i})

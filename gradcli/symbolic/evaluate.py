@@ -7,7 +7,6 @@ they disagree the point is classified: a non-differentiable point (a kink, found
 differences or from abs/sign/max/... whose argument vanishes there) or an engine bug.
 """
 import mpmath
-import sympy
 
 from gradcli.symbolic import formatting
 from gradcli.symbolic.model import Cell, Note, PointResult
