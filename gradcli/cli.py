@@ -115,7 +115,8 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
 @click.option("--simplify-timeout", metavar="SECONDS", default="3", show_default=True,
               help="Budget for simplification, exact values and --check proofs.")
 @click.option("--emit-function", metavar="NAME", help="Print a Python file with an autograd Function NAME.")
-@click.option("--style", metavar="STYLE", default="gradcli", show_default=True, help="gradcli|torch for --emit-function.")
+@click.option("--style", metavar="STYLE", default="gradcli", show_default=True,
+              help="gradcli|torch for --emit-function.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of gradcli's own errors.")
 def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_, fmt, simplify, simplify_timeout,
          emit_function, style, debug):
@@ -159,11 +160,16 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
     finally:
         if engine is not None:
             engine.close()
-    if fmt == "table":
-        from rich.console import Console
-        render(result, "table", Console())
-    else:
-        sys.stdout.write(render(result, fmt))
+    try:
+        if fmt == "table":
+            from rich.console import Console
+            render(result, "table", Console())
+        else:
+            sys.stdout.write(render(result, fmt))
+            sys.stdout.flush()
+    except BrokenPipeError:  # `gradcli diff ... | head -1`: the reader left; no traceback
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     raise SystemExit(result.exit_code)
 
 

@@ -16,7 +16,7 @@ given or the fixture is used.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatch
 
 import pytest
@@ -76,7 +76,6 @@ class _State:
     seed: int
     strict: bool
     collect_timeout: float
-    collected: dict = field(default=None)  # realpath -> (TargetInfos, load-error result or None)
     torch_loaded: bool = False
 
     @classmethod
@@ -106,26 +105,18 @@ class _State:
         return cls({it.abspath: it for it in items}, options, seed, opt.gradcli_strict, opt.gradcli_timeout)
 
     def collection(self, abspath: str) -> tuple:
-        """(TargetInfos, load-error FunctionResult or None) of one file. The first call imports and
-        collects every file at once in forked workers (the runner's --collect-only): user code never
-        runs in the pytest process, a file that hangs or exits on import cannot take pytest down,
-        and files that import torch share one worker."""
-        if self.collected is None:
-            from gradcli.check.discovery import imports_torch
-            from gradcli.check.runner import RunOptions, run
+        """(TargetInfos, load-error FunctionResult or None) of one file, from the runner's
+        --collect-only in a forked worker: user code never runs in the pytest process, so a file
+        that hangs or exits on import cannot take pytest down."""
+        from gradcli.check.discovery import imports_torch
+        from gradcli.check.runner import RunOptions, run
 
-            if any(imports_torch(path) for path in self.files):
-                self._load_torch()  # before forking: the collecting worker and every checker inherit it
-            result = run(list(self.files.values()), RunOptions(collect_only=True, timeout=self.collect_timeout,
-                                                               jobs=min(4, os.cpu_count() or 1)))
-            by_path = {item.path: item.abspath for item in self.files.values()}
-            self.collected = {path: ([], None) for path in self.files}
-            for info in result.collected:
-                self.collected[by_path[info.file]][0].append(info)
-            for failed in result.results:  # files that failed to import (or need torch)
-                infos, _ = self.collected[by_path[failed.file]]
-                self.collected[by_path[failed.file]] = (infos, failed)
-        return self.collected.get(abspath, ([], None))
+        if imports_torch(abspath):
+            self._load_torch()  # before forking: the collecting worker and every checker inherit it
+        result = run([self.files[abspath]], RunOptions(collect_only=True, timeout=self.collect_timeout))
+        if result.interrupted:  # the runner turns Ctrl-C into a partial result: pytest must stop
+            raise KeyboardInterrupt
+        return result.collected, (result.results[0] if result.results else None)
 
     def check(self, abspath: str, name: str):
         """The FunctionResult of ``gradcli check file.py::name``: the runner's isolation (a forked
@@ -136,6 +127,8 @@ class _State:
 
         item = dataclasses.replace(self.files[abspath], names=[name])
         run_result = run([item], self.options)
+        if run_result.interrupted:
+            raise KeyboardInterrupt
         found = [r for r in run_result.results if r.function == name] or run_result.results
         if found:
             return found[0]

@@ -15,9 +15,6 @@ from typing import Optional
 
 __all__ = ["assert_gradcheck", "GradcheckAssertionError"]
 
-# Options of the class-only form that build inputs (as ``gradcli check --seed/--dtype/--shape``);
-# ``seed`` also goes on to gradcheck, as on the command line.
-INPUT_OPTIONS = ("seed", "dtype", "shape")
 VALUE_THRESHOLD = 64  # tensors with more elements are summarised in the reproduction lines
 
 
@@ -176,8 +173,9 @@ def _check_function(cls, options: dict) -> list:
     from gradcli.check.inputs import parse_shape
     from gradcli.check.runner import RunOptions, check_target, unsupported_options
 
-    options = dict(options)
-    seed = options.pop("seed", 0)
+    given = dict(options, seed=options.get("seed", 0))
+    options = dict(options)  # seed, dtype, shape build the inputs as `gradcli check --seed/--dtype/--shape`
+    seed = options.pop("seed", 0)  # ... and seed goes on to gradcheck, as on the command line
     dtype = options.pop("dtype", "float64")
     shape = options.pop("shape", (3, 4))
     if isinstance(shape, str):
@@ -199,7 +197,8 @@ def _check_function(cls, options: dict) -> list:
 
     repro = None
     if "<locals>" in cls.__qualname__:  # the command line cannot reach a class defined inside a function
-        repro = [f"reproduce: gradcli.testing.assert_gradcheck({cls.__name__}, seed={seed!r})"]
+        call = ", ".join([cls.__name__] + [f"{k}={v!r}" for k, v in given.items()])
+        repro = [f"reproduce: gradcli.testing.assert_gradcheck({call})"]
     raise GradcheckAssertionError(panel_text(result, seed, verbose=True, repro=repro), result, reports)
 
 

@@ -78,7 +78,10 @@ def ellipsis_match(expected: list, actual: list) -> bool:
 
 
 def normalise(lines: list) -> list:
-    return [TIMING.sub("in <time>s", line.rstrip()) for line in lines]
+    lines = [TIMING.sub("in <time>s", line.rstrip()) for line in lines]
+    while lines and not lines[0]:  # `gradcli check` opens with a blank line; the README does not show it
+        lines.pop(0)
+    return lines
 
 
 def test_the_readme_shows_the_commands_it_promises():
@@ -91,9 +94,11 @@ def test_the_readme_shows_the_commands_it_promises():
 
 
 def test_the_setup_commands_are_the_ones_ci_runs():
-    ci = (ROOT / ".ci" / "run").read_text()
+    # .ci/run spells pip as `python -m pip install -q` (quiet, and the venv's own pip): the same command
+    ci = [re.sub(r"^python -m pip install (-q )?", "pip install ", line.strip())
+          for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     for command in SETUP_COMMANDS:
-        assert re.search(rf"^\s*{re.escape(command)}\s*$", ci.replace("python -m pip", "pip"), re.M), command
+        assert command in ci, f"{command!r} is not what .ci/run runs"
 
 
 @pytest.mark.parametrize("command,expected", console_commands(), ids=[c for c, _ in console_commands()])
@@ -173,7 +178,7 @@ def test_the_github_actions_recipe_runs(tmp_path):
     check = run(steps[1], tmp_path)
     assert check.returncode == 1, check.stdout + check.stderr
     # an annotation on the failing backward's line (def backward of Triple: line 11)
-    assert re.search(r"^::error file=ops/bad\.py,line=11,title=gradcli check%3A Triple failed::FAIL  Triple",
+    assert re.search(r"^::error file=ops/bad\.py,line=11,title=gradcli check%3A Triple failed::values: x: ",
                      check.stdout, re.M), check.stdout
     uploaded = re.search(r"^\s+path: (.+)$", recipe, re.M).group(1)
     cases = {c.get("name"): c for c in ET.parse(tmp_path / uploaded).getroot().iter("testcase")}

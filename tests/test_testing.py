@@ -135,8 +135,8 @@ def test_a_local_function_class_is_reproduced_in_python():
     class LocalTwice(SinTwiceTooLarge):
         pass
 
-    text = str(failure_of(lambda: assert_gradcheck(LocalTwice, seed=2)))
-    assert "reproduce: gradcli.testing.assert_gradcheck(LocalTwice, seed=2)" in text
+    text = str(failure_of(lambda: assert_gradcheck(LocalTwice, seed=2, shape="2x2", mode="full")))
+    assert "reproduce: gradcli.testing.assert_gradcheck(LocalTwice, seed=2, shape='2x2', mode='full')" in text
     assert "gradcli check" not in text
 
 

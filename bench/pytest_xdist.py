@@ -1,0 +1,58 @@
+"""Wall time of `pytest --gradcli examples/` serial (-n 0) and on pytest-xdist workers (-n 2).
+
+    python bench/pytest_xdist.py [--runs 3] [--workers 2] [PATH]
+
+Runs each configuration --runs times, alternating them so that a change in the machine's load hits
+both alike, and prints the median and every run. `gradcli check PATH` is timed alongside for
+reference. The verdict counts of every run are printed too: they must not depend on -n.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def timed(command: list) -> tuple:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
+    counts = re.sub(r" in [\d.]+s.*", "", last.strip("= "))
+    return wall, counts
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", nargs="?", default="examples/")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "--gradcli", args.path]
+    configs = {
+        "pytest --gradcli -n 0": pytest + ["-n", "0"],
+        f"pytest --gradcli -n {args.workers}": pytest + ["-n", str(args.workers)],
+        "gradcli check": [str(BIN / "gradcli"), "check", args.path, "--format", "plain"],
+    }
+    times = {name: [] for name in configs}
+    counts = {name: set() for name in configs}
+    for _ in range(args.runs):
+        for name, command in configs.items():
+            wall, summary = timed(command)
+            times[name].append(wall)
+            counts[name].add(summary)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{args.path}: {args.runs} runs each, {os.cpu_count()} CPUs, load average {load:.1f} at the end")
+    for name in configs:
+        runs = ", ".join(f"{t:.1f}" for t in times[name])
+        print(f"  {name:<24} median {statistics.median(times[name]):6.1f} s   (runs: {runs})   {' | '.join(counts[name])}")
+
+
+if __name__ == "__main__":
+    main()
