@@ -79,6 +79,11 @@ def main():
     line("gradcli check --help", times, 0.2)
     times, _ = wall([PY, "-c", "pass"], max(args.runs, 10))
     line("python -c pass  (interpreter start-up, for scale)", times)
+    try:
+        times, _ = wall([PY, "-c", "import torch"], args.runs)
+        line("python -c 'import torch'  (the floor: 2 files need it)", times)
+    except SystemExit:
+        print("torch not installed: the two torch example files are skipped")
 
     out = subprocess.run([PY, "-c", ISOLATION.format(runs=args.runs)], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.split("\n")

@@ -158,10 +158,10 @@ def test_gradcli_paths_alone_replace_testpaths_and_add_to_explicit_paths(project
 
 
 def test_a_test_module_under_the_path_keeps_its_tests_and_adds_its_functions(pytester):
-    write(pytester, {"ops/test_ops.py": GOOD + "\n\n    def test_double_doubles():\n        assert True\n"})
+    write(pytester, {"ops/test_sample_ops_xyz.py": GOOD + "\n\n    def test_double_doubles():\n        assert True\n"})
     result = pytester.runpytest("--gradcli", "ops", "-rA")
-    assert outcomes_by_id(result) == {"ops/test_ops.py::test_double_doubles": "PASSED",
-                                      "ops/test_ops.py::Double": "PASSED"}
+    assert outcomes_by_id(result) == {"ops/test_sample_ops_xyz.py::test_double_doubles": "PASSED",
+                                      "ops/test_sample_ops_xyz.py::Double": "PASSED"}
 
 
 def test_inputs_options_and_strict(pytester):

@@ -227,7 +227,7 @@ def load_module(item: FileItem):
             raise
         if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "torch":
             return LoadError("needs PyTorch, which is not installed (pip install torch): not checked",
-                             _user_line(e, item.abspath), skip=True)
+                             describe_exception(e, item.abspath)[1], skip=True)
         message, line = describe_exception(e, item.abspath)
         return LoadError(message, line, traceback=user_traceback(e))
     return module
@@ -259,10 +259,6 @@ def user_traceback(e: BaseException) -> str:
         return "".join(traceback.format_exception_only(type(e), e)) if isinstance(e, SyntaxError) else ""
     return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
             + "".join(traceback.format_exception_only(type(e), e)))
-
-
-def _user_line(e: BaseException, abspath: str) -> Optional[int]:
-    return describe_exception(e, abspath)[1]
 
 
 def collect(module, item: FileItem) -> list:

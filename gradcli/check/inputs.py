@@ -52,10 +52,6 @@ class Spec:
     dtype: Optional[str] = None  # tensor/literal dtype; None means --dtype
     domain: Optional[tuple] = None  # tensor: (low, high); None means automatic
 
-    def with_domain(self, domain: tuple) -> "Spec":
-        return Spec("tensor", format_tensor_spec(self.shape, self.dtype, domain), shape=self.shape,
-                    dtype=self.dtype, domain=domain)
-
 
 def format_tensor_spec(shape, dtype, domain) -> str:
     dims = "[" + ",".join(str(d) for d in shape) + "]"

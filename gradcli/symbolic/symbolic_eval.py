@@ -9,7 +9,7 @@ import mpmath
 import numpy as np
 import sympy
 
-from gradcli.symbolic.symbolic_ops import Indicator, almost_everywhere, indicators_as_piecewise
+from gradcli.symbolic.symbolic_ops import Indicator, almost_everywhere, comparison_differences, indicators_as_piecewise
 from gradcli.symbolic.trace import symbol_order
 
 DPS = 40  # digits for exact references: far beyond float64, so rounding the reference costs < 1 ulp
@@ -31,7 +31,8 @@ _MODULES = [{"Heaviside": _heaviside, "sign": mpmath.sign, "DiracDelta": lambda 
 
 def switch_arguments(expr):
     """Expressions whose zero marks a kink: arguments of Abs/sign/Heaviside, sides of compared
-    values in masks and Piecewise conditions, differences of Max/Min arguments."""
+    values in masks and Piecewise conditions (a comparison with a Max/Min: with each of its
+    arguments), differences of Max/Min arguments."""
     found = []
     for node in expr.atoms(sympy.Abs, sympy.sign, sympy.Heaviside, sympy.Max, sympy.Min, Indicator,
                            sympy.Piecewise, sympy.floor, sympy.ceiling):
@@ -42,9 +43,11 @@ def switch_arguments(expr):
             conditions = [node.args[0]] if isinstance(node, Indicator) else [c for _, c in node.args]
             for cond in conditions:
                 for rel in (cond.atoms(sympy.core.relational.Relational) if isinstance(cond, sympy.Basic) else ()):
-                    found.append(rel.lhs - rel.rhs)
+                    found.extend(comparison_differences(rel.lhs - rel.rhs))  # x >= Max(x, y): x - y
         elif isinstance(node, (sympy.floor, sympy.ceiling)):
             found.append(sympy.sin(sympy.pi * node.args[0]))  # jumps at integers
+        elif isinstance(node, sympy.Heaviside):
+            found.extend(comparison_differences(node.args[0]))
         else:
             found.append(node.args[0])
     return [f for f in found if isinstance(f, sympy.Basic) and not f.is_number]

@@ -114,6 +114,27 @@ def _extreme_rule(head):
     return rule
 
 
+def _round_element(e, decimals=0):
+    # floor(x + 1/2) is round-half-to-even except at the half-integers, where round jumps (a kink)
+    scale = sympy.Integer(10) ** int(decimals)
+    return sympy.floor(sympy.sympify(e) * scale + S.Half) / scale
+
+
+def _trunc_element(e):
+    e = sympy.sympify(e)
+    return sympy.sign(e) * sympy.floor(sympy.Abs(e))
+
+
+def symbolic_round(a, decimals=0):
+    return np.asarray(np.frompyfunc(lambda e: _round_element(e, decimals), 1, 1)(a), dtype=object)
+
+
+def symbolic_trunc(a, decimals=0):
+    if decimals:  # as the numeric forward: decimals round (torch.trunc itself has none)
+        return symbolic_round(a, decimals)
+    return np.asarray(np.frompyfunc(_trunc_element, 1, 1)(a), dtype=object)
+
+
 def _unary_rule(name):
     element = np.frompyfunc(lambda e: elementwise.sympy_expr(name, sympy.sympify(e)), 1, 1)
 
@@ -133,6 +154,8 @@ def register():
         ops.setdefault("where", symbolic_where)
         ops.setdefault("maximum", _extreme_rule(sympy.Max))  # maximum, minimum and clamp's forward
         ops.setdefault("minimum", _extreme_rule(sympy.Min))
+        ops.setdefault("round", symbolic_round)
+        ops.setdefault("trunc", symbolic_trunc)
     from gradcli.autograd import tensor
     hooks = getattr(tensor, "SYMBOLIC_COMPARE", None)
     if isinstance(hooks, dict):
@@ -173,30 +196,88 @@ def almost_everywhere(expr):
 
 def step(u):
     """[u > 0] with one orientation per pair u, -u ([-u > 0] = 1 - [u > 0] away from u = 0), so that
-    masks written as x > y, y < x, x - y >= 0 or Heaviside(x - y) all become the same expression."""
-    u = sympy.sympify(u)
-    if u.is_number:
-        return S.One if u > 0 else S.Zero
+    masks written as x > y, y < x, x - y >= 0 or Heaviside(x - y) all become the same expression.
+    A comparison with a Max/Min is split into comparisons of its arguments first (``positive``)."""
+    return positive(u, strict=True)
+
+
+def _oriented_step(u):
     if u.could_extract_minus_sign():
         return 1 - Indicator(sympy.Gt(-u, 0))
     return Indicator(sympy.Gt(u, 0))
 
 
+def _extreme_term(d):
+    """(rest, sign, m) with d = rest + sign·m for a Max/Min m of d (sign ±1), or None."""
+    for m in sorted(d.atoms(sympy.Max, sympy.Min), key=sympy.default_sort_key):
+        rest, coeff = d.as_independent(m, as_Add=True)
+        coeff = coeff / m if coeff.has(m) else None
+        if coeff in (S.One, S.NegativeOne) and not rest.has(m):
+            return rest, int(coeff), m
+    return None
+
+
+def positive(d, strict=True):
+    """[d > 0] (``strict``) or [d >= 0] as sums and products of ``_oriented_step``s.
+
+    The exact logic of Max/Min comes first: ``u - Max(a, b) > 0`` is ``[u - a > 0]·[u - b > 0]``,
+    ``u - Min(a, b) > 0`` is "either", and so on; a comparison of two equal expressions is decided
+    by ``strict`` (``x >= Max(x, y)`` is ``[x - y >= 0]``, not 0). What is left compares two different
+    expressions, and there ``>=`` is taken as ``>`` (they are equal on a set of measure zero).
+    SymPy's derivative of Max (``Heaviside(x - Max(y, z))``) and an engine mask ``x >= amax(x)``
+    therefore both become ``[x - y > 0]·[x - z > 0]``."""
+    d = sympy.sympify(d)
+    if d.is_number:
+        return S.One if (d > 0 if strict else d >= 0) else S.Zero
+    split = _extreme_term(d)
+    if split is None:
+        return _oriented_step(d)
+    rest, sign, m = split
+    parts = [positive(rest + sign * a, strict) for a in m.args]
+    every = (sign > 0) == isinstance(m, sympy.Min)  # rest + Min > 0, rest - Max > 0: all of them
+    if every:
+        return sympy.Mul(*parts)
+    return 1 - sympy.Mul(*[1 - p for p in parts])
+
+
+def _equal(lhs, rhs):
+    """[lhs = rhs]: an element equal to a Max/Min of a set it belongs to holds on a set of positive
+    measure (``x == amax(x)`` is "x is the largest"); any other equality of two different
+    expressions holds on a set of measure zero and counts as false."""
+    for a, b in ((lhs, rhs), (rhs, lhs)):
+        if isinstance(b, (sympy.Max, sympy.Min)) and a in b.args:
+            largest = isinstance(b, sympy.Max)
+            return sympy.Mul(*[positive(a - c if largest else c - a, strict=False) for c in b.args if c != a])
+    return S.Zero
+
+
+def comparison_differences(d):
+    """The differences whose zero is a kink of the comparison ``d > 0`` (Max/Min split into their
+    arguments, as ``positive`` does); numbers are left out."""
+    d = sympy.sympify(d)
+    split = _extreme_term(d) if not d.is_number else None
+    if split is None:
+        return [] if d.is_number else [d]
+    rest, sign, m = split
+    return [e for a in m.args for e in comparison_differences(rest + sign * a)]
+
+
 def indicator_normal_form(condition):
     """An Indicator of any condition as sums and products of ``step``s, valid away from the set
-    where a compared pair is equal (measure zero): x >= y is x > y, Eq is false, Ne is true."""
+    where a compared pair is equal (measure zero): x >= y is x > y, Eq is false, Ne is true
+    (except an element compared with a Max/Min it belongs to: see ``positive`` and ``_equal``)."""
     if condition is S.true or condition is True:
         return S.One
     if condition is S.false or condition is False:
         return S.Zero
     if isinstance(condition, sympy.Eq):
-        return S.Zero
+        return _equal(condition.lhs, condition.rhs)
     if isinstance(condition, sympy.Ne):
-        return S.One
+        return 1 - _equal(condition.lhs, condition.rhs)
     if isinstance(condition, (sympy.Gt, sympy.Ge)):
-        return step(condition.lhs - condition.rhs)
+        return positive(condition.lhs - condition.rhs, strict=isinstance(condition, sympy.Gt))
     if isinstance(condition, (sympy.Lt, sympy.Le)):
-        return step(condition.rhs - condition.lhs)
+        return positive(condition.rhs - condition.lhs, strict=isinstance(condition, sympy.Lt))
     if isinstance(condition, sympy.Not):
         return 1 - indicator_normal_form(condition.args[0])
     if isinstance(condition, sympy.And):

@@ -7,6 +7,8 @@ import linecache
 import os
 import re
 
+from gradcli.autograd.ops._base import NotSymbolic
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OPS_DIR = os.path.join(_PACKAGE_DIR, "autograd", "ops")
 
@@ -61,6 +63,12 @@ def _explain(error, op):
     text = str(error)
     if isinstance(error, NotTraceable):
         return error.reason
+    if isinstance(error, NotSymbolic):  # the op itself says why (sort, topk, argmax)
+        return text
+    if "arrays used as indices must be of integer" in text and error.__class__ is IndexError:
+        return ("data-dependent indexing: the index is computed from symbolic values (a comparison mask such "
+                "as x[x > 0], or an index from max(x, dim)), so which elements it selects depends on the data "
+                f"({text})")
     comparing = "truth value of Relational" in text or "truth value of the symbolic" in text
     ufunc = re.search(r"no callable (\w+) method", text)
     if op is not None and (comparing or ufunc):

@@ -5,6 +5,16 @@ import numpy as np
 from gradcli.autograd.tensor import Tensor
 
 
+class NotSymbolic(TypeError):
+    """A built-in op called on symbols (an object array of SymPy expressions) whose result depends
+    on the values themselves: an order (sort), a position (argmax). gradcli.symbolic reports
+    ``op`` and ``why`` as the reason the Function is not traceable."""
+
+    def __init__(self, op, why):
+        self.op, self.why = op, why
+        super().__init__(f"the built-in op {op} cannot run on symbols: {why}")
+
+
 def data_of(x):
     """The array behind a Tensor, or a Python/numpy scalar as is."""
     return x.data if type(x) is Tensor else x
@@ -34,7 +44,11 @@ def promoted(a, b):
         if da.dtype == db.dtype:
             return da, db
         ca, cb = _CATEGORY.get(da.dtype.kind), _CATEGORY.get(db.dtype.kind)
-        if ca is None or cb is None:  # object arrays (symbolic tracing) keep NumPy's rules
+        if ca is None or cb is None:  # object arrays (symbolic tracing) keep NumPy's rules,
+            if da.dtype.kind == "b":  # except that a bool mask multiplies as 0/1 (SymPy refuses True)
+                da = da.astype(np.int8)
+            elif db.dtype.kind == "b":
+                db = db.astype(np.int8)
             return da, db
         if ca != cb:
             return (da, db.astype(da.dtype)) if ca > cb else (da.astype(db.dtype), db)

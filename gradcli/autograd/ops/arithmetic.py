@@ -174,7 +174,10 @@ class Pow(Function):
         if ctx.needs_input_grad[1]:
             # d(a**p)/dp = a**p log a, taken as 0 where a == 0 and p >= 0 (as torch does; the
             # limit a**p log a -> 0 there, where the product itself would be 0 * -inf = nan)
-            zero = Tensor((a.data == 0) & (p.data >= 0))
+            if a.data.dtype.kind == "O" or p.data.dtype.kind == "O":  # symbols: masks through the comparison hook
+                zero = (a == 0) & (p >= 0)
+            else:
+                zero = Tensor((a.data == 0) & (p.data >= 0))
             log_a = Where.apply(zero, 1.0, a).log()  # log(1) = 0 in the masked entries: no -inf
             gp = unbroadcast(g * Where.apply(zero, 0.0, y * log_a), p.data.shape)
         return ga, gp

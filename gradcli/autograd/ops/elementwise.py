@@ -133,18 +133,24 @@ def sympy_expr(name, x):
 # gradcli.symbolic, keyed like UNARY; numeric code never looks at it.
 SYMBOLIC_UNARY = {}
 # The same for ops whose numeric forward branches on values ("where": a mask of symbolic conditions;
-# "maximum"/"minimum", used by max/min/clamp when an operand holds expressions).
+# "maximum"/"minimum", used by maximum/minimum/clamp and, pairwise, by the amax/max reductions, when
+# an operand holds expressions; "round"/"trunc": ``rule(a, decimals)``).
 SYMBOLIC_OPS = {}
 
 # SYMPY_EXPR[name](x) is sympy_expr(name, x), for code that wants a table
 SYMPY_EXPR = {name: (lambda x, _name=name: sympy_expr(_name, x)) for name in UNARY}
 
 
-def _symbolic(name, a):
+def symbolic_unary(name, a):
+    """UNARY[name] on an object array of SymPy expressions: what the other ops call where their
+    numeric code calls numpy's exp/log/sqrt on ``.data`` (softmax, logsumexp, norm, std)."""
     fn = SYMBOLIC_UNARY.get(name)
     if fn is None:  # nothing registered: apply the SymPy function element by element
         return np.vectorize(lambda e: sympy_expr(name, e), otypes=[object])(a)
     return fn(a)
+
+
+_symbolic = symbolic_unary
 
 
 def _rule_reads(rule):
@@ -192,13 +198,16 @@ globals().update({cls.__name__: cls for cls in UNARY_FUNCTIONS.values()})
 
 class _Rounding(Function):
     """round/trunc: piecewise constant, so the gradient is 0 (not UNARY rows: SymPy has no head
-    for either). ``round`` rounds half to even, like torch and numpy."""
+    for either; on symbols they are SYMBOLIC_OPS["round"/"trunc"]). ``round`` rounds half to even,
+    like torch and numpy."""
 
     _np = None
 
     @classmethod
     def forward(cls, ctx, x, decimals=0):
         a = x.data
+        if a.dtype.kind == "O":
+            return Tensor(SYMBOLIC_OPS[cls.__name__.lower()](a, decimals))
         if decimals:
             return Tensor(np.round(a, decimals))
         return Tensor(cls._np(a))

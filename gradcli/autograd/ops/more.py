@@ -8,7 +8,7 @@ from collections import namedtuple
 import numpy as np
 
 from gradcli.autograd.ops import _tensor, register
-from gradcli.autograd.ops._base import wrap_dim
+from gradcli.autograd.ops._base import NotSymbolic, wrap_dim
 from gradcli.autograd.ops.activation import LogSoftmax, Softmax
 from gradcli.autograd.ops.elementwise import Maximum, Minimum, Where
 from gradcli.autograd.ops.join import Cat, Gather, Repeat, Split, Stack, Unbind
@@ -82,6 +82,9 @@ def _arg(np_arg):
     def arg(x, dim=None, keepdim=False, *, axis=None):
         dim = _dim(dim, axis)
         a = x.data
+        if a.dtype.kind == "O":
+            raise NotSymbolic(np_arg.__name__, "the position of the extreme depends on the values (max(x, dim) "
+                              "gives the values, and a gradient mask, on symbols)")
         if dim is None:
             out = np.asarray(np_arg(a))
             return Tensor((out.reshape((1,) * a.ndim) if keepdim else out).astype(np.int64))
@@ -257,8 +260,13 @@ tril = _triangle(np.tril)
 triu = _triangle(np.triu)
 
 
+_ORDER_DEPENDS = "it orders the elements by value, so which element lands where depends on the data"
+
+
 def sort(x, dim=-1, descending=False, stable=False):
     d = wrap_dim(dim, x.data.ndim)
+    if x.data.dtype.kind == "O":
+        raise NotSymbolic("sort", _ORDER_DEPENDS)
     a = x.data if x.data.ndim else x.data.reshape(1)
     idx = np.argsort(-a if descending else a, axis=d, kind="stable")
     values = Gather.apply(x, d, idx) if x.data.ndim else x.clone()
@@ -267,6 +275,8 @@ def sort(x, dim=-1, descending=False, stable=False):
 
 def topk(x, k, dim=-1, largest=True, sorted=True):
     d = wrap_dim(dim, x.data.ndim)
+    if x.data.dtype.kind == "O":
+        raise NotSymbolic("topk", _ORDER_DEPENDS)
     idx = np.argsort(-x.data if largest else x.data, axis=d, kind="stable")
     idx = np.take(idx, np.arange(int(k)), axis=d)
     return return_types.topk(Gather.apply(x, d, idx), Tensor(idx.astype(np.int64)))

@@ -2,11 +2,18 @@
 reinserts reduced dims, broadcasting does the rest) and is written with Tensor ops, so that
 double backward works. Each ``forward`` takes ``dim`` as None, an int or a tuple; None and an
 empty tuple reduce every dim, as in torch.
+
+On symbols (object arrays of SymPy expressions, ``gradcli.symbolic``) one dtype-kind check sends a
+forward to its symbolic side: amax/max are SymPy's Max over each slice (the ``SYMBOLIC_OPS``
+"maximum"/"minimum" hooks, folded), exp/log/sqrt are the UNARY table's symbolic rules, and the
+max-shift of logsumexp is skipped (there is nothing to overflow). The masks of their backwards are
+comparisons through the engine's comparison hook, with the ties split as in the numeric code.
 """
 import numpy as np
 
 from gradcli.autograd.function import Function
 from gradcli.autograd.ops._base import reduction_dims, wrap_dim
+from gradcli.autograd.ops.elementwise import SYMBOLIC_OPS, symbolic_unary
 from gradcli.autograd.tensor import Tensor
 
 
@@ -28,6 +35,53 @@ def _count(shape, dims):
 
 def _float(a):
     return a if a.dtype.kind in "fcO" else a.astype(np.float64)
+
+
+# ---- the symbolic side of the extremes (object arrays only) ---------------------------------
+def _rows(a, dims):
+    """``a`` with the dims in ``dims`` moved last and merged: shape (kept..., K)."""
+    kept = [d for d in range(a.ndim) if d not in dims]
+    moved = a.transpose(kept + list(dims))
+    return moved.reshape(moved.shape[:len(kept)] + (-1,))
+
+
+def _unrows(rows, shape, dims):
+    """Undo ``_rows`` for an array of the same (kept..., K) shape."""
+    kept = [d for d in range(len(shape)) if d not in dims]
+    order = kept + list(dims)
+    moved = rows.reshape(tuple(shape[d] for d in order))
+    return moved.transpose(np.argsort(order)) if order else moved
+
+
+def _symbolic_extreme(name, a, dims, keepdim):
+    """amax ("maximum") or amin ("minimum") of an object array over ``dims``: the elementwise hook
+    (SymPy's Max/Min) folded over each slice; Max(Max(a, b), c) is Max(a, b, c)."""
+    rows = _rows(a, dims)
+    pick = SYMBOLIC_OPS[name]
+    out = np.asarray(rows[..., 0], dtype=object)
+    for k in range(1, rows.shape[-1]):
+        out = pick(out, rows[..., k])
+    if keepdim:
+        shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape))
+    else:
+        shape = tuple(s for i, s in enumerate(a.shape) if i not in dims)
+    return np.asarray(out, dtype=object).reshape(shape)
+
+
+def _symbolic_hits(x, yk):
+    """[x == its slice's extreme] through the comparison hook (``x == Max(x, y, ...)`` holds where x
+    is the largest: gradcli.symbolic reads it as pairwise comparisons)."""
+    return (x == Tensor(yk)).data
+
+
+def _symbolic_tie_weight(x, yk, dims):
+    """The numeric ``hit / hit.sum()`` on symbols: where x_i is the extreme, the extremes of its
+    slice are the elements equal to x_i, so the count is 1 + sum_j [x_j == x_i] (j != i), which
+    stays 1 away from ties instead of a sum of pairwise masks."""
+    hit = _symbolic_hits(x, yk)
+    rows = _rows(x.data, dims)
+    same = (Tensor(rows[..., :, None]) == Tensor(rows[..., None, :])).data.sum(axis=-1)  # [x_i == x_i] = 1
+    return hit / _unrows(same, x.data.shape, dims)
 
 
 class Sum(Function):
@@ -89,11 +143,16 @@ class Amax(Function):
 
     _reduce = staticmethod(np.max)
 
+    _symbolic = "maximum"
+
     @classmethod
     def forward(cls, ctx, x, dim=None, keepdim=False):
         dims = reduction_dims(dim, x.data.ndim)
         ctx.dims, ctx.keepdim = dims, keepdim
-        y = Tensor(cls._reduce(x.data, axis=dims, keepdims=keepdim))
+        if x.data.dtype.kind == "O":
+            y = Tensor(_symbolic_extreme(cls._symbolic, x.data, dims, keepdim))
+        else:
+            y = Tensor(cls._reduce(x.data, axis=dims, keepdims=keepdim))
         ctx.save_for_backward(x, y)
         return y
 
@@ -105,11 +164,14 @@ class Amax(Function):
 
 class Amin(Amax):
     _reduce = staticmethod(np.min)
+    _symbolic = "minimum"
 
 
 def _evenly(g, x, y, dims, keepdim):
     """Gradient of an extreme value: shared by the entries equal to it."""
     yk = _keep(y, x.data.shape, dims, keepdim).data
+    if x.data.dtype.kind == "O":
+        return _keep(g, x.data.shape, dims, keepdim) * Tensor(_symbolic_tie_weight(x, yk, dims))
     hit = x.data == yk
     weight = hit / hit.sum(axis=dims, keepdims=True)
     return _keep(g, x.data.shape, dims, keepdim) * Tensor(weight.astype(x.data.dtype, copy=False))
@@ -129,17 +191,23 @@ class Max(Function):
 
     _reduce = staticmethod(np.max)
     _arg = staticmethod(np.argmax)
+    _symbolic = "maximum"
 
     @classmethod
     def forward(cls, ctx, x, dim=None, keepdim=False):
         ctx.by_dim = dim is not None
         if dim is None:
             ctx.dims, ctx.keepdim = tuple(range(x.data.ndim)), False
-            y = Tensor(cls._reduce(x.data))
+            if x.data.dtype.kind == "O":
+                y = Tensor(_symbolic_extreme(cls._symbolic, x.data, ctx.dims, False))
+            else:
+                y = Tensor(cls._reduce(x.data))
             ctx.save_for_backward(x, y)
             return y
         d = wrap_dim(dim, x.data.ndim)
         a = x.data if x.data.ndim else x.data.reshape(1)
+        if a.dtype.kind == "O":
+            return cls._symbolic_by_dim(ctx, x, a, d, keepdim)
         idx = np.expand_dims(cls._arg(a, axis=d), d)
         values = np.take_along_axis(a, idx, axis=d)
         idx_out = idx
@@ -151,12 +219,37 @@ class Max(Function):
         return Tensor(values), indices
 
     @classmethod
+    def _symbolic_by_dim(cls, ctx, x, a, d, keepdim):
+        """max(x, dim) on symbols: the values are SymPy's Max along ``dim``; the gradient goes to
+        the first element equal to it, the one argmax picks (a mask, not an index: ``index`` is
+        None), and ``indices`` is that position as an expression, sum_k k·[x_k is the first max]."""
+        yk = _symbolic_extreme(cls._symbolic, a, (d,), True)
+        hit = _symbolic_hits(Tensor(a), yk)
+        n = a.shape[d]
+        first = hit.copy()
+        if n > 1:  # no earlier element equal to the extreme
+            later, earlier = (slice(None),) * d + (slice(1, None),), (slice(None),) * d + (slice(None, -1),)
+            first[later] = hit[later] * np.cumprod(1 - hit, axis=d)[earlier]
+        positions = np.arange(n, dtype=object).reshape((n,) + (1,) * (a.ndim - d - 1))
+        idx = np.sum(first * positions, axis=d, keepdims=True)
+        values, idx_out = yk, idx
+        if not keepdim or not x.data.ndim:  # a 0-d input gives 0-d results even with keepdim
+            values, idx_out = values.squeeze(d), idx.squeeze(d)
+        ctx.in_shape, ctx.keep_shape, ctx.index, ctx.first = x.data.shape, yk.shape, None, first
+        indices = Tensor(np.asarray(idx_out, dtype=object))
+        ctx.mark_non_differentiable(indices)
+        return Tensor(values), indices
+
+    @classmethod
     def backward(cls, ctx, g, _g_indices=None):
         if not ctx.by_dim:
             x, y = ctx.saved_tensors
             return _evenly(g, x, y, ctx.dims, False), None, None
-        from gradcli.autograd.ops.shape import IndexBackward
         gk = g.reshape(ctx.keep_shape)
+        if ctx.index is None:  # traced on symbols: the first-extreme mask
+            gx = gk * Tensor(ctx.first)
+            return (gx if ctx.in_shape else gx.reshape(())), None, None
+        from gradcli.autograd.ops.shape import IndexBackward
         shape = ctx.in_shape if ctx.in_shape else (1,)
         gx = IndexBackward.apply(gk, shape, ctx.index)
         return (gx if ctx.in_shape else gx.reshape(())), None, None
@@ -165,6 +258,7 @@ class Max(Function):
 class Min(Max):
     _reduce = staticmethod(np.min)
     _arg = staticmethod(np.argmin)
+    _symbolic = "minimum"
 
 
 class LogSumExp(Function):
@@ -173,10 +267,13 @@ class LogSumExp(Function):
         dims = reduction_dims(dim, x.data.ndim)
         ctx.dims, ctx.keepdim = dims, keepdim
         a = _float(x.data)
-        m = np.max(a, axis=dims, keepdims=True) if a.size else np.zeros((1,) * a.ndim, a.dtype)
-        m = np.where(np.isfinite(m), m, 0)  # all -inf (or an inf) must not become nan
-        with np.errstate(divide="ignore"):
-            y = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
+        if a.dtype.kind == "O":  # symbols: log(sum(exp(x))) as it is, no max-shift to compare
+            y = symbolic_unary("log", np.sum(symbolic_unary("exp", a), axis=dims, keepdims=True))
+        else:
+            m = np.max(a, axis=dims, keepdims=True) if a.size else np.zeros((1,) * a.ndim, a.dtype)
+            m = np.where(np.isfinite(m), m, 0)  # all -inf (or an inf) must not become nan
+            with np.errstate(divide="ignore"):
+                y = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
         y = Tensor(y if keepdim else y.reshape(tuple(s for i, s in enumerate(a.shape) if i not in dims)))
         ctx.save_for_backward(x, y)
         return y
@@ -221,7 +318,8 @@ class Std(Function):
         a = _float(x.data)
         ctx.dims, ctx.keepdim = dims, keepdim
         ctx.dof = max(0, _count(a.shape, dims) - correction)
-        y = Tensor(np.sqrt(_var(a, dims, ctx.dof, keepdim)))
+        v = _var(a, dims, ctx.dof, keepdim)
+        y = Tensor(symbolic_unary("sqrt", np.asarray(v, dtype=object)) if a.dtype.kind == "O" else np.sqrt(v))
         ctx.save_for_backward(x, y)
         return y
 
@@ -246,14 +344,16 @@ class Norm(Function):
         dims = reduction_dims(dim, x.data.ndim)
         ctx.p, ctx.dims, ctx.keepdim = p, dims, keepdim
         a = np.abs(_float(x.data))
+        symbolic = a.dtype.kind == "O"  # symbols: SymPy's sqrt and Max/Min instead of numpy's
         if p == 2:
-            y = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
+            y = np.sum(a * a, axis=dims, keepdims=keepdim)
+            y = symbolic_unary("sqrt", np.asarray(y, dtype=object)) if symbolic else np.sqrt(y)
         elif p == 1:
             y = np.sum(a, axis=dims, keepdims=keepdim)
         elif p == float("inf"):
-            y = np.max(a, axis=dims, keepdims=keepdim)
+            y = _symbolic_extreme("maximum", a, dims, keepdim) if symbolic else np.max(a, axis=dims, keepdims=keepdim)
         elif p == float("-inf"):
-            y = np.min(a, axis=dims, keepdims=keepdim)
+            y = _symbolic_extreme("minimum", a, dims, keepdim) if symbolic else np.min(a, axis=dims, keepdims=keepdim)
         elif p == 0:
             y = np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
         else:
