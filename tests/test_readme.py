@@ -91,6 +91,7 @@ def test_the_readme_shows_the_commands_it_promises():
     assert blocks("bash")[0].split("\n")[:2] == SETUP_COMMANDS  # the two set-up commands, first
     assert "[`specs/`](specs/)" in README
     assert len(blocks("yaml")) == 1
+    assert "`gradcli-check`" in README and "- id: gradcli-check" in (ROOT / ".pre-commit-hooks.yaml").read_text()
 
 
 def test_the_setup_commands_are_the_ones_ci_runs():

@@ -154,9 +154,9 @@ class NumpyInBackward(Function):
     (TruthOfAnExpression, "forward", "data-dependent: the code branches on a symbolic value"),
     (ConvertsToFloat, "forward", "a symbolic value is converted to a number"),
     (NumpyInBackward, "backward", "numpy's cos is called on an array of symbols"),
-    (lambda x: x.amax(dim=1), "forward", "the built-in op Amax has no symbolic rule: its forward compares"),
-    (lambda x: x.norm(), "forward", "the built-in op Norm has no symbolic rule: its forward calls numpy's sqrt"),
-], ids=["numpy on .data", "branch", "truthiness", "float()", "numpy in backward", "amax", "norm"])
+    (lambda x: x.sort(dim=1).values, "forward", "the built-in op sort cannot run on symbols: it orders"),
+    (lambda x: x[x > 0].sum(), "forward", "data-dependent indexing: the index is computed from symbolic values"),
+], ids=["numpy on .data", "branch", "truthiness", "float()", "numpy in backward", "sort", "mask index"])
 def test_untraceable_code_raises_not_traceable_with_reason_and_line(fn, phase, words):
     with pytest.raises(NotTraceable) as caught:
         trace_function(fn)

@@ -333,48 +333,61 @@ def _call_backward(node, grads):
     if type(raw) is not tuple:
         raw = (raw,)
     edges = node._next
-    expected = len(edges)
-    if len(raw) != expected:
-        if len(raw) > expected and all(r is None for r in raw[expected:]):
-            raw = raw[:expected]  # torch ignores surplus trailing Nones
-        else:
-            raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                               f"(expected {expected}, got {len(raw)})")
+    if len(raw) != len(edges):
+        raw = _drop_surplus_nones(node, raw, len(edges))
     metas = node._input_meta
-    out = [None] * expected
-    for i in range(expected):
-        g = raw[i]
+    out = list(raw)
+    for i, g in enumerate(raw):
         if g is None:
             continue
         meta = metas[i]
-        if meta is None:
-            raise RuntimeError(f"function {node.name()} returned a gradient different than None at position "
-                               f"{i + 1}, but the corresponding forward input was not a Variable")
-        if not isinstance(g, Tensor):
-            raise RuntimeError(f"function {node.name()} returned an invalid gradient at index {i} - expected a "
-                               f"Tensor or None (got {type(g).__name__})")
-        if edges[i] is None:
-            continue  # the input does not require grad: the gradient is dropped, as in torch
-        shape, dtype = meta
+        if meta is None or edges[i] is None or type(g) is not Tensor:
+            out[i] = _unusual_gradient(node, i, g, meta, edges[i])
+            continue
         data = g.data
-        if data.shape != shape:
-            g = _fix_shape(node, i, g, shape)
-        if data.dtype is not dtype and data.dtype != dtype and dtype.kind != "O" and data.dtype.kind != "O":
-            g = g.to(dtype)
-        out[i] = g
+        if data.shape != meta[0] or data.dtype is not meta[1]:
+            out[i] = _conform(node, i, g, meta)
     return out
 
 
-def _fix_shape(node, i, g, shape):
+def _drop_surplus_nones(node, raw, expected):
+    if len(raw) > expected and all(r is None for r in raw[expected:]):
+        return raw[:expected]  # torch ignores surplus trailing Nones
+    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                       f"(expected {expected}, got {len(raw)})")
+
+
+def _unusual_gradient(node, i, g, meta, edge):
+    """A gradient for a non-tensor input (an error), one that is no tensor (an error), one for an
+    input that does not require grad (dropped, as in torch), or a Tensor subclass (checked)."""
+    if meta is None:
+        raise RuntimeError(f"function {node.name()} returned a gradient different than None at position "
+                           f"{i + 1}, but the corresponding forward input was not a Variable")
+    if not isinstance(g, Tensor):
+        raise RuntimeError(f"function {node.name()} returned an invalid gradient at index {i} - expected a "
+                           f"Tensor or None (got {type(g).__name__})")
+    if edge is None:
+        return None
+    return _conform(node, i, g, meta)
+
+
+def _conform(node, i, g, meta):
+    """Give gradient ``i`` its input's shape (summing a broadcast shape down) and dtype."""
+    shape, dtype = meta
     grad_shape = g.data.shape
-    if not _broadcasts_to(shape, grad_shape):
-        raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
-                           f"{list(grad_shape)} but expected shape compatible with {list(shape)}")
-    from gradcli.autograd.ops import unbroadcast
-    if node._grad_fixups is None:
-        node._grad_fixups = []
-    node._grad_fixups.append((i, grad_shape, shape))
-    return unbroadcast(g, shape)
+    if grad_shape != shape:
+        if not _broadcasts_to(shape, grad_shape):
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                               f"{list(grad_shape)} but expected shape compatible with {list(shape)}")
+        from gradcli.autograd.ops import unbroadcast
+        if node._grad_fixups is None:
+            node._grad_fixups = []
+        node._grad_fixups.append((i, grad_shape, shape))
+        g = unbroadcast(g, shape)
+    have = g.data.dtype
+    if have != dtype and dtype.kind != "O" and have.kind != "O":
+        g = g.to(dtype)
+    return g
 
 
 def _broadcasts_to(shape, grad_shape):

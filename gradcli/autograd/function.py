@@ -245,7 +245,7 @@ def _apply(cls, ctx, args, kwargs):
     of the outputs. This is the hot path of every op (built-in ones included), hence the inlining."""
     if not _state.enabled:
         ctx.needs_input_grad = _NO_GRADS[len(args)] if len(args) < len(_NO_GRADS) else (False,) * len(args)
-        outputs = cls.forward(ctx, *args, **kwargs) if cls._plain else _call_forward(cls, ctx, args, kwargs)
+        outputs = cls.forward(ctx, *args) if cls._plain and not kwargs else _call_forward(cls, ctx, args, kwargs)
         for t in ctx._dirty:
             t._vc[0] += 1
         return outputs
@@ -275,7 +275,7 @@ def _apply(cls, ctx, args, kwargs):
     ctx.needs_input_grad = needs = tuple(needs)
     _state.enabled = False
     try:
-        outputs = cls.forward(ctx, *args, **kwargs) if cls._plain else _call_forward(cls, ctx, args, kwargs)
+        outputs = cls.forward(ctx, *args) if cls._plain and not kwargs else _call_forward(cls, ctx, args, kwargs)
     finally:
         _state.enabled = True
     if not tracked:
@@ -338,6 +338,8 @@ def _stale_view_needs_grad(view):
 
 
 def _call_forward(cls, ctx, args, kwargs):
+    if cls._plain:
+        return cls.forward(ctx, *args, **kwargs)
     if cls._legacy:
         return ctx.forward(*args, **kwargs)
     outputs = cls.forward(*args, **kwargs)  # setup_context style

@@ -4,9 +4,11 @@ Per differentiated input, on a small symbolic shape (default 2×2):
 
 1. trace forward and backward (``trace.py``): the backward as expressions b(x, g), and Jᵀg from
    SymPy's derivatives of the traced forward;
-2. screen: evaluate both at random exact points of the forward's domain (multiples of 1/8, 40
-   digits). A clear difference is a counterexample; it is run once more through the real Function
-   in float64, and reported only if that run shows the mismatch too -> "disproved";
+2. screen: a gradient returned in another shape than its input's (a broadcast shape the engine
+   sums down, as torch does) is wrong at every point -> "disproved" with a structural ("shape")
+   counterexample. Then evaluate both at random exact points of the forward's domain (multiples of
+   1/8, 40 digits). A clear difference is a counterexample; it is run once more through the real
+   Function in float64, and reported only if that run shows the mismatch too -> "disproved";
 3. otherwise simplify b - Jᵀg, once per distinct element formula -> "proved" when it is 0 (away
    from kinks, under the domain's assumptions), else "undecided" (the numeric verdict stands).
 
@@ -46,7 +48,8 @@ class ProofResult:
     message: str
     shape: tuple = ()                # the symbolic shape the proof ran at
     assumptions: dict = field(default_factory=dict)   # input name -> real | positive | negative | mixed
-    counterexample: dict = None      # disproved: point, element, both values, the float64 run
+    counterexample: dict = None      # disproved: kind "value" (point, element, both values, the float64 run)
+    #                                  or kind "shape" (the returned and the input's shape)
     points_checked: int = 0          # screening points where backward and Jᵀg agreed
     uniform: bool = None             # every gradient element has the same formula (up to renaming)
     notes: list = field(default_factory=list)
@@ -75,7 +78,7 @@ class _Session:
         except NotTraceable as error:
             return {"not_traceable": error.reason}
         self.notes = []
-        exact = trace.exact_vjp()
+        exact = trace.exact_vjp(self.notes)
         self.backward = {i: _prepared(trace.vjp[i], self.notes) for i in trace.inputs}
         self.exact = {i: _prepared(exact[i], self.notes) for i in trace.inputs}
         self._sample(random.Random(self.seed))
@@ -84,7 +87,10 @@ class _Session:
             result = self._result(i, "undecided", "")
             result.points_checked = len(self.agreeing)
             result.uniform = len({canonical_key(e) for e in trace.vjp[i].flat}) == 1
-            if i in self.mismatch:
+            wrong_shape = self._returned_shape(i)
+            if wrong_shape is not None:
+                _shape_disproof(self, result, *wrong_shape)
+            elif i in self.mismatch:
                 _finish_disproof(self, result, *self.mismatch[i])
             elif not self.agreeing:
                 result.message = ("no point of the forward's domain found among the sampled ones; "
@@ -125,15 +131,17 @@ class _Session:
 
     def _result(self, i, verdict, message):
         trace = self.trace
-        notes = list(self.notes)
-        top = self.name + "Backward"
-        for node, index, got, expected in trace.fixups:
-            if node == top and index == i:  # the user's backward, not a built-in op inside it
-                notes.append(f"the backward returned a gradient of shape {list(got)} for {trace.names[i]} of shape "
-                             f"{list(expected)}; the engine (like torch) summed it down, and the values are judged "
-                             "after that sum — a strict shape check fails it")
         return ProofResult(self.name, trace.names[i], i, verdict, message, tuple(trace.inputs[i].shape),
-                           {trace.names[i]: trace.signs.get(trace.names[i], "real")}, notes=notes)
+                           {trace.names[i]: trace.signs.get(trace.names[i], "real")}, notes=list(self.notes))
+
+    def _returned_shape(self, i):
+        """(returned shape, input shape) when the user's backward returned input i's gradient in a
+        broadcast shape that the engine summed down; None otherwise."""
+        top = self.name + "Backward"
+        for node, index, got, expected in self.trace.fixups:
+            if node == top and index == i:  # the user's backward, not a built-in op inside it
+                return tuple(got), tuple(expected)
+        return None
 
     # -- screening --
     def _sample(self, rng):
@@ -184,6 +192,7 @@ def _finish_disproof(session, result, point, idx, b_value, e_value):
     relevant = sorted(backward_expr.free_symbols | exact_expr.free_symbols, key=lambda s: s.name)
     numeric = _float64_backward(session, point, i, idx, run_backward)
     counterexample = {
+        "kind": "value",
         "element": [int(j) for j in idx],
         "at": {s.name: str(point[s]) for s in relevant},
         "point": {s.name: str(v) for s, v in point.items()},
@@ -204,6 +213,26 @@ def _finish_disproof(session, result, point, idx, b_value, e_value):
     else:
         result.message = (f"symbolic mismatch for {element} {shown}, but the float64 run of the backward gave "
                           f"{numeric!r}, so it is not confirmed; the numeric verdict stands")
+
+
+def _shape_disproof(session, result, got, expected):
+    """A gradient of another shape than its input's is wrong at every point: a structural counterexample.
+    The values after the engine's sum are still screened, and said in the notes."""
+    name = session.trace.names[result.index]
+    result.verdict = "disproved"
+    result.counterexample = {"kind": "shape", "returned_shape": [int(s) for s in got],
+                             "input_shape": [int(s) for s in expected]}
+    result.message = (f"the backward returns the gradient of {name} with shape {list(got)}, but {name} has shape "
+                      f"{list(expected)}: wrong at every point")
+    result.notes.append(f"the engine (like torch) silently sums a gradient of a broadcast shape down to the input's "
+                        f"shape; that hides the bug only as long as {name} is broadcast the same way (another "
+                        "shape, or a caller that does not sum, gets the wrong gradient)")
+    if result.index in session.mismatch:
+        probe = ProofResult(result.function, result.input, result.index, "undecided", "", result.shape)
+        _finish_disproof(session, probe, *session.mismatch[result.index])
+        result.notes.append("after that sum the values are wrong too: " + probe.message)
+    elif session.agreeing:
+        result.notes.append(f"after that sum the values agree with Jᵀg at {len(session.agreeing)} exact points")
 
 
 def _float64_backward(session, point, i, idx, run_backward):

@@ -21,7 +21,7 @@ import sympy
 from gradcli.autograd import grad as _autograd_grad
 from gradcli.autograd.grad_mode import enable_grad
 from gradcli.autograd.tensor import Tensor
-from gradcli.symbolic.symbolic_ops import almost_everywhere
+from gradcli.symbolic.symbolic_ops import almost_everywhere, exact_constants
 from gradcli.symbolic.symbolic_ops import register as register_symbolic_rules
 from gradcli.symbolic.symbolic_reasons import NotTraceable, not_traceable
 
@@ -52,13 +52,19 @@ class Trace:
     def cotangent_symbols(self):
         return [s for arr in self.cotangents for s in arr.flat]
 
-    def exact_vjp(self):
-        """Jᵀv from SymPy: per input element, sum over outputs of v_k * d(y_k)/d(x_i), taken away from kinks."""
+    def exact_vjp(self, notes=None):
+        """Jᵀv from SymPy: per input element, sum over outputs of v_k * d(y_k)/d(x_i), taken away from kinks.
+
+        With ``notes`` (a list), the forward's float constants are read as the exact numbers they
+        stand for first (``exact_constants``, guesses appended to ``notes``): the derivative of
+        ``x ** (1.0 / 3)`` then has the exponent -2/3, not the float 0.333... - 1."""
         owner = {s: (i, idx) for i, arr in self.inputs.items() for idx, s in np.ndenumerate(arr)}
         result = {i: np.full(arr.shape, sympy.S.Zero, dtype=object) for i, arr in self.inputs.items()}
         for out, cot in zip(self.outputs, self.cotangents):
             for idx, y in np.ndenumerate(out):
                 y = sympy.sympify(y)
+                if notes is not None:
+                    y = exact_constants(y, notes)
                 v = cot[idx]
                 for s in y.free_symbols:
                     if s in owner:

@@ -74,6 +74,16 @@ def _symbolic_hits(x, yk):
     return (x == Tensor(yk)).data
 
 
+def _symbolic_first(a, d, largest):
+    """[x_k is the first extreme along ``d``], the element argmax/argmin picks: beyond every earlier
+    element strictly and at least as far as every later one (pairwise comparisons through the hook)."""
+    rows = _rows(a, (d,))
+    mine, other = Tensor(rows[..., :, None]), Tensor(rows[..., None, :])
+    strict, weak = (mine > other, mine >= other) if largest else (mine < other, mine <= other)
+    earlier = np.tri(rows.shape[-1], k=-1, dtype=bool)  # [k, j]: j < k
+    return _unrows(np.where(earlier, strict.data, weak.data).prod(axis=-1), a.shape, (d,))
+
+
 def _symbolic_tie_weight(x, yk, dims):
     """The numeric ``hit / hit.sum()`` on symbols: where x_i is the extreme, the extremes of its
     slice are the elements equal to x_i, so the count is 1 + sum_j [x_j == x_i] (j != i), which
@@ -224,12 +234,8 @@ class Max(Function):
         the first element equal to it, the one argmax picks (a mask, not an index: ``index`` is
         None), and ``indices`` is that position as an expression, sum_k k·[x_k is the first max]."""
         yk = _symbolic_extreme(cls._symbolic, a, (d,), True)
-        hit = _symbolic_hits(Tensor(a), yk)
+        first = _symbolic_first(a, d, cls._symbolic == "maximum")
         n = a.shape[d]
-        first = hit.copy()
-        if n > 1:  # no earlier element equal to the extreme
-            later, earlier = (slice(None),) * d + (slice(1, None),), (slice(None),) * d + (slice(None, -1),)
-            first[later] = hit[later] * np.cumprod(1 - hit, axis=d)[earlier]
         positions = np.arange(n, dtype=object).reshape((n,) + (1,) * (a.ndim - d - 1))
         idx = np.sum(first * positions, axis=d, keepdims=True)
         values, idx_out = yk, idx
