@@ -1,10 +1,11 @@
 """Wall time of `pytest --gradcli examples/` serial (-n 0) and on pytest-xdist workers (-n 2).
 
-    python bench/pytest_xdist.py [--runs 3] [--workers 2] [PATH]
+    python bench/pytest_xdist.py [--runs 3] [--workers 2] [--shape 3x4] [PATH]
 
 Runs each configuration --runs times, alternating them so that a change in the machine's load hits
 both alike, and prints the median and every run. `gradcli check PATH` is timed alongside for
 reference. The verdict counts of every run are printed too: they must not depend on -n.
+--shape sets the automatic inputs' shape (larger: more work per Function, where xdist can pay off).
 """
 import argparse
 import os
@@ -33,12 +34,14 @@ def main():
     parser.add_argument("path", nargs="?", default="examples/")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--shape", default="3x4")
     args = parser.parse_args()
-    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "--gradcli", args.path]
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "--gradcli", args.path,
+              "--gradcli-shape", args.shape]
     configs = {
         "pytest --gradcli -n 0": pytest + ["-n", "0"],
         f"pytest --gradcli -n {args.workers}": pytest + ["-n", str(args.workers)],
-        "gradcli check": [str(BIN / "gradcli"), "check", args.path, "--format", "plain"],
+        "gradcli check": [str(BIN / "gradcli"), "check", args.path, "--format", "plain", "--shape", args.shape],
     }
     times = {name: [] for name in configs}
     counts = {name: set() for name in configs}
@@ -48,7 +51,8 @@ def main():
             times[name].append(wall)
             counts[name].add(summary)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{args.path}: {args.runs} runs each, {os.cpu_count()} CPUs, load average {load:.1f} at the end")
+    print(f"{args.path} (shape {args.shape}): {args.runs} runs each, {os.cpu_count()} CPUs, "
+          f"load average {load:.1f} at the end")
     for name in configs:
         runs = ", ".join(f"{t:.1f}" for t in times[name])
         print(f"  {name:<24} median {statistics.median(times[name]):6.1f} s   (runs: {runs})   {' | '.join(counts[name])}")

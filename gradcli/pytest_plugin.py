@@ -161,7 +161,7 @@ def _add_collection_args(config):
     """--gradcli paths are collection arguments like pytest's own: given alone, they replace
     testpaths (``pytest --gradcli ops/`` checks ops/ only); with explicit paths, they add to them.
     xdist workers parse the same command line, so they arrive at the same arguments."""
-    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+    explicit = bool(config.getoption("file_or_dir"))  # positional paths (command line or addopts)
     args = list(config.args) if explicit else []
     config.args = args + [p for p in config.option.gradcli_paths if p not in args]
 

@@ -529,7 +529,7 @@ def test_torch_files_share_a_worker_that_survives_a_dying_file(tmp_path):
 
 def test_batches_put_torch_files_together(tmp_path):
     from gradcli.check.discovery import expand_paths
-    from gradcli.check.runner import _batches
+    from gradcli.check.processes import _batches
 
     for name, text in [("a.py", "x = 1\n"), ("b.py", "import torch\n"), ("c.py", "y = 2\n"),
                        ("d.py", "from torch import nn\n")]:

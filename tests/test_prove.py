@@ -331,8 +331,37 @@ def eval_fraction(text):
     return int(num) / int(den or 1)
 
 
-def test_bias_returned_unreduced_is_proved_after_the_engines_sum_with_a_note():
+def test_bias_returned_unreduced_is_disproved_with_a_shape_counterexample():
+    # the engine (like torch) sums the (2, 2) gradient down to b's (2,), so the values come out
+    # right here; the backward is still wrong at every point, for any other broadcast
     x, b = prove(BiasNotReduced, example_inputs=example((2, 2), (2,)))
-    assert (x.verdict, b.verdict) == ("proved", "proved")
-    assert any("returned a gradient of shape [2, 2] for b of shape [2]" in n for n in b.notes)
-    assert not any("returned a gradient" in n for n in x.notes)
+    assert x.verdict == "proved" and x.counterexample is None
+    assert not any("silently sums" in n for n in x.notes)
+    assert b.verdict == "disproved", b.message
+    assert b.counterexample == {"kind": "shape", "returned_shape": [2, 2], "input_shape": [2]}
+    assert b.message == "the backward returns the gradient of b with shape [2, 2], but b has shape [2]: wrong at every point"
+    assert any("engine (like torch) silently sums" in n and "only as long as b is broadcast the same way" in n
+               for n in b.notes)
+    assert "after that sum the values agree with Jᵀg at 6 exact points" in b.notes
+    # what the note warns about: the same Function at another broadcast gets the wrong gradient
+    xs, bs = torch.zeros(2, 2, requires_grad=True), torch.zeros(2, requires_grad=True)
+    BiasNotReduced.apply(xs, bs).backward(torch.ones(2, 2))
+    assert bs.grad.tolist() == [2.0, 2.0]  # summed over rows by the engine: right only thanks to that sum
+    assert BiasNotReduced.backward(None, torch.ones(2, 2))[1].shape == (2, 2)
+
+
+def test_bias_unreduced_with_wrong_values_too_is_disproved_by_shape_and_says_the_values_are_wrong():
+    class BiasNotReducedAndDoubled(BiasNotReduced):
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, 2 * grad
+
+    x, b = prove(BiasNotReducedAndDoubled, example_inputs=example((2, 2), (2,)))
+    assert (x.verdict, b.verdict) == ("proved", "disproved")
+    assert b.counterexample["kind"] == "shape"
+    assert any(n.startswith("after that sum the values are wrong too: gradient of b") for n in b.notes)
+
+
+def test_value_counterexamples_say_their_kind():
+    (r,) = prove(FactorTwo)
+    assert r.counterexample["kind"] == "value"

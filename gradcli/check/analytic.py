@@ -27,9 +27,15 @@ class BackwardFailed(Exception):
 
 
 class Analytic:
-    def __init__(self, backend, call: Callable, args: Sequence, diff: Sequence[int], names: Sequence[str], timing: dict):
+    def __init__(self, backend, call: Callable, args: Sequence, diff: Sequence[int], names: Sequence[str], timing: dict,
+                 unconnected_as_zero: bool = False):
+        """``unconnected_as_zero``: compare every floating output, those autograd does not connect to
+        the inputs as having a zero derivative (the second order's view of a backward whose result
+        does not depend on the inputs); by default they are left out, as torch leaves out outputs
+        marked non-differentiable."""
         self.backend, self.call, self.args, self.diff, self.names = backend, call, tuple(args), list(diff), names
         self.timing = timing
+        self.unconnected_as_zero = unconnected_as_zero
 
     def forward(self):
         b = self.backend
@@ -47,7 +53,8 @@ class Analytic:
         # Outputs the numeric side projects: as torch, the differentiable ones (a float output marked
         # non-differentiable is left out); if none is connected, every float output, so the values
         # check can show that the function does depend on its inputs.
-        self.compared_outputs = self.diff_outputs or floating
+        self.compared_outputs = floating if self.unconnected_as_zero else (self.diff_outputs or floating)
+        self.unconnected_outputs = [j for j in floating if j not in self.diff_outputs]
 
     def output_arrays(self) -> list:
         return [self.backend.to_numpy(o) if self.backend.is_tensor(o) else np.asarray(o) for o in self.outputs]

@@ -100,6 +100,10 @@ class Backend:
         """A leaf that requires grad and shares ``tensor``'s storage and version counter (no copy)."""
         raise NotImplementedError
 
+    def zeros_like(self, tensor):
+        """Zeros shaped and typed like ``tensor``, outside any graph."""
+        raise NotImplementedError
+
     def version(self, tensor) -> int:
         """The in-place version counter (bumped by every in-place write)."""
         return int(tensor._version)
@@ -149,6 +153,7 @@ class Backend:
         def evaluate(arrays):
             call_args = list(args)
             for index, array in zip(positions, arrays):
+                array = np.asarray(array)  # a numpy scalar would lose its 0-d shape on the way
                 if array.size <= COPY_INPUTS_MAX_ELEMENTS:
                     array = array.copy()  # a forward writing into its input must not reach the caller's data
                 call_args[index] = self.leaf(array, requires_grad=False)
@@ -184,6 +189,9 @@ class GradcliBackend(Backend):
         leaf = tensor.detach()
         leaf.requires_grad = True
         return leaf
+
+    def zeros_like(self, tensor):
+        return self._tensor(np.zeros_like(np.asarray(tensor.data)))
 
     def no_grad(self):
         return self._autograd.no_grad()
@@ -239,7 +247,10 @@ class TorchBackend(Backend):
         return bool(tensor.is_floating_point())
 
     def leaf(self, array, requires_grad):
-        tensor = self.torch.from_numpy(np.ascontiguousarray(array))
+        array = np.asarray(array)
+        if not array.flags.c_contiguous:
+            array = array.copy(order="C")  # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
+        tensor = self.torch.from_numpy(array)
         return tensor.requires_grad_(requires_grad) if requires_grad else tensor
 
     def fresh_leaf(self, tensor):
@@ -247,6 +258,9 @@ class TorchBackend(Backend):
 
     def shared_leaf(self, tensor):
         return tensor.detach().requires_grad_(True)
+
+    def zeros_like(self, tensor):
+        return self.torch.zeros_like(tensor.detach())
 
     def no_grad(self):
         return self.torch.no_grad()
@@ -262,6 +276,38 @@ class TorchBackend(Backend):
                 retain_graph=retain_graph, create_graph=create_graph, allow_unused=True,
             )
         )
+
+
+def _once_differentiable_codes() -> list:
+    """The code objects of the wrappers made by ``once_differentiable`` (gradcli's, and torch's
+    when torch is already imported): every decorated backward shares its wrapper's code."""
+    import sys
+
+    codes = []
+    for module_name in ("gradcli.autograd.function", "torch.autograd.function"):
+        module = sys.modules.get(module_name)
+        decorate = getattr(module, "once_differentiable", None)
+        if decorate is not None:
+            try:
+                codes.append(decorate(lambda ctx, *grads: None).__code__)
+            except Exception:  # noqa: BLE001 -- a changed torch API: no detection, not a crash
+                pass
+    return codes
+
+
+def once_differentiable_functions(classes: Sequence[type]) -> list:
+    """The classes among ``classes`` whose backward is decorated with ``@once_differentiable``."""
+    codes = _once_differentiable_codes()
+    found = []
+    for cls in classes:
+        defining = next((k for k in getattr(cls, "__mro__", ()) if "backward" in k.__dict__), None)
+        if defining is None:
+            continue
+        attr = defining.__dict__["backward"]
+        func = getattr(attr, "__func__", attr)
+        if getattr(func, "__code__", None) in codes:
+            found.append(cls)
+    return found
 
 
 class BackwardRecords:

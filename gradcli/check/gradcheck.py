@@ -19,7 +19,7 @@ from gradcli.check.compare import compare_elements, compare_probes, values_check
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
 from gradcli.check.tolerances import EPS_BY_DTYPE, tolerance_for, widest
-from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, directional, element_derivatives
+from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, directional, element_derivatives, user_step
 from gradcli.numeric.vjp import step_exponents
 
 MODES = ("auto", "full", "fast")
@@ -46,6 +46,7 @@ def gradcheck(
     function: Optional[type] = None,
     name: Optional[str] = None,
     raise_exception: bool = False,
+    eps: Optional[float] = None,
 ) -> CheckReport:
     """Check ``fn``'s backward at ``inputs``; return a CheckReport (no printing, no raising unless asked).
 
@@ -53,16 +54,15 @@ def gradcheck(
     ``inputs``: a tensor or a tuple of arguments; floating tensors with requires_grad are checked
     (all floating tensors when none requires grad). Options are described in specs/gradcheck.md.
     Exceptions raised by the forward at ``inputs`` propagate; exceptions in backward are reported.
+    ``eps``: the central difference's step (see specs/gradcheck.md); None for the default.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
-    session = _Session(fn, inputs, mode, method, seed, atol, rtol, tolerances, nondet_tol, strict_shapes,
-                       strategy, function, name)
+    _validate(mode, method, eps)
+    session = _Session(fn, inputs, mode=mode, method=method, seed=seed, atol=atol, rtol=rtol, tolerances=tolerances,
+                       nondet_tol=nondet_tol, strict_shapes=strict_shapes, strategy=strategy, function=function,
+                       name=name, eps=eps)
     report = session.run()
     if second_order and session.diff:
-        report.checks.append(second_order_check(session, gradcheck))
+        report.checks.append(second_order_check(session, _inner_session))
     else:
         report.checks.append(Check("second_order", "skip", "not requested (second_order=False)"))
     report.timing["total_s"] = time.perf_counter() - session.started
@@ -80,9 +80,28 @@ def gradgradcheck(fn, inputs, **options) -> CheckReport:
     return gradcheck(fn, inputs, **options)
 
 
+def _validate(mode, method, eps):
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+    if eps is not None:
+        user_step(eps)  # raises ValueError for a step outside (0, 1)
+
+
+def _inner_session(fn, inputs, **options) -> "_Session":
+    """The second order's check of backward as a function (second_order.py): a first-order session
+    in which outputs autograd does not connect to the inputs count as having a zero derivative
+    (compared with the numeric one) instead of failing ``structure``; no diagnosis, no recursion."""
+    session = _Session(fn, inputs, unconnected_as_zero=True, **options)
+    session.run()
+    return session
+
+
 class _Session:
-    def __init__(self, fn, inputs, mode, method, seed, atol, rtol, tolerances, nondet_tol, strict_shapes,
-                 strategy, function, name):
+    def __init__(self, fn, inputs, *, mode="auto", method="auto", seed=0, atol=None, rtol=None, tolerances=None,
+                 nondet_tol=0.0, strict_shapes=True, strategy="auto", function=None, name=None, eps=None,
+                 unconnected_as_zero=False):
         self.started = time.perf_counter()
         self.args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
         self.cls = function or _backends.function_class(fn)
@@ -93,6 +112,7 @@ class _Session:
         self.backend = b = _backends.detect(fn if function is None else function, self.args)
         self.mode, self.method, self.seed, self.strategy = mode, method, seed, strategy
         self.nondet_tol, self.strict_shapes = nondet_tol, strict_shapes
+        self.eps, self.unconnected_as_zero = eps, unconnected_as_zero
         self.names = _checks.parameter_names(fn, self.cls, len(self.args))
         tensors = [i for i, a in enumerate(self.args) if b.is_tensor(a) and b.is_floating(a)]
         self.diff = [i for i in tensors if b.requires_grad(self.args[i])] or tensors
@@ -102,11 +122,11 @@ class _Session:
         self.report = CheckReport(
             function=name or getattr(self.cls, "__name__", None) or getattr(fn, "__qualname__", None) or repr(fn),
             backend=b.name, requested_mode=mode, method=method, seed=seed, dtypes=dtypes,
-            tolerances=dict(self.tolerance.to_dict(), nondet_tol=nondet_tol),
+            tolerances=dict(self.tolerance.to_dict(), nondet_tol=nondet_tol, eps=None),
         )
         self.timing = self.report.timing
         self.timing.update(backward_s=0.0, numeric_s=0.0, backward_calls=0, forward_evals=0)
-        self.analytic = Analytic(b, self.call, self.args, self.diff, self.names, self.timing)
+        self.analytic = Analytic(b, self.call, self.args, self.diff, self.names, self.timing, unconnected_as_zero)
 
     @property
     def diff_outputs(self):
@@ -126,7 +146,15 @@ class _Session:
 
     def numeric_function(self) -> NumericFunction:
         """The forward as a function of float64 arrays (float32 inputs are cast up when the forward
-        allows it, else the numeric side keeps their dtype and its steps and eps follow it)."""
+        allows it, else the numeric side keeps their dtype and its steps and eps follow it), with
+        the user's central-difference step (``eps``) resolved for that precision."""
+        nf = self._numeric_function()
+        if self.eps is not None and self.method != "richardson":  # Richardson has its own sequence
+            nf.step = user_step(self.eps, nf.eps)
+            self.report.tolerances["eps"] = nf.step
+        return nf
+
+    def _numeric_function(self) -> NumericFunction:
         b, start = self.backend, time.perf_counter()
         evaluate = b.evaluator(self.call, self.args, self.diff)
         originals = [b.to_numpy(self.args[i]) for i in self.diff]
@@ -168,7 +196,7 @@ class _Session:
         report, b = self.report, self.backend
         self.nf = self.numeric_function()
         problems, warnings = [], []
-        if not self.diff_outputs:
+        if not self.diff_outputs and not self.unconnected_as_zero:
             problems.append("no output is connected to the inputs through autograd "
                             "(forward detached them, or used .data / numpy)")
         mode = self.mode
@@ -205,7 +233,7 @@ class _Session:
                 message = (f"{fn_name}.backward returned a gradient of shape {list(got)} for an input of shape "
                            f"{list(expected)}" + _checks.shape_hint(got, expected))
                 (problems if self.strict_shapes else warnings).append(message)
-        if self.summary is not None:
+        if self.summary is not None and not self.unconnected_as_zero:
             problems += [f"backward returned None for {r.name}, but the function depends on it"
                          for r in report.inputs if r.status == "fail" and self.summary.none[self.diff.index(r.index)]
                          and self.diff_outputs]

@@ -3,20 +3,34 @@
 The backward for a fixed random cotangent v is a function of the inputs, G(x) = J(x)ᵀv. Building it
 with ``create_graph=True`` and running the first-order check on G compares the double backward
 (the derivative of G that autograd computes) with the numerical derivative of G.
+
+A gradient with no path back to the inputs in the double-backward graph (autograd: "unused", or an
+output that does not require grad) has derivative zero as far as autograd is concerned: it is
+compared as zero with the numerical derivative. That is right for a backward that truly does not
+depend on the inputs (``grad_output * 2`` for ``x * 2``), and exposes one that computes with numpy,
+``.data`` or ``.detach()`` (constant to autograd, yet its numerical derivative is not zero).
+A backward decorated with ``@once_differentiable`` declares that it cannot be differentiated: skip.
 """
 from __future__ import annotations
 
 from gradcli.check import backends as _backends
 from gradcli.check.report import Check
 
+ONCE_DIFFERENTIABLE_MARKER = "once_differentiable"
 
-def second_order_check(session, gradcheck) -> Check:
+
+def second_order_check(session, inner_session) -> Check:
+    """``inner_session(fn, args, **options)`` runs a first-order session on ``fn`` that compares
+    outputs not connected through autograd as zero (gradcheck._inner_session) and returns it."""
     report = session.report
     if not session.diff_outputs or not report.cotangents:
         return Check("second_order", "skip", "no differentiable output to take a second derivative of")
     if report.status == "fail":
         return Check("second_order", "skip", "first order failed: the second order is not meaningful yet")
     backend, cotangent = session.backend, report.cotangents[-1]
+    once = _once_differentiable(session)
+    if once:
+        return _once_differentiable_skip(once)
 
     def backward_of(*call_args):
         with backend.enable_grad():
@@ -27,39 +41,70 @@ def second_order_check(session, gradcheck) -> Check:
             outputs = _backends.flatten_outputs(session.call(*prepared))
             grads = backend.grad([outputs[j] for j in session.diff_outputs], [prepared[i] for i in session.diff],
                                  [cotangent[j] for j in session.diff_outputs], retain_graph=True, create_graph=True)
-        return tuple(grads)
+        # allow_unused: an input the gradient does not reach gets None; its gradient is zero.
+        return tuple(backend.zeros_like(prepared[i]) if g is None else g for g, i in zip(grads, session.diff))
 
     backward_of.__qualname__ = f"{report.function}.backward"
     try:
-        inner = gradcheck(
-            backward_of, session.args, mode=report.mode, method=report.method, seed=report.seed + 1,
+        inner = inner_session(
+            backward_of, session.args, mode=report.mode, method=report.method, seed=report.seed + 1, eps=session.eps,
             tolerances={session.tolerance_dtype: dict(rtol=session.tolerance.rtol * 10,
                                                       scale_atol=session.tolerance.scale_atol * 10)},
             name=backward_of.__qualname__,
         )
     except Exception as exc:  # noqa: BLE001 -- a backward that cannot build a graph is the finding
         lines = [line for line in str(exc).splitlines() if line.strip()]
+        if ONCE_DIFFERENTIABLE_MARKER in str(exc):
+            return _once_differentiable_skip([])
         return Check("second_order", "fail",
                      f"backward could not be differentiated (create_graph=True): {type(exc).__name__}: "
                      f"{lines[-1] if lines else ''}", None, {"exception": type(exc).__name__})
+    result = inner.report
+    # Gradients (one per differentiable input, in order) with no path back to the inputs.
+    constant = [session.names[session.diff[j]] for j in inner.analytic.unconnected_outputs if j < len(session.diff)]
     details = {
-        "inputs": [r.to_dict() for r in inner.inputs],
-        "checks": [c.to_dict() for c in inner.checks if c.status in ("fail", "warn")],
+        "inputs": [r.to_dict() for r in result.inputs],
+        "checks": [c.to_dict() for c in result.checks if c.status in ("fail", "warn")],
+        "constant_gradients": constant,
     }
-    failures = [c for c in inner.checks if c.status == "fail"]
-    structure = inner.check("structure")
-    if structure is not None and structure.status == "fail" and "no output is connected" in structure.message:
-        # Backward's result is a constant to autograd. Right only if its true derivative is zero
-        # (piecewise-linear ops such as max): the numeric values decide.
-        if any(c.name == "values" for c in failures):
-            return Check("second_order", "fail",
-                         "backward's gradients are not differentiable: they do not depend on the inputs through "
-                         "autograd (computed with numpy, .data or .detach()?), so second derivatives are lost",
-                         None, details)
-        return Check("second_order", "pass", "backward is constant to autograd, and its numerical derivative is "
-                     "zero too", None, details)
+    failures = [c for c in result.checks if c.status == "fail"]
+    if any(ONCE_DIFFERENTIABLE_MARKER in c.message for c in failures):
+        return _once_differentiable_skip([])
     if failures:
-        return Check("second_order", "fail", "double backward: " + "; ".join(c.message for c in failures[:3]),
-                     None, details)
-    return Check("second_order", "pass", "double backward agrees with the numerical derivative of backward",
-                 None, details)
+        detail = "; ".join(c.message for c in failures[:3])
+        if constant and any(c.name == "values" for c in failures):
+            everything = len(constant) == len(session.diff)
+            which = "backward's gradients" if everything else f"backward's gradient for {', '.join(constant)}"
+            return Check("second_order", "fail",
+                         f"{which} not differentiable: constant to autograd (no path back to the inputs: numpy, "
+                         f".data or .detach() in backward?), but the numerical second derivative is not zero — "
+                         f"second derivatives through it are lost ({detail})", None, details)
+        return Check("second_order", "fail", "double backward: " + detail, None, details)
+    if constant and len(constant) == len(session.diff):
+        return Check("second_order", "pass",
+                     "backward's gradients do not depend on the inputs through autograd (zero second derivative), "
+                     "and the numerical second derivative is zero too", None, details)
+    message = "double backward agrees with the numerical derivative of backward"
+    if constant:
+        message += f" (gradient for {', '.join(constant)} constant to autograd: zero, as numerically)"
+    return Check("second_order", "pass", message, None, details)
+
+
+def _once_differentiable(session) -> list:
+    """Custom Functions in the checked graph whose backward is ``@once_differentiable``."""
+    classes = [session.cls] if session.cls is not None else []
+    try:
+        classes += session.backend.graph_functions([session.analytic.outputs[j] for j in session.diff_outputs])
+    except Exception:  # noqa: BLE001 -- graph walking is best effort; the runtime error is caught too
+        pass
+    return _backends.once_differentiable_functions(classes)
+
+
+def _once_differentiable_skip(classes) -> Check:
+    names = sorted({c.__name__ for c in classes})
+    who = f"{names[0]}.backward is" if len(names) == 1 else (
+        f"{', '.join(n + '.backward' for n in names)} are" if names else "a backward in the graph is")
+    return Check("second_order", "skip",
+                 f"{who} decorated with @once_differentiable: it declares it cannot be differentiated again "
+                 f"(a double backward through it raises), so second derivatives are not checked", None,
+                 {"once_differentiable": names})

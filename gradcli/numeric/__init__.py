@@ -19,6 +19,7 @@ from gradcli.numeric.estimators import (
     central_difference,
     complex_step,
     richardson,
+    user_step,
 )
 from gradcli.numeric.line import METHODS, Line, estimate_line
 from gradcli.numeric.vjp import (
@@ -48,16 +49,18 @@ __all__ = [
     "EPS64",
     "EPS32",
     "COMPLEX_STEP",
+    "user_step",
 ]
 
 
-def derivative(f, x, method: str = "auto", eps: float = EPS64) -> Estimate:
+def derivative(f, x, method: str = "auto", eps: float = EPS64, step=None) -> Estimate:
     """f'(x) with an error estimate, for f mapping a float64 array (or scalar) element-wise.
 
     Each element of x is stepped by t·max(1, |x|) at once, so f must be element-wise (output i
     depends on input i only) — use ``element_derivatives`` for anything else. ``method``: "auto"
     (complex step where f accepts complex input and agrees with a real estimate, else
     Richardson), "complex_step" (same, reported as requested), "richardson" or "central".
+    ``step``: the central difference's step in units of max(1, |x|) (default eps^(1/3)).
     """
     x = np.asarray(x, dtype=np.float64)
     scale = step_scales(x)
@@ -75,7 +78,7 @@ def derivative(f, x, method: str = "auto", eps: float = EPS64) -> Estimate:
             complex_ok = probe.shape == g0.shape
         except Exception:
             complex_ok = False
-    estimate = estimate_line(Line(evaluate, g0, complex_ok=complex_ok), method, eps)
+    estimate = estimate_line(Line(evaluate, g0, complex_ok=complex_ok), method, eps, step=step)
     for name in ("value", "error", "left", "right", "left_error", "right_error"):
         array = getattr(estimate, name)
         if array is not None:

@@ -77,6 +77,21 @@ def central_step(eps: float = EPS64) -> float:
     return float(2.0 ** np.round(np.log2(eps ** (1.0 / 3.0))))
 
 
+def user_step(requested: float, eps: float = EPS64) -> float:
+    """The central-difference step actually used for a step the caller asked for (gradcheck's ``eps``).
+
+    Rounded to the nearest power of two (x ± h·s is then exact, as for the default step) and raised
+    to at least eps^(1/2) rounded up (2⁻²⁶ ≈ 1.5e-8 in float64, 2⁻¹¹ ≈ 4.9e-4 in float32): below
+    that, rounding alone costs more than √eps relative — a step tuned for float64 arithmetic (torch's
+    1e-6) would be swamped by float32 rounding when the numeric side has to run in float32.
+    """
+    requested = float(requested)
+    if not (np.isfinite(requested) and 0.0 < requested < 1.0):
+        raise ValueError(f"eps must be a finite step in (0, 1), got {requested!r}")
+    floor = float(2.0 ** np.ceil(np.log2(np.sqrt(eps))))
+    return max(float(2.0 ** np.round(np.log2(requested))), floor)
+
+
 def central_difference(
     line: Callable,
     *,

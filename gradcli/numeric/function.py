@@ -39,19 +39,25 @@ def shifted_dtype(x: np.ndarray, t) -> np.dtype:
 
 
 def shifted(x: np.ndarray, t, direction: np.ndarray) -> np.ndarray:
-    """x + t·direction in x's precision (the direction may be float64 or float32)."""
-    return np.add(x, t * direction, dtype=shifted_dtype(x, t), casting="unsafe")
+    """x + t·direction in x's precision (the direction may be float64 or float32).
+
+    Always an ndarray: for a 0-d x numpy's ufuncs return a scalar, which some consumers (torch's
+    ``from_numpy`` via ``ascontiguousarray``) would turn into shape (1,)."""
+    return np.asarray(np.add(x, t * direction, dtype=shifted_dtype(x, t), casting="unsafe"))
 
 
 class NumericFunction:
     """A multi-input function of arrays with its value at the base point and evaluation counting."""
 
     def __init__(self, func: Callable, inputs: Sequence[np.ndarray], eps: float = EPS64,
-                 outputs: Optional[Sequence[np.ndarray]] = None):
-        """``outputs``: f(inputs) when the caller already has it (saves an evaluation)."""
+                 outputs: Optional[Sequence[np.ndarray]] = None, step: Optional[float] = None):
+        """``outputs``: f(inputs) when the caller already has it (saves an evaluation).
+        ``step``: the central difference's step in units of each element's scale (None: eps^(1/3));
+        see ``estimators.user_step``."""
         self.func = func
         self.inputs = [np.asarray(x) for x in inputs]
         self.eps = eps
+        self.step = step
         self.evaluations = 0
         self.outputs = [np.asarray(o) for o in outputs] if outputs is not None else self(self.inputs)
         self.output_shapes = [o.shape for o in self.outputs]

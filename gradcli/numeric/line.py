@@ -64,11 +64,14 @@ def _rows_needing(mask: np.ndarray) -> np.ndarray:
 
 
 def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
-                  good_enough: Optional[Callable[[Estimate], np.ndarray]] = None) -> Estimate:
+                  good_enough: Optional[Callable[[Estimate], np.ndarray]] = None,
+                  step: Optional[float] = None) -> Estimate:
     """Estimate dg/dt at 0 for every element of the line, with per-element error estimates.
 
     ``good_enough(central)`` (optional) marks elements whose central difference is already accurate
     enough for the caller's purpose: those skip Richardson refinement (a fast check's budget).
+    ``step`` (optional, t-space) replaces the central difference's default step eps^(1/3); it does
+    not bound Richardson's steps nor change the complex step (see ``estimators.user_step``).
 
     Returns an Estimate whose ``method`` is "complex_step", "richardson", "central" or "mixed",
     with ``used_complex`` (where the complex step was used) and ``kink`` (where the one-sided
@@ -96,7 +99,7 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
         result.kink = result.kinks(eps)
         return _unwrap(result, scalar)
 
-    central = central_difference(evaluate, eps=eps, g0=g0, magnitude=magnitude)
+    central = central_difference(evaluate, step=step, eps=eps, g0=g0, magnitude=magnitude)
     kink = central.kinks(eps)
     used_complex = np.zeros(g0.shape, dtype=bool)
     result = central

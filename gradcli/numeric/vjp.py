@@ -78,7 +78,7 @@ def directional(
         complex_ok=method in ("auto", "complex_step") and nf.accepts_complex(moved),
     )
     before = nf.evaluations
-    estimate = estimate_line(line, method, nf.eps, good_enough)
+    estimate = estimate_line(line, method, nf.eps, good_enough, step=nf.step)
     estimate.evaluations = nf.evaluations - before
     return estimate
 
@@ -143,7 +143,7 @@ def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementD
             flat = _flat_outputs(nf.replaced(index, shifted(x, t, direction)), used)
             return flat if rows is None else flat[rows]
 
-        return estimate_line(Line(evaluate, g0, complex_ok=complex_ok), method, nf.eps)
+        return estimate_line(Line(evaluate, g0, complex_ok=complex_ok), method, nf.eps, step=nf.step)
 
     along_scale = line_along(scale)  # t-space: d_i·s_j(i) for output i fed by element j(i)
     u = np.random.default_rng([seed, index, 0xB0]).standard_normal(x.shape)
@@ -280,7 +280,7 @@ def _per_element_strategy(nf, index, projector, method, batched) -> ElementDeriv
 
         rows = len(block)
         line = Line(evaluate, np.tile(g0_row, (rows, 1)), np.tile(magnitude_row, (rows, 1)), complex_ok)
-        estimate = estimate_line(line, method, nf.eps)
+        estimate = estimate_line(line, method, nf.eps, step=nf.step)
         s = scale[block][:, None]
         value[block], error[block] = estimate.value / s, estimate.error / s
         sided = np.stack([estimate.left, estimate.right]) / s

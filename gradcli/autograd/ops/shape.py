@@ -75,12 +75,21 @@ class IndexBackward(Function):
         if _repeats_possible(index):
             np.add.at(out, index, g.data)
         else:
-            out[index] = g.data  # basic indices and masks select each position once: plain assignment
+            # basic indices and masks select each position once: plain assignment
+            out[index] = g.data if out.dtype.kind != "O" else _element(g.data)
         return Tensor(out)
 
     @staticmethod
     def backward(ctx, gg):
         return gg[ctx.index], None, None
+
+
+def _element(value):
+    """``value`` to assign into an object array (symbolic tracing): a 0-d array as its element,
+    since numpy would store the 0-d array itself in the object slot."""
+    if type(value) is np.ndarray and value.ndim == 0:
+        return value[()]
+    return value
 
 
 def _repeats_possible(index):
@@ -101,7 +110,8 @@ class SetItem(Function):
         ctx.index = index
         ctx.v_shape = np.shape(data_of(v))
         out = x.data.copy()
-        out[index] = data_of(v)
+        value = data_of(v)
+        out[index] = value if out.dtype.kind != "O" else _element(value)
         return Tensor(out)
 
     @staticmethod

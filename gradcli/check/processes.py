@@ -1,0 +1,295 @@
+"""Isolation for ``gradcli check``: a forked worker per file, a forked checker per Function.
+
+Process layout (POSIX): the parent never imports user code. A forked *worker*, in its own process
+group, imports a file, collects and selects its Functions, then forks one *checker* per Function
+and kills it after ``timeout`` seconds; each file has its own worker, except that files importing
+torch share one (torch's import costs seconds). Results travel back as pickled frames over pipes.
+An exception, ``sys.exit``, ``os._exit``, a crash or a hang in user code becomes an error result
+for that Function (or file) and the run goes on (a worker that dies hands its remaining files to
+a new one); Ctrl-C in the parent kills the workers' process groups and returns what finished.
+
+``runner.run`` calls ``run_workers`` when ``os.fork`` exists; what a result is and how one
+Function is checked live in ``runner.py``.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import tempfile
+import time
+from typing import Callable, Optional
+
+from gradcli.check.discovery import imports_torch
+from gradcli.check.runner import CaseResult, FunctionResult, RunOptions, _Collector, check_target, file_messages
+
+KILL_GRACE = 10.0  # the parent's backstop beyond the worker's own per-Function timeout
+MAX_OUTPUT = 4000  # characters of captured user output kept with a result
+
+_HEADER = struct.Struct("!Q")
+
+
+def _send(fd: int, obj):
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Frames:
+    """Reassembles pickled frames from a pipe read in arbitrary chunks."""
+
+    def __init__(self):
+        self.buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list:
+        self.buffer += chunk
+        out = []
+        while len(self.buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self.buffer)
+            if len(self.buffer) < _HEADER.size + size:
+                break
+            out.append(pickle.loads(bytes(self.buffer[_HEADER.size:_HEADER.size + size])))
+            del self.buffer[:_HEADER.size + size]
+        return out
+
+
+def _fork(body: Callable[[int], None], new_group: bool = False) -> tuple:
+    """Fork a child running ``body(write_fd)`` (in its own process group if ``new_group``);
+    returns (pid, read_fd)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    gc.freeze()  # the child's garbage collector leaves inherited objects alone: no copy-on-write storm
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns
+        code = 0
+        try:
+            os.close(r)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if new_group:
+                os.setpgid(0, 0)  # Ctrl-C at the terminal reaches the parent only; it kills the group
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            body(w)
+        except BaseException:  # noqa: BLE001 -- a child must never fall back into the parent's code
+            import traceback
+
+            traceback.print_exc()  # into the captured output, shown with the error result
+            code = 70
+        finally:
+            os._exit(code)
+    gc.unfreeze()  # this process goes on as before (frozen objects would never be collected)
+    os.close(w)
+    return pid, r
+
+
+_CAPTURE: list = []  # the temporary file a worker's (and its checkers') fds 1 and 2 point to
+
+
+def _capture() -> int:
+    """Send this process's fds 1 and 2 to a temporary file (once); returns its fd, to read back."""
+    if not _CAPTURE:
+        _CAPTURE.append(tempfile.TemporaryFile())
+        os.dup2(_CAPTURE[0].fileno(), 1)
+        os.dup2(_CAPTURE[0].fileno(), 2)
+        # the parent's sys.stdout may not be fd 1 (a test runner's buffer): write to the fds themselves
+        sys.stdout = open(1, "w", closefd=False, errors="replace")
+        sys.stderr = open(2, "w", closefd=False, errors="replace")
+    return _CAPTURE[0].fileno()
+
+
+def _read_output(fd: int) -> str:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, MAX_OUTPUT + 1).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return text if len(text) <= MAX_OUTPUT else text[:MAX_OUTPUT] + "\n[... output truncated]"
+
+
+def _died(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return f"killed by signal {signal.Signals(sig).name}" if sig in signal.Signals._value2member_map_ else \
+            f"killed by signal {sig}"
+    return f"exited with code {os.waitstatus_to_exitcode(status)}"
+
+
+def _check_in_child(target, options: RunOptions) -> FunctionResult:
+    """Run check_target in a forked checker; time it out; turn a dead child into an error result."""
+    out_fd = _capture()
+
+    def body(w):
+        result = check_target(target, options, announce=lambda records: _send(w, ("cases", records)))
+        result.output = _read_output(out_fd)
+        try:
+            _send(w, ("result", result))
+        except Exception as e:  # noqa: BLE001 -- e.g. an unpicklable object in a report
+            _send(w, ("result", FunctionResult(result.file, result.function, result.backend, "error",
+                                               f"could not transfer the result: {type(e).__name__}: {e}")))
+
+    os.lseek(out_fd, 0, os.SEEK_SET)
+    os.ftruncate(out_fd, 0)
+    start = time.perf_counter()
+    pid, fd = _fork(body)
+    frames, cases, result, timed_out = _Frames(), [], None, False
+    deadline = time.monotonic() + options.timeout
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
+                timed_out = True
+                os.kill(pid, signal.SIGKILL)
+                break
+            chunk = pipe.read(1 << 20)
+            if not chunk:
+                break
+            for kind, payload in frames.feed(chunk):
+                if kind == "cases":
+                    cases = payload
+                else:
+                    result = payload
+    _, status = os.waitpid(pid, 0)
+    if result is not None:
+        return result
+    why = f"timed out after {options.timeout:g} s (--timeout)" if timed_out else \
+        f"the checking process {_died(status)} without a result (os._exit or a crash in user code?)"
+    return FunctionResult(target.file, target.name, target.backend, "error", why, line=target.line,
+                          backward_line=target.backward_line, style=target.style,
+                          cases=[CaseResult(records, "error", why) for records in cases],
+                          output=_read_output(out_fd), duration=time.perf_counter() - start)
+
+
+def _worker_body(batch: list, options: RunOptions, w: int):
+    _capture()  # user code's prints never reach the terminal
+    for position, item in enumerate(batch):
+        _send(w, ("file", position))
+        for message in file_messages(item, options, _check_in_child):
+            _send(w, message)
+            if message[0] == "collected" and not options.collect_only:
+                _warm_up({info.backend for info in message[1]})
+        _send(w, ("file_done", position))
+
+
+def _warm_up(backends: set):
+    """Load, once per worker, what every checker would otherwise load again after its fork: the
+    checker (when the parent had not yet), and torch's lazily imported autograd machinery."""
+    _preload(RunOptions())
+    if "torch" in backends:
+        torch = sys.modules["torch"]
+        x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+        torch.autograd.grad(x * 2, x, torch.ones(1, dtype=torch.float64))
+
+
+class _Worker:
+    """A forked process checking a batch of files one after the other."""
+
+    def __init__(self, batch: list, options: RunOptions):
+        self.batch = batch
+        self.item = None  # file in progress
+        self.finished = 0  # files of the batch completely handled
+        self.current = None  # Function being checked
+        self.pid, self.fd = _fork(lambda w: _worker_body(batch, options, w), new_group=True)
+        try:
+            os.setpgid(self.pid, self.pid)
+        except OSError:
+            pass
+        self.frames = _Frames()
+        self.deadline = time.monotonic() + options.timeout
+
+    def kill(self):
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _batches(items, exitfirst: bool) -> list:
+    """Files that import torch share one worker, so torch is imported once per run (it takes
+    seconds); it starts first, except with -x, where checking order follows file order."""
+    torch_files = [it for it in items if imports_torch(it.abspath)]
+    batches = [[it] for it in items if it not in torch_files]
+    if torch_files:
+        at = next((i for i, b in enumerate(batches) if items.index(b[0]) > items.index(torch_files[0])),
+                  len(batches)) if exitfirst else 0
+        batches.insert(at, torch_files)
+    return batches
+
+
+def _preload(options: RunOptions):
+    """What every checker needs, loaded once and inherited by each fork (idempotent)."""
+    if not options.collect_only:
+        import gradcli.autograd.namespace  # noqa: F401
+        import gradcli.check.diagnosis  # noqa: F401
+        import gradcli.check.gradcheck  # noqa: F401
+
+
+def run_workers(items, options: RunOptions, collector: _Collector):
+    """Check ``items`` in forked workers, feeding ``collector``; Ctrl-C propagates (workers killed)."""
+    jobs = 1 if options.exitfirst else max(1, options.jobs)
+    queue = _batches(items, options.exitfirst)
+    active: dict = {}
+    try:
+        while queue or active:
+            while queue and len(active) < jobs and not collector.stop:
+                worker = _Worker(queue.pop(0), options)
+                active[worker.fd] = worker
+                _preload(options)  # after the first fork: the torch batch, the slowest, starts at once
+            if not active:
+                break
+            timeout = max(0.0, min(w.deadline for w in active.values()) - time.monotonic())
+            for fd in select.select(list(active), [], [], timeout)[0]:
+                worker = active[fd]
+                chunk = os.read(fd, 1 << 20)
+                for message in worker.frames.feed(chunk):
+                    _relay(worker, message, collector, options)
+                if not chunk:
+                    queue[:0] = _finish(active.pop(fd), collector)
+            for fd, worker in list(active.items()):
+                if time.monotonic() > worker.deadline:
+                    worker.kill()
+                    queue[:0] = _finish(active.pop(fd), collector, timeout=options.timeout)
+    finally:
+        for worker in active.values():  # interrupted: kill what still runs
+            worker.kill()
+            os.waitpid(worker.pid, 0)
+            os.close(worker.fd)
+
+
+def _relay(worker: _Worker, message, collector: _Collector, options: RunOptions):
+    kind = message[0]
+    worker.deadline = time.monotonic() + options.timeout + KILL_GRACE  # the worker times checks itself
+    if kind == "file":
+        worker.item = worker.batch[message[1]]
+        worker.deadline = time.monotonic() + options.timeout  # importing it
+    elif kind == "file_done":
+        collector.file_finished(worker.item)
+        worker.item, worker.finished = None, message[1] + 1
+    else:
+        worker.current = message[1] if kind == "start" else None
+        collector.handle(worker.item, message)
+
+
+def _finish(worker: _Worker, collector: _Collector, timeout: Optional[float] = None) -> list:
+    """Reap a worker (killed after ``timeout`` if given); returns the batch's files left to check."""
+    _, status = os.waitpid(worker.pid, 0)
+    os.close(worker.fd)
+    item = worker.item
+    if item is not None:
+        what = f"timed out after {timeout:g} s" if timeout is not None else _died(status)
+        name = worker.current
+        message = (f"checking stopped: the worker process {what}" if name else
+                   f"importing the file {what}" if timeout is not None else
+                   f"the worker process {what} while importing")
+        backend = "torch" if imports_torch(item.abspath) else "gradcli"
+        collector.handle(item, ("result", FunctionResult(item.path, name, backend, "error", message)))
+        collector.file_finished(item)
+    rest = worker.batch[worker.finished + (item is not None):]
+    return [rest] if rest and not collector.stop else []
