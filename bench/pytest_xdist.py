@@ -4,12 +4,14 @@
 
 Runs each configuration --runs times, alternating them so that a change in the machine's load hits
 both alike, and prints the median and every run. `gradcli check PATH` is timed alongside for
-reference. The verdict counts of every run are printed too: they must not depend on -n.
+reference. CPU seconds (all processes) are printed too: on a busy machine they show the fixed cost of
+each xdist worker better than wall time. The verdict counts of every run must not depend on -n.
 --shape sets the automatic inputs' shape (larger: more work per Function, where xdist can pay off).
 """
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,13 +22,19 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # every finished descendant: workers, forks
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(command: list) -> tuple:
-    start = time.perf_counter()
+    """(wall seconds, CPU seconds of all its processes, the closing summary line)."""
+    start, cpu = time.perf_counter(), cpu_seconds()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
     counts = re.sub(r" in [\d.]+s.*", "", last.strip("= "))
-    return wall, counts
+    return wall, cpu, counts
 
 
 def main():
@@ -44,18 +52,21 @@ def main():
         "gradcli check": [str(BIN / "gradcli"), "check", args.path, "--format", "plain", "--shape", args.shape],
     }
     times = {name: [] for name in configs}
+    cpus = {name: [] for name in configs}
     counts = {name: set() for name in configs}
     for _ in range(args.runs):
         for name, command in configs.items():
-            wall, summary = timed(command)
+            wall, cpu, summary = timed(command)
             times[name].append(wall)
+            cpus[name].append(cpu)
             counts[name].add(summary)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{args.path} (shape {args.shape}): {args.runs} runs each, {os.cpu_count()} CPUs, "
           f"load average {load:.1f} at the end")
     for name in configs:
         runs = ", ".join(f"{t:.1f}" for t in times[name])
-        print(f"  {name:<24} median {statistics.median(times[name]):6.1f} s   (runs: {runs})   {' | '.join(counts[name])}")
+        print(f"  {name:<24} median {statistics.median(times[name]):5.1f} s wall, "
+              f"{statistics.median(cpus[name]):5.1f} s CPU   (wall runs: {runs})   {' | '.join(counts[name])}")
 
 
 if __name__ == "__main__":

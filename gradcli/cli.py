@@ -34,11 +34,23 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
               help="Numerical reference.")
 @click.option("--atol", type=float, help="Absolute tolerance override.")
 @click.option("--rtol", type=float, help="Relative tolerance override.")
-@click.option("--eps", type=float, help="Finite-difference step, for a gradcheck that takes one.")
+@click.option("--eps", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Central-difference step, tried besides the default one (gradcheck's eps).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs and cotangents.")
 @click.option("--second-order", is_flag=True, help="Also check double backward.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
-              help="Seconds per Function.")
+              help="Seconds per Function (gradcheck and the exact check; --prove has its own).")
+@click.option("--exact/--no-exact", "exact", default=None,
+              help="Exact reference (the 'exact err' column) for every traceable engine Function up to 1024 input "
+                   "elements / never [default: up to 64 elements, and every Function with a formula].")
+@click.option("--expr", "exprs", metavar="FORMULA", multiple=True,
+              help="The forward as a formula, e.g. 'x*sigmoid(x)' (repeat: one per output): the exact reference "
+                   "for the one selected Function (file.py::Name), torch ones too.")
+@click.option("--prove", is_flag=True, help="Prove each backward right for every input, or find a counterexample.")
+@click.option("--prove-shape", type=ShapeParam(), default="2x2", show_default=True,
+              help="Symbolic shape of automatic inputs for --prove (raise it for shape-specific code).")
+@click.option("--prove-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              help="Seconds per Function for --prove.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure or error.")
 @click.option("--strict", is_flag=True, help="Skipped Functions make the run fail.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "rich", "plain", "github"]), default="auto",
@@ -49,13 +61,16 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 @click.option("-v", "--verbose", is_flag=True, help="Show the inputs of every Function, and tracebacks.")
 @click.option("--debug", is_flag=True, help="Show gradcli's own tracebacks.")
 def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, atol, rtol, eps, seed,
-          second_order, timeout, exitfirst, strict, fmt, json_path, junit_path, jobs, verbose, debug):
+          second_order, timeout, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
+          junit_path, jobs, verbose, debug):
     """Check every autograd Function in files or directories (default: the current directory).
 
     \b
       gradcli check examples/                 every Function, every file
       gradcli check ops.py::MySqrt --at x=3   one Function at a given point
       gradcli check ops/ -k "not slow" --json report.json --junit junit.xml
+      gradcli check ops.py --prove            prove each backward, or find a counterexample
+      gradcli check ops.py::Swish --expr "x*sigmoid(x)"   exact reference from a formula
 
     Exit codes: 0 passed, 1 failures, 2 usage error or interrupted, 3 errors in user code only,
     5 nothing collected.
@@ -78,9 +93,13 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
     gradcheck_options.update(seed=seed, second_order=second_order)
     for name in unsupported_options(gradcheck_options):
         raise click.UsageError(f"--{name} is not supported by this version of gradcli.gradcheck")
+    if exprs:
+        _check_exprs(exprs, items, exact)
     options = RunOptions(gradcheck=gradcheck_options, seed=seed, dtype=dtype, shape=shape, specs=specs,
                          timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
-                         jobs=jobs or min(4, os.cpu_count() or 1), debug=debug)
+                         jobs=jobs or min(4, os.cpu_count() or 1), debug=debug,
+                         exact={None: "auto", True: "on", False: "off"}[exact], expr=tuple(exprs) or None,
+                         prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout)
     fmt = choose_format(fmt)
     out = Output(fmt, seed, verbose or debug, collect_only)
     try:
@@ -96,6 +115,23 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
     for name in [] if collect_only else result.unused_inputs(specs):
         click.echo(f"warning: --input/--at {name}: no checked forward has a parameter named {name!r}", err=True)
     raise SystemExit(result.exit_code(strict, collect_only))
+
+
+def _check_exprs(exprs, items, exact):
+    """--expr gives one Function's forward: it needs exactly one ``file.py::Name`` and formulas that parse."""
+    if exact is False:
+        raise click.UsageError("--expr asks for the exact check, --no-exact turns it off: give one of them")
+    if len(items) != 1 or not items[0].names or len(items[0].names) != 1:
+        raise click.UsageError("--expr gives the forward of one Function: select it as PATH/file.py::Name "
+                               "(for several Functions, give each class a `formula` string attribute)")
+    from gradcli.symbolic.errors import ExpressionError
+    from gradcli.symbolic.parser import parse
+
+    for text in exprs:
+        try:
+            parse(text)
+        except ExpressionError as e:
+            raise click.UsageError(f"--expr {text!r}: {e}") from None
 
 
 # ----- gradcli diff (specs/diff.md) ----------------------------------------------------------------

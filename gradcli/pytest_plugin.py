@@ -43,6 +43,9 @@ def pytest_addoption(parser):
     add("--gradcli-input", action="append", default=[], metavar="NAME=SPEC",
         help="Input for forward's parameter NAME (SPEC grammar: specs/check.md; repeatable).")
     add("--gradcli-at", action="append", default=[], metavar="NAME=NUMBER,...", help="Scalar inputs, e.g. x=3,y=2.")
+    add("--gradcli-exact", choices=("auto", "on", "off"), default="auto",
+        help="Exact (symbolic) reference: auto (default, as `gradcli check`), on (--exact), off (--no-exact).")
+    add("--gradcli-prove", action="store_true", help="Prove each backward for every input (`gradcli check --prove`).")
     add("--gradcli-timeout", type=float, default=60.0, metavar="SECONDS",
         help="Seconds per Function before it is an error (default: 60).")
     add("--gradcli-strict", action="store_true", help="A Function that cannot be checked (skip) fails.")
@@ -100,7 +103,8 @@ class _State:
         for name in unsupported_options(gradcheck):
             raise pytest.UsageError(f"--gradcli-{name.replace('_', '-')} is not supported by this gradcli.gradcheck")
         options = RunOptions(gradcheck=gradcheck, seed=seed, dtype=opt.gradcli_dtype or "float64", shape=shape,
-                             specs=specs, timeout=opt.gradcli_timeout, jobs=1)
+                             specs=specs, timeout=opt.gradcli_timeout, jobs=1, exact=opt.gradcli_exact,
+                             prove=opt.gradcli_prove)
         _add_collection_args(config)
         return cls({it.abspath: it for it in items}, options, seed, opt.gradcli_strict, opt.gradcli_timeout)
 
@@ -269,7 +273,7 @@ def pytest_runtest_makereport(item, call):
 
 # ----- inside ordinary tests: the fixture and the marker -------------------------------------------
 
-BUILD_OPTIONS = ("dtype", "shape")  # options of inputs that gradcli builds (a Function class alone)
+BUILD_OPTIONS = ("dtype", "shape", "exact")  # options of a Function class alone (gradcli builds the inputs)
 
 
 def _marker_options(item) -> dict:

@@ -35,8 +35,9 @@ def assert_gradcheck(fn, *inputs, **options):
       Returns the CheckReport.
     * ``assert_gradcheck(MyFn, **options)`` (a Function class, no inputs): inputs are built as
       ``gradcli check file.py::MyFn`` builds them (``example_inputs()``, defaults, automatic
-      domains; ``seed``, ``dtype`` and ``shape`` options as on the command line), and every input
-      set is checked. Returns the list of CheckReports, one per input set.
+      domains; ``seed``, ``dtype`` and ``shape`` options as on the command line; ``exact="auto"``
+      adds the exact reference as ``gradcli check`` does by default), and every input set is
+      checked. Returns the list of CheckReports, one per input set.
 
     A check that compares nothing (no floating-point input, or no inputs could be built) fails too:
     an assertion that cannot fail is worse than none.
@@ -178,13 +179,15 @@ def _check_function(cls, options: dict) -> list:
     seed = options.pop("seed", 0)  # ... and seed goes on to gradcheck, as on the command line
     dtype = options.pop("dtype", "float64")
     shape = options.pop("shape", (3, 4))
+    exact = options.pop("exact", "off")  # the symbolic reference: "auto" is `gradcli check`'s default
     if isinstance(shape, str):
         shape = parse_shape(shape)
     unknown = unsupported_options(options)
     if unknown:
         raise TypeError(f"assert_gradcheck got option(s) gradcli.gradcheck does not take: {', '.join(unknown)}")
     target = _target_for(cls)
-    run_options = RunOptions(gradcheck=dict(options, seed=seed), seed=seed, dtype=dtype, shape=tuple(shape))
+    run_options = RunOptions(gradcheck=dict(options, seed=seed), seed=seed, dtype=dtype, shape=tuple(shape),
+                             exact=exact)
     result = check_target(target, run_options)
     reports = [c.report for c in result.cases if c.report is not None]
     if result.status == "pass":

@@ -136,7 +136,7 @@ def test_exit_1_any_failure():
     (["--timeout", "0"], "Invalid value for '--timeout'"),
     (["--mode", "slow"], "Invalid value for '--mode'"),
     (["-k", "a and"], "bad -k expression 'a and': expected a name at the end"),
-    (["--eps", "1e-6"], "--eps is not supported by this version of gradcli.gradcheck"),
+    (["--eps", "2"], "Invalid value for '--eps': 2.0 is not in the range 0<x<1"),
 ])
 def test_exit_2_usage_errors_in_one_line(tmp_path, args, message):
     path = write(tmp_path, "good.py", GOOD)
@@ -394,7 +394,7 @@ def test_torch_file_without_torch_is_skipped(tmp_path, monkeypatch):
     result, doc = check_json(tmp_path, "examples/real_torch.py")
     assert result.exit_code == 0
     assert doc["results"] == [{"file": "examples/real_torch.py", "function": None, "backend": "torch",
-                               "status": "skip", "inputs": [], "checks": [],
+                               "status": "skip", "inputs": [], "checks": [], "proofs": None,
                                "message": "needs PyTorch, which is not installed (pip install torch): not checked"}]
 
 
@@ -415,7 +415,8 @@ EXPECTED = {
 RECORD = {"name": str, "source": ("cli", "example", "default", "auto"), "spec": (str, None), "type": str,
           "?case": int, "?dtype": str, "?shape": list, "?requires_grad": bool, "value": object}
 RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
-          "status": ("pass", "fail", "error", "skip"), "message": str, "inputs": [[RECORD]], "checks": [(dict, None)]}
+          "status": ("pass", "fail", "error", "skip"), "message": str, "inputs": [[RECORD]], "checks": [(dict, None)],
+          "proofs": (list, None)}
 SCHEMA = {"gradcli_version": str, "seed": int,
           "summary": {"passed": int, "failed": int, "errors": int, "skipped": int}, "results": [RESULT]}
 
@@ -488,7 +489,8 @@ def test_real_process_exit_codes_and_no_color(tmp_path):
     ok = run("examples/seed_exp.py")
     assert ok.returncode == 0 and "\x1b[" not in ok.stdout
     assert ok.stdout.splitlines()[1:3] == [
-        "examples/seed_exp.py", "  Function    input  shape  max abs err  max rel err  method        status"]
+        "examples/seed_exp.py",
+        "  Function    input  shape  max abs err  max rel err  exact err  method        status"]
     assert run("examples/buggy_layers.py").returncode == 1
     bad = run("examples/seed_exp.py", "--input", "i=float8[2]")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == (
@@ -547,4 +549,11 @@ def test_options_assumed_by_the_cli_exist_in_gradcheck():
     from gradcli.check.runner import GRADCHECK_OPTIONS, unsupported_options
 
     assert set(GRADCHECK_OPTIONS) <= set(inspect.signature(gradcli.gradcheck).parameters)
-    assert unsupported_options({"mode": "fast", "eps": 1e-6, "colour": 1}) == ["eps", "colour"]
+    assert unsupported_options({"mode": "fast", "eps": 1e-6, "colour": 1}) == ["colour"]
+
+
+def test_eps_is_passed_through_to_gradcheck(tmp_path):
+    result, doc = check_json(tmp_path, EXAMPLES / "seed_exp.py::Exp", "--eps", "1e-6")
+    assert result.exit_code == 0, result.output
+    # gradcheck rounds the step to a power of two (specs/gradcheck.md) and records it
+    assert doc["results"][0]["checks"][0]["tolerances"]["eps"] == 2.0 ** -20

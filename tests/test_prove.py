@@ -339,7 +339,8 @@ def test_bias_returned_unreduced_is_disproved_with_a_shape_counterexample():
     assert not any("silently sums" in n for n in x.notes)
     assert b.verdict == "disproved", b.message
     assert b.counterexample == {"kind": "shape", "returned_shape": [2, 2], "input_shape": [2]}
-    assert b.message == "the backward returns the gradient of b with shape [2, 2], but b has shape [2]: wrong at every point"
+    assert b.message == ("the backward returns the gradient of b with shape [2, 2], but b has shape [2]: "
+                         "wrong at every point")
     assert any("engine (like torch) silently sums" in n and "only as long as b is broadcast the same way" in n
                for n in b.notes)
     assert "after that sum the values agree with Jᵀg at 6 exact points" in b.notes
@@ -360,6 +361,21 @@ def test_bias_unreduced_with_wrong_values_too_is_disproved_by_shape_and_says_the
     assert (x.verdict, b.verdict) == ("proved", "disproved")
     assert b.counterexample["kind"] == "shape"
     assert any(n.startswith("after that sum the values are wrong too: gradient of b") for n in b.notes)
+
+
+def test_a_gradient_shape_the_engine_refuses_is_disproved_for_that_input():
+    class BiasGradientSliced(BiasNotReduced):
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad[:, :1]  # (2, 1) for b of shape (3,): not even a broadcast
+
+    x, b = prove(BiasGradientSliced, example_inputs=example((2, 3), (3,)))
+    assert b.verdict == "disproved"
+    assert b.counterexample == {"kind": "shape", "returned_shape": [2, 1], "input_shape": [3]}
+    assert any("refuses a gradient of this shape" in n and "returned an invalid gradient at index 1" in n
+               for n in b.notes)
+    # the backward never finished, so x's gradient was not seen
+    assert x.verdict == "not_traceable" and x.message.startswith("the backward did not finish: ")
 
 
 def test_value_counterexamples_say_their_kind():

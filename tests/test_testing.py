@@ -131,6 +131,12 @@ def test_a_function_class_alone_gets_gradcli_check_inputs():
         in text
 
 
+def test_the_exact_reference_of_gradcli_check_can_be_asked_for():
+    text = str(failure_of(lambda: assert_gradcheck(SinTwiceTooLarge, exact="auto")))
+    assert re.search(r"^    exact: backward differs from the exact derivative", text, re.M)
+    assert "exact:" not in str(failure_of(lambda: assert_gradcheck(SinTwiceTooLarge)))  # off by default
+
+
 def test_a_local_function_class_is_reproduced_in_python():
     class LocalTwice(SinTwiceTooLarge):
         pass

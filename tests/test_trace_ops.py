@@ -188,4 +188,8 @@ def test_the_numeric_paths_of_the_traceable_ops_are_unchanged_by_tracing():
     y = x.amax(dim=1) + x.softmax(1).sum(1) + x.norm(dim=1) + x.std(dim=1)
     y.sum().backward()
     assert x.data.dtype == np.float64 and y.data.dtype == np.float64 and x.grad.data.dtype == np.float64
-    np.testing.assert_allclose(y.detach().numpy(), [3 + 1 + np.sqrt(10) + np.sqrt(2), 2 + 1 + np.sqrt(5) + 3 / np.sqrt(2)])
+    expected = [3 + 1 + np.sqrt(10) + np.sqrt(2), 2 + 1 + np.sqrt(5) + 3 / np.sqrt(2)]
+    np.testing.assert_allclose(y.detach().numpy(), expected)
+    r2, r5, r10 = np.sqrt(2), np.sqrt(5), np.sqrt(10)  # amax, softmax (sums to 1), norm, std
+    grad = [[0 + 0 + 1 / r10 - 1 / r2, 1 + 0 + 3 / r10 + 1 / r2], [1 + 0 + 2 / r5 + 1 / r2, 0 + 0 - 1 / r5 - 1 / r2]]
+    np.testing.assert_allclose(x.grad.numpy(), grad, atol=1e-12)

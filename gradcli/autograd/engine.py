@@ -8,7 +8,7 @@ that lie above one of them.
 """
 import numpy as np
 
-from gradcli.autograd.function import _RELEASED, AccumulateGrad, _edge
+from gradcli.autograd.function import _RELEASED, NON_TENSOR, AccumulateGrad, _edge
 from gradcli.autograd.grad_mode import _state
 from gradcli.autograd.tensor import Tensor
 
@@ -130,9 +130,9 @@ def _dependencies(roots):
     root_nodes = set(stack)
     while stack:
         for edge in stack.pop()._next:
-            if edge is None:
-                continue
             child = edge[0]
+            if child is None:
+                continue
             if child in deps:
                 deps[child] += 1
             else:
@@ -154,7 +154,7 @@ def _postorder(roots):
         while stack:
             node, edges = stack[-1]
             for edge in edges:
-                if edge is not None and edge[0] not in seen:
+                if edge[0] is not None and edge[0] not in seen:
                     seen.add(edge[0])
                     stack.append((edge[0], iter(edge[0]._next)))
                     break
@@ -170,7 +170,7 @@ def _nodes_to_run(postorder, captures):
     run = set()
     for node in postorder:
         for edge in node._next:
-            if edge is not None and edge[0] in reaches:
+            if edge[0] in reaches:
                 run.add(node)
                 reaches.add(node)
                 break
@@ -228,9 +228,9 @@ def _execute(roots, root_grads, retain_graph, create_graph, captures):
             if not retain_graph and node._to_save:
                 node._to_save = _RELEASED  # free the saved tensors, as torch does
             for edge, g in zip(node._next, input_grads):
-                if edge is None:
-                    continue
                 child = edge[0]
+                if child is None:
+                    continue
                 if g is not None:
                     if child not in buffers and child._n_outputs == 1:
                         buffers[child] = [g]  # the common case of _add_to_buffer, inlined
@@ -247,9 +247,9 @@ def _execute(roots, root_grads, retain_graph, create_graph, captures):
 
 def _skip(node, deps, ready):
     for edge in node._next:
-        if edge is None:
-            continue
         child = edge[0]
+        if child is None:
+            continue
         left = deps[child] - 1
         deps[child] = left
         if left == 0:
@@ -335,18 +335,18 @@ def _call_backward(node, grads):
     edges = node._next
     if len(raw) != len(edges):
         raw = _drop_surplus_nones(node, raw, len(edges))
-    metas = node._input_meta
     out = list(raw)
     for i, g in enumerate(raw):
         if g is None:
             continue
-        meta = metas[i]
-        if meta is None or edges[i] is None or type(g) is not Tensor:
-            out[i] = _unusual_gradient(node, i, g, meta, edges[i])
+        child, nr = edges[i]
+        if child is None or type(g) is not Tensor:
+            out[i] = _unusual_gradient(node, i, g, edges[i])
             continue
+        shape, dtype = child._output_meta[nr]  # the tensor this gradient is for
         data = g.data
-        if data.shape != meta[0] or data.dtype is not meta[1]:
-            out[i] = _conform(node, i, g, meta)
+        if data.shape != shape or data.dtype is not dtype:
+            out[i] = _conform(node, i, g, shape, dtype)
     return out
 
 
@@ -357,23 +357,24 @@ def _drop_surplus_nones(node, raw, expected):
                        f"(expected {expected}, got {len(raw)})")
 
 
-def _unusual_gradient(node, i, g, meta, edge):
-    """A gradient for a non-tensor input (an error), one that is no tensor (an error), one for an
-    input that does not require grad (dropped, as in torch), or a Tensor subclass (checked)."""
-    if meta is None:
+def _unusual_gradient(node, i, g, edge):
+    """A gradient for a non-tensor argument (an error), one that is no tensor (an error), one for
+    a tensor that needs no gradient (dropped, as in torch), or a Tensor subclass (checked)."""
+    if edge is NON_TENSOR:
         raise RuntimeError(f"function {node.name()} returned a gradient different than None at position "
                            f"{i + 1}, but the corresponding forward input was not a Variable")
     if not isinstance(g, Tensor):
         raise RuntimeError(f"function {node.name()} returned an invalid gradient at index {i} - expected a "
                            f"Tensor or None (got {type(g).__name__})")
-    if edge is None:
+    child, nr = edge
+    if child is None:
         return None
-    return _conform(node, i, g, meta)
+    shape, dtype = child._output_meta[nr]
+    return _conform(node, i, g, shape, dtype)
 
 
-def _conform(node, i, g, meta):
+def _conform(node, i, g, shape, dtype):
     """Give gradient ``i`` its input's shape (summing a broadcast shape down) and dtype."""
-    shape, dtype = meta
     grad_shape = g.data.shape
     if grad_shape != shape:
         if not _broadcasts_to(shape, grad_shape):

@@ -14,6 +14,11 @@ from gradcli.autograd.grad_mode import _state
 from gradcli.autograd.tensor import Tensor
 
 _RELEASED = object()  # stands in for the saved tensors once backward has freed them
+# Edges that lead nowhere (torch's next_functions shows both as (None, 0)): a tensor argument that
+# needs no gradient (a gradient returned for it is dropped), and a non-tensor argument (a gradient
+# returned for it is an error).
+NO_EDGE = (None, 0)
+NON_TENSOR = (None, -1)
 _NO_GRADS = tuple((False,) * n for n in range(9))  # needs_input_grad under no_grad, for n < 9 inputs
 
 
@@ -79,15 +84,15 @@ def _modified_message(node, index, t, expected):
 
 
 class Node(FunctionCtx):
-    """A node of the backward graph. ``_next`` holds one edge per forward argument:
-    ``(node, output_nr)``, or None where no gradient flows."""
+    """A node of the backward graph. ``_next`` holds one edge per forward argument: ``(node,
+    output_nr)``, or NO_EDGE / NON_TENSOR where no gradient flows. A gradient flowing along an edge
+    must match ``node._output_meta[output_nr]``, the shape and dtype of the tensor it is for."""
 
     _next = ()
     _forward_cls = None  # the Function class whose backward this node runs (None: a legacy instance)
     _retained = None  # {output_nr: [hooks, tensor that retains its grad or None]}
     _n_outputs = 1
     _output_meta = ()  # per output: (shape, dtype), or None for a non-tensor output
-    _input_meta = ()  # per forward argument: (shape, dtype), or None for a non-tensor argument
     _grad_fixups = None  # [(input index, returned shape, input shape)]: broadcast gradients torch sums silently
 
     def _slot(self, output_nr):
@@ -101,7 +106,7 @@ class Node(FunctionCtx):
 
     @property
     def next_functions(self):
-        return tuple((None, 0) if e is None else e for e in self._next)
+        return tuple(NO_EDGE if e[0] is None else e for e in self._next)
 
     def _release(self):
         self._to_save = _RELEASED
@@ -115,6 +120,11 @@ class AccumulateGrad(Node):
 
     def __init__(self, leaf):
         self.variable = leaf
+
+    @property
+    def _output_meta(self):
+        data = self.variable.data
+        return ((data.shape, data.dtype),)
 
 
 class BackwardNode(Node):
@@ -250,28 +260,25 @@ def _apply(cls, ctx, args, kwargs):
             t._vc[0] += 1
         return outputs
 
-    # One pass over the arguments: which need a gradient, the edge each gradient flows into (taken
-    # before forward, which may mark an input dirty and make it this node's output), and the
-    # shape and dtype each gradient must have. Plain loops: faster than comprehensions on 3.11.
+    # One pass over the arguments: which need a gradient, and the edge each gradient flows into
+    # (taken before forward, which may mark an input dirty and make it this node's own output).
+    # Plain loops: faster than comprehensions on Python 3.11.
     needs = []
     edges = []
-    metas = []
     tracked = False
     for a in args:
         if isinstance(a, Tensor):
-            data = a.data
-            metas.append((data.shape, data.dtype))
             if a.requires_grad or (a._base is not None and _stale_view_needs_grad(a)):
                 tracked = True
                 needs.append(True)
                 fn = a.grad_fn
                 edges.append((fn, a._output_nr) if fn is not None and a._base is None else _edge(a))
-                continue
-            needs.append(False)
+            else:
+                needs.append(False)
+                edges.append(NO_EDGE)
         else:
-            metas.append(None)
             needs.append(False)
-        edges.append(None)
+            edges.append(NON_TENSOR)
     ctx.needs_input_grad = needs = tuple(needs)
     _state.enabled = False
     try:
@@ -284,7 +291,6 @@ def _apply(cls, ctx, args, kwargs):
         return outputs
 
     ctx._next = tuple(edges)
-    ctx._input_meta = tuple(metas)
     if type(outputs) is tuple:
         result = tuple([_attach(ctx, i, out, args) for i, out in enumerate(outputs)])
         ctx._n_outputs = len(result)

@@ -4,8 +4,7 @@ Every differentiable operation is a Function in ``ops/``; the methods here only 
 """
 import numpy as np
 
-from gradcli.autograd import grad_mode
-from gradcli.autograd.formatting import format_data
+from gradcli.autograd import grad_mode, printing
 
 DEFAULT_DTYPE = np.dtype(np.float64)  # a gradient checker needs float64; torch defaults to float32
 
@@ -275,15 +274,7 @@ class Tensor:
 
     # ----- representation -------------------------------------------------------------------
     def __repr__(self):
-        body = format_data(self.data)
-        extras = []
-        if self.data.dtype != DEFAULT_DTYPE and self.data.dtype.kind in "fc":
-            extras.append(f"dtype={self.data.dtype}")
-        if self.grad_fn is not None:
-            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self.requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + ", ".join([body] + extras) + ")"
+        return printing.tensor_repr(self)  # torch's layout, honouring set_printoptions
 
     def __format__(self, spec):
         # as torch: a 0-d tensor formats as its number (f"{g}" gives "2.5", the seed's output)

@@ -127,7 +127,8 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
     out_fd = _capture()
 
     def body(w):
-        result = check_target(target, options, announce=lambda records: _send(w, ("cases", records)))
+        result = check_target(target, options, announce=lambda records: _send(w, ("cases", records)),
+                              extend=lambda seconds: _send(w, ("extend", seconds)))
         result.output = _read_output(out_fd)
         try:
             _send(w, ("result", result))
@@ -139,7 +140,7 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
     os.ftruncate(out_fd, 0)
     start = time.perf_counter()
     pid, fd = _fork(body)
-    frames, cases, result, timed_out = _Frames(), [], None, False
+    frames, cases, result, timed_out, extended = _Frames(), [], None, False, 0.0
     deadline = time.monotonic() + options.timeout
     with os.fdopen(fd, "rb", buffering=0) as pipe:
         while True:
@@ -154,12 +155,17 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
             for kind, payload in frames.feed(chunk):
                 if kind == "cases":
                     cases = payload
+                elif kind == "extend":  # --prove's own budget, beyond --timeout
+                    deadline += payload
+                    extended += payload
                 else:
                     result = payload
     _, status = os.waitpid(pid, 0)
     if result is not None:
         return result
-    why = f"timed out after {options.timeout:g} s (--timeout)" if timed_out else \
+    limit = f"{options.timeout + extended:g} s (--timeout + --prove-timeout)" if extended else \
+        f"{options.timeout:g} s (--timeout)"
+    why = f"timed out after {limit}" if timed_out else \
         f"the checking process {_died(status)} without a result (os._exit or a crash in user code?)"
     return FunctionResult(target.file, target.name, target.backend, "error", why, line=target.line,
                           backward_line=target.backward_line, style=target.style,
@@ -174,14 +180,16 @@ def _worker_body(batch: list, options: RunOptions, w: int):
         for message in file_messages(item, options, _check_in_child):
             _send(w, message)
             if message[0] == "collected" and not options.collect_only:
-                _warm_up({info.backend for info in message[1]})
+                _warm_up({info.backend for info in message[1]}, options)
         _send(w, ("file_done", position))
 
 
-def _warm_up(backends: set):
+def _warm_up(backends: set, options: RunOptions):
     """Load, once per worker, what every checker would otherwise load again after its fork: the
-    checker (when the parent had not yet), and torch's lazily imported autograd machinery."""
-    _preload(RunOptions())
+    checker (when the parent had not yet), and torch's lazily imported autograd machinery. The
+    symbolic layer is loaded for torch Functions only when --prove or --expr needs it (without a
+    formula their exact check is a skip that needs no SymPy)."""
+    _preload(options, symbolic="gradcli" in backends or options.prove or bool(options.expr))
     if "torch" in backends:
         torch = sys.modules["torch"]
         x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
@@ -223,12 +231,19 @@ def _batches(items, exitfirst: bool) -> list:
     return batches
 
 
-def _preload(options: RunOptions):
+def _preload(options: RunOptions, symbolic: bool = True):
     """What every checker needs, loaded once and inherited by each fork (idempotent)."""
     if not options.collect_only:
         import gradcli.autograd.namespace  # noqa: F401
         import gradcli.check.diagnosis  # noqa: F401
         import gradcli.check.gradcheck  # noqa: F401
+
+        if symbolic and (options.exact != "off" or options.expr or options.prove):
+            import gradcli.check.symbolic_checks  # noqa: F401
+            import gradcli.symbolic.symbolic_exact  # noqa: F401  (SymPy, mpmath: ~1 s, once per run)
+
+            if options.prove:
+                import gradcli.symbolic.prove  # noqa: F401
 
 
 def run_workers(items, options: RunOptions, collector: _Collector):
@@ -241,7 +256,8 @@ def run_workers(items, options: RunOptions, collector: _Collector):
             while queue and len(active) < jobs and not collector.stop:
                 worker = _Worker(queue.pop(0), options)
                 active[worker.fd] = worker
-                _preload(options)  # after the first fork: the torch batch, the slowest, starts at once
+                # after the first fork: the torch batch, the slowest, starts at once; SymPy only for workers to come
+                _preload(options, symbolic=bool(queue))
             if not active:
                 break
             timeout = max(0.0, min(w.deadline for w in active.values()) - time.monotonic())
@@ -265,7 +281,8 @@ def run_workers(items, options: RunOptions, collector: _Collector):
 
 def _relay(worker: _Worker, message, collector: _Collector, options: RunOptions):
     kind = message[0]
-    worker.deadline = time.monotonic() + options.timeout + KILL_GRACE  # the worker times checks itself
+    # the worker times checks itself (--timeout, plus --prove's budget when a checker asks for it)
+    worker.deadline = time.monotonic() + options.timeout + options.symbolic_seconds() + KILL_GRACE
     if kind == "file":
         worker.item = worker.batch[message[1]]
         worker.deadline = time.monotonic() + options.timeout  # importing it

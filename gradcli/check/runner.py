@@ -172,7 +172,7 @@ class RunEvents:
         pass
 
 
-GRADCHECK_OPTIONS = ("mode", "method", "atol", "rtol", "seed", "second_order")  # known to be taken
+GRADCHECK_OPTIONS = ("mode", "method", "atol", "rtol", "eps", "seed", "second_order")  # known to be taken
 
 
 def unsupported_options(gradcheck_options: dict) -> list:
@@ -191,8 +191,11 @@ def unsupported_options(gradcheck_options: dict) -> list:
 
 # ----- checking one Function (in the checker process) ---------------------------------------------
 
-def check_target(target, options: RunOptions, announce: Callable = lambda records: None) -> FunctionResult:
-    """Build the inputs, run gradcheck for each input set, and turn everything into a result."""
+def check_target(target, options: RunOptions, announce: Callable = lambda records: None,
+                 extend: Callable = lambda seconds: None) -> FunctionResult:
+    """Build the inputs, run gradcheck (and the exact check) for each input set, prove the backward
+    with ``options.prove``, and turn everything into a result. ``announce(records)`` gets the
+    inputs once built; ``extend(seconds)`` is told before a symbolic phase with its own budget."""
     import warnings
 
     import numpy as np
@@ -200,6 +203,8 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
     from gradcli.check.inputs import ForwardBroken, NoInputs, backend_for, build_cases
 
     start = time.perf_counter()
+    # the exact check gets what gradcheck leaves of --timeout, less a margin to hand the result over
+    deadline = time.monotonic() + options.timeout - min(1.0, 0.1 * options.timeout)
     res = FunctionResult(target.file, target.name, target.backend, "pass", line=target.line,
                          backward_line=target.backward_line, style=target.style)
     if target.style == "legacy":
@@ -209,12 +214,13 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
     abspath = os.path.realpath(sys.modules[target.cls.__module__].__file__)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
+        cases = None
         try:
             cases = build_cases(target, options.specs, seed=options.seed, dtype=options.dtype, shape=options.shape)
             announce([c.records for c in cases])
             be = backend_for(target.backend)
             for case in cases:
-                res.cases.append(_check_case(target, case, be, options, abspath))
+                res.cases.append(_check_case(target, case, be, options, abspath, deadline))
         except NoInputs as e:
             res.status, res.message = "skip", str(e)
         except ForwardBroken as e:
@@ -234,13 +240,18 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
             res.message = (f"input set {i + 1} of {len(res.cases)}: " if len(res.cases) > 1 else "") + case.message
     if res.status == "error" and any(c.report is not None for c in res.cases if c.status == "error"):
         res.line = res.backward_line or res.line  # gradcheck ran: the exception came from backward
+    if options.prove and res.status != "error":
+        from gradcli.check.symbolic_checks import apply_proofs, prove_function
+
+        res.proofs = prove_function(target, cases, options, extend)
+        apply_proofs(res)
     if res.status == "pass" and res.hint:
         res.message = "legacy instance-style Function: migrate to @staticmethod forward(ctx, ...)/backward(ctx, ...)"
     res.duration = time.perf_counter() - start
     return res
 
 
-def _check_case(target, case, be, options: RunOptions, abspath: str) -> CaseResult:
+def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: Optional[float] = None) -> CaseResult:
     from gradcli import gradcheck
     from gradcli.check.inputs import forward_problem
 
@@ -264,6 +275,12 @@ def _check_case(target, case, be, options: RunOptions, abspath: str) -> CaseResu
         return out
     if not report.ok and not report.diagnosis:
         report.diagnosis = _diagnose(report, target.fn, case.args)
+    if options.exact != "off" or options.expr:
+        from gradcli.check.symbolic_checks import add_exact
+
+        left = None if deadline is None else deadline - time.monotonic()
+        add_exact(report, target, case.args, options, left)
+        out.status = report.status  # an exact check that fails fails the case
     failed = report.failures
     if failed:
         out.message = f"{failed[0].name}: {failed[0].message}"

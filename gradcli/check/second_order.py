@@ -13,6 +13,8 @@ A backward decorated with ``@once_differentiable`` declares that it cannot be di
 """
 from __future__ import annotations
 
+import inspect
+
 from gradcli.check import backends as _backends
 from gradcli.check.report import Check
 
@@ -45,13 +47,19 @@ def second_order_check(session, inner_session) -> Check:
         return tuple(backend.zeros_like(prepared[i]) if g is None else g for g, i in zip(grads, session.diff))
 
     backward_of.__qualname__ = f"{report.function}.backward"
+    # The inner report names the inputs as the outer one does (x, y), not input0, input1.
     try:
-        inner = inner_session(
-            backward_of, session.args, mode=report.mode, method=report.method, seed=report.seed + 1, eps=session.eps,
-            tolerances={session.tolerance_dtype: dict(rtol=session.tolerance.rtol * 10,
-                                                      scale_atol=session.tolerance.scale_atol * 10)},
-            name=backward_of.__qualname__,
-        )
+        backward_of.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in session.names])
+    except ValueError:  # not identifiers (cannot happen for names read from a signature): input0, ...
+        pass
+    options = dict(
+        mode=report.mode, method=report.method, seed=report.seed + 1, eps=session.eps,
+        tolerances={session.tolerance_dtype: dict(rtol=session.tolerance.rtol * 10,
+                                                  scale_atol=session.tolerance.scale_atol * 10)},
+    )
+    try:
+        inner = inner_session(backward_of, session.args, name=backward_of.__qualname__, **options)
     except Exception as exc:  # noqa: BLE001 -- a backward that cannot build a graph is the finding
         lines = [line for line in str(exc).splitlines() if line.strip()]
         if ONCE_DIFFERENTIABLE_MARKER in str(exc):
@@ -61,7 +69,8 @@ def second_order_check(session, inner_session) -> Check:
                      f"{lines[-1] if lines else ''}", None, {"exception": type(exc).__name__})
     result = inner.report
     # Gradients (one per differentiable input, in order) with no path back to the inputs.
-    constant = [session.names[session.diff[j]] for j in inner.analytic.unconnected_outputs if j < len(session.diff)]
+    unconnected = [j for j in inner.analytic.unconnected_outputs if j < len(session.diff)]
+    constant = [session.names[session.diff[j]] for j in unconnected]
     details = {
         "inputs": [r.to_dict() for r in result.inputs],
         "checks": [c.to_dict() for c in result.checks if c.status in ("fail", "warn")],
@@ -72,13 +81,17 @@ def second_order_check(session, inner_session) -> Check:
         return _once_differentiable_skip([])
     if failures:
         detail = "; ".join(c.message for c in failures[:3])
-        if constant and any(c.name == "values" for c in failures):
-            everything = len(constant) == len(session.diff)
-            which = "backward's gradients" if everything else f"backward's gradient for {', '.join(constant)}"
+        culprits = []
+        if unconnected and any(c.name == "values" for c in failures):
+            culprits = _not_differentiable(backward_of, unconnected, len(session.diff), session, inner_session, options)
+        details["not_differentiable"] = [session.names[session.diff[j]] for j in culprits]
+        if culprits:
+            which = ("backward's gradients are" if len(culprits) == len(session.diff) else
+                     f"backward's gradient for {', '.join(details['not_differentiable'])} is")
             return Check("second_order", "fail",
                          f"{which} not differentiable: constant to autograd (no path back to the inputs: numpy, "
-                         f".data or .detach() in backward?), but the numerical second derivative is not zero — "
-                         f"second derivatives through it are lost ({detail})", None, details)
+                         f".data or .detach() in backward?), but the numerical second derivative is not zero, "
+                         f"so second derivatives through it are lost ({detail})", None, details)
         return Check("second_order", "fail", "double backward: " + detail, None, details)
     if constant and len(constant) == len(session.diff):
         return Check("second_order", "pass",
@@ -88,6 +101,27 @@ def second_order_check(session, inner_session) -> Check:
     if constant:
         message += f" (gradient for {', '.join(constant)} constant to autograd: zero, as numerically)"
     return Check("second_order", "pass", message, None, details)
+
+
+def _not_differentiable(backward_of, unconnected, count, session, inner_session, options) -> list:
+    """Which of the gradients constant to autograd have a non-zero numerical derivative.
+
+    With a single gradient the failed check already says so; otherwise each constant gradient is
+    checked on its own (only on this failure path), so the message names the right input.
+    """
+    if count == 1:
+        return list(unconnected)
+    found = []
+    for j in unconnected:
+        def only(*args, j=j):
+            return backward_of(*args)[j]
+
+        if hasattr(backward_of, "__signature__"):
+            only.__signature__ = backward_of.__signature__
+        alone = inner_session(only, session.args, name=f"{backward_of.__qualname__}[{j}]", **options)
+        if any(c.name == "values" and c.status == "fail" for c in alone.report.checks):
+            found.append(j)
+    return found
 
 
 def _once_differentiable(session) -> list:

@@ -45,8 +45,10 @@ def _formula(target, options):
     return options.expr or getattr(target.cls, "formula", None)
 
 
-def _skip(report, reason: str) -> Check:
-    check = Check("exact", "skip", f"no exact reference: {reason}", None, {"source": None})
+def _skip(report, reason: str, why: str) -> Check:
+    """A skipped exact check; ``details["reason"]``: torch (no formula), elements (over the default
+    budget), time (--timeout ran out), error (the symbolic layer broke)."""
+    check = Check("exact", "skip", f"no exact reference: {reason}", None, {"source": None, "reason": why})
     report.checks.append(check)
     return check
 
@@ -54,32 +56,35 @@ def _skip(report, reason: str) -> Check:
 def add_exact(report, target, args, options, seconds: Optional[float]) -> Optional[Check]:
     """Append the ``exact`` check to ``report`` (and fill ``exact_error``) when it is wanted.
 
-    ``seconds``: time left for it (None: unbounded). Never raises."""
+    ``seconds``: time left for it (None: unbounded). ``--rtol``/``--atol``, when given, are its
+    tolerances too (its atol scales with the input's largest exact value). Never raises."""
     if not exact_wanted(options):
         return None
     formula = _formula(target, options)
     if formula is None:
         if target.backend == "torch":
             return _skip(report, "a torch Function: give its forward as a formula (--expr FORMULA, or a `formula` "
-                                 "string attribute on the class) for an exact reference")
+                                 "string attribute on the class) for an exact reference", "torch")
         elements = sum(math.prod(r.shape) for r in report.inputs)
         if options.exact == "auto" and elements > EXACT_AUTO_ELEMENTS:
             return _skip(report, f"{elements} input elements: the traced reference is computed by default up to "
-                                 f"{EXACT_AUTO_ELEMENTS} (--exact computes it up to 1024; a formula scales further)")
+                                 f"{EXACT_AUTO_ELEMENTS} (--exact computes it up to 1024; a formula scales further)",
+                         "elements")
     before = len(report.checks)
     try:
         from gradcli.symbolic.symbolic_exact import attach_exact
 
-        return _within(seconds, lambda: attach_exact(report, target.fn, list(args), expr=options.expr))
+        loose = {k: options.gradcheck[k] for k in ("rtol", "atol") if options.gradcheck.get(k) is not None}
+        return _within(seconds, lambda: attach_exact(report, target.fn, list(args), expr=options.expr, **loose))
     except _OutOfTime:
         del report.checks[before:]
         for r in report.inputs:
             r.exact_error = None
         return _skip(report, f"the time left of --timeout ({seconds:.2g} s) ran out while computing it; "
-                             "the numeric verdict stands")
+                             "the numeric verdict stands", "time")
     except Exception as e:  # noqa: BLE001 -- attach_exact never raises; an import problem must not either
         del report.checks[before:]
-        return _skip(report, f"the symbolic layer failed ({type(e).__name__}: {e})")
+        return _skip(report, f"the symbolic layer failed ({type(e).__name__}: {e})", "error")
 
 
 def _within(seconds: Optional[float], work: Callable):

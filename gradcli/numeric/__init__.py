@@ -60,7 +60,8 @@ def derivative(f, x, method: str = "auto", eps: float = EPS64, step=None) -> Est
     depends on input i only) — use ``element_derivatives`` for anything else. ``method``: "auto"
     (complex step where f accepts complex input and agrees with a real estimate, else
     Richardson), "complex_step" (same, reported as requested), "richardson" or "central".
-    ``step``: the central difference's step in units of max(1, |x|) (default eps^(1/3)).
+    ``step``: a second central-difference step in units of max(1, |x|), besides the default
+    eps^(1/3); per element the one with the smaller estimated error is kept.
     """
     x = np.asarray(x, dtype=np.float64)
     scale = step_scales(x)

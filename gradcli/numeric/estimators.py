@@ -78,12 +78,14 @@ def central_step(eps: float = EPS64) -> float:
 
 
 def user_step(requested: float, eps: float = EPS64) -> float:
-    """The central-difference step actually used for a step the caller asked for (gradcheck's ``eps``).
+    """The central-difference step used for a step the caller asked for (gradcheck's ``eps``).
 
     Rounded to the nearest power of two (x ± h·s is then exact, as for the default step) and raised
     to at least eps^(1/2) rounded up (2⁻²⁶ ≈ 1.5e-8 in float64, 2⁻¹¹ ≈ 4.9e-4 in float32): below
     that, rounding alone costs more than √eps relative — a step tuned for float64 arithmetic (torch's
     1e-6) would be swamped by float32 rounding when the numeric side has to run in float32.
+    The pipeline (``line.estimate_line``) takes this step *besides* the default one and keeps, per
+    element, whichever has the smaller estimated error.
     """
     requested = float(requested)
     if not (np.isfinite(requested) and 0.0 < requested < 1.0):

@@ -52,8 +52,8 @@ class NumericFunction:
     def __init__(self, func: Callable, inputs: Sequence[np.ndarray], eps: float = EPS64,
                  outputs: Optional[Sequence[np.ndarray]] = None, step: Optional[float] = None):
         """``outputs``: f(inputs) when the caller already has it (saves an evaluation).
-        ``step``: the central difference's step in units of each element's scale (None: eps^(1/3));
-        see ``estimators.user_step``."""
+        ``step``: a second central-difference step (units of each element's scale) tried besides
+        the default eps^(1/3), the better per element kept; see ``estimators.user_step``."""
         self.func = func
         self.inputs = [np.asarray(x) for x in inputs]
         self.eps = eps

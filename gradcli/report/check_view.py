@@ -10,6 +10,17 @@ from typing import Optional
 HEAT_LEVELS = 5  # 0: within tolerance, 1..4: growing share of the largest error
 HEAT_MAX_ROWS, HEAT_MAX_COLS = 12, 40
 COLUMNS = ("Function", "input", "shape", "max abs err", "max rel err", "method", "status")
+EXACT_COLUMN = "exact err"  # after "max rel err", when a result in the table has an exact check
+PROOF_COLUMN = "proof"  # before "status", when a result in the table was proved (--prove)
+PROOF_WORDS = {"proved": "proved", "disproved": "DISPROVED", "undecided": "undecided",
+               "not_traceable": "not traceable"}
+SHAPE_NOTE = ("the element structure is the same at every shape for elementwise/broadcast/matmul code, so "
+              "their proofs hold at every shape; raise --prove-shape to check shape-specific code")
+
+
+def columns(exact: bool = False, proof: bool = False) -> tuple:
+    out = list(COLUMNS[:5]) + ([EXACT_COLUMN] if exact else []) + ["method"] + ([PROOF_COLUMN] if proof else [])
+    return tuple(out + ["status"])
 
 
 @dataclass
@@ -21,9 +32,57 @@ class Row:
     rel_err: str
     method: str
     status: str  # pass | fail | error | skip
+    exact_err: str = ""
+    proof: str = ""  # a PROOF_WORDS value, or ""
 
-    def cells(self) -> tuple:
-        return (self.function, self.input, self.shape, self.abs_err, self.rel_err, self.method, self.status.upper())
+    def cells(self, exact: bool = False, proof: bool = False) -> tuple:
+        out = [self.function, self.input, self.shape, self.abs_err, self.rel_err]
+        out += [self.exact_err] if exact else []
+        out += [self.method] + ([self.proof] if proof else [])
+        return tuple(out + [self.status.upper()])
+
+
+def shows_exact(results) -> bool:
+    """Whether the table of these results gets the "exact err" column."""
+    return any(c.report is not None and c.report.check("exact") is not None for r in results for c in r.cases)
+
+
+def shows_proofs(results) -> bool:
+    return any(getattr(r, "proofs", None) is not None for r in results)
+
+
+def proof_for(result, case_index: Optional[int], index: int) -> Optional[dict]:
+    """The proof of argument ``index`` in input set ``case_index`` (proofs on --prove-shape symbols,
+    ``input_set`` null, stand for every input set; index -1: one verdict for the whole Function)."""
+    for p in getattr(result, "proofs", None) or ():
+        if p["index"] in (index, -1) and p["input_set"] in (case_index, None):
+            return p
+    return None
+
+
+def proofs_of_case(result, case_index: Optional[int]) -> list:
+    return [p for p in getattr(result, "proofs", None) or () if p["input_set"] in (case_index, None)]
+
+
+_ASCII = str.maketrans({"ᵀ": "^T", "−": "-", "×": "x", "·": "*", "²": "^2", "≤": "<=", "≥": ">=", "…": "...",
+                        "√": "sqrt", "π": "pi"})
+
+
+def ascii_text(text: str) -> str:
+    """The symbolic layer's messages (Jᵀg, ×, −) for ASCII output."""
+    return text.translate(_ASCII)
+
+
+def proof_line(p: dict, function: Optional[str] = None, ascii_only: bool = False) -> str:
+    who = " ".join(x for x in (function, p["input"]) if x)
+    line = f"proof {who}: {PROOF_WORDS.get(p['verdict'], p['verdict'])}: {p['message']}"
+    return ascii_text(line) if ascii_only else line
+
+
+def exact_rows(report) -> dict:
+    """The exact check's per-input rows by argument index ({} when there is none)."""
+    check = report.check("exact") if report is not None else None
+    return {row["index"]: row for row in check.details.get("inputs", [])} if check is not None else {}
 
 
 @dataclass
@@ -68,7 +127,9 @@ def rows(result, ascii_only: bool = False) -> list:
     """Table rows for one FunctionResult: one per (input set, differentiable input) plus one per
     failed Function-level check; a single row when nothing was checked."""
     dash = "-" if ascii_only else "—"
-    blank = lambda name, status: Row(name, dash, dash, dash, dash, dash, status)  # noqa: E731
+    blank = lambda name, status: Row(name, dash, dash, dash, dash, dash, status, dash)  # noqa: E731
+    shown = lambda c: c.status == "fail" and c.name not in ("values", "exact")  # noqa: E731  (own rows/column)
+    number = lambda v: dash if v is None else fmt(v)  # noqa: E731  (not computed: fast mode, no reference)
     out = []
     for i, case in enumerate(result.cases):
         name = label(result, i)
@@ -76,17 +137,29 @@ def rows(result, ascii_only: bool = False) -> list:
         if report is None:
             out.append(blank(name, case.status))
             continue
+        exact = exact_rows(report)
         for r in report.inputs:
             status = r.status if r.status != "skip" else report.status
-            out.append(Row(name, r.name, fmt_shape(r.shape, ascii_only), fmt(r.max_abs_error), fmt(r.max_rel_error),
-                           r.method or dash, status))
+            proof = proof_for(result, i, r.index)
+            if (exact.get(r.index) or {}).get("failed_elements") or (proof and proof["verdict"] == "disproved"):
+                status = "fail"
+            out.append(Row(name, r.name, fmt_shape(r.shape, ascii_only), number(r.max_abs_error),
+                           number(r.max_rel_error), r.method or dash, status, number(r.exact_error),
+                           PROOF_WORDS.get(proof["verdict"], "") if proof else ""))
             name = ""
         for c in report.checks:
-            if c.status == "fail" and c.name != "values":
+            if shown(c):
                 out.append(Row(name, f"({c.name})", "", "", "", "", "error" if case.status == "error" else "fail"))
                 name = ""
-        if not report.inputs and not any(c.status == "fail" and c.name != "values" for c in report.checks):
+        if not report.inputs and not any(shown(c) for c in report.checks):
             out.append(blank(name, report.status))
+    if not out and getattr(result, "proofs", None):  # no input set was checked, but the backward was proved
+        name = result.function
+        for p in result.proofs:
+            out.append(Row(name, p["input"] or dash, fmt_shape(p["shape"], ascii_only) if p["shape"] else dash, dash,
+                           dash, dash, "fail" if p["verdict"] == "disproved" else result.status, dash,
+                           PROOF_WORDS.get(p["verdict"], "")))
+            name = ""
     if not out:
         out.append(blank(result.function or "(import)", result.status))
     return out
@@ -114,6 +187,12 @@ def repro_command(result, records, seed: int) -> str:
     for rec in records:
         if rec.get("source") in ("auto", "cli") and rec.get("spec"):
             cmd += ["--input", f"{rec['name']}={rec['spec']}"]
+    disproved = [p for p in getattr(result, "proofs", None) or () if p["verdict"] == "disproved"]
+    if disproved:
+        cmd.append("--prove")
+        shapes = {tuple(p["shape"]) for p in disproved if p["input_set"] is None} - {(2, 2)}
+        if shapes:
+            cmd += ["--prove-shape", "x".join(map(str, min(shapes)))]
     return " ".join(shlex.quote(c) for c in cmd)
 
 
@@ -149,6 +228,7 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
     d = Detail(result.status, f"{result.status.upper()}  {title}")
     if not result.cases:
         d.lines.append(("check", result.message))
+        d.lines += [("proof", proof_line(p, ascii_only=ascii_only)) for p in getattr(result, "proofs", None) or ()]
     for i, case in enumerate(result.cases):
         if case.status not in ("fail", "error"):
             continue
@@ -175,6 +255,14 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
                 d.lines.append(("finding", f"Looks like: {f.message}"))
                 if f.hint:
                     d.lines.append(("hint", f"  hint: {f.hint}"))
+            exact = report.check("exact")
+            if exact is not None and exact.status != "fail":  # a failed one is among the failures above
+                d.lines.append(("exact", f"{prefix}exact: {exact.message}"))
+        for p in proofs_of_case(result, i):
+            d.lines.append(("proof", prefix + proof_line(p, ascii_only=ascii_only)))
+            if p["verdict"] == "disproved":
+                notes = [ascii_text(n) if ascii_only else n for n in p.get("notes") or ()]
+                d.lines += [("proof", f"  note: {note}") for note in notes]
         d.lines.append(("inputs", f"inputs: {input_summary(case.inputs)}"))
         d.lines.append(("repro", f"reproduce: {repro_command(result, case.inputs, seed)}"))
     if result.output.strip():

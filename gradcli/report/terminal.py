@@ -7,6 +7,8 @@ from __future__ import annotations
 from gradcli.report import check_view as view
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "skip": "yellow"}
+PROOF_STYLE = {"proved": "green", "DISPROVED": "bold red", "undecided": "yellow", "not traceable": "dim"}
+ROUTINE_EXACT_SKIPS = ("torch", "elements")  # exact checks not computed by default: said with -v only
 HEAT_RICH = ("·", "░", "▒", "▓", "█")
 HEAT_PLAIN = (".", "-", "+", "*", "#")
 
@@ -27,8 +29,10 @@ class PlainRenderer:
         self.write("")
         self.write(path)
         checked = [r for r in results if r.function is not None]  # not a file that failed to import
-        table = [view.COLUMNS] + [row.cells() for r in checked for row in view.rows(r, ascii_only=True)]
-        widths = [max(len(str(line[i])) for line in table) for i in range(len(view.COLUMNS))]
+        flags = {"exact": view.shows_exact(checked), "proof": view.shows_proofs(checked)}
+        header = view.columns(**flags)
+        table = [header] + [row.cells(**flags) for r in checked for row in view.rows(r, ascii_only=True)]
+        widths = [max(len(str(line[i])) for line in table) for i in range(len(header))]
         for line in table if checked else ():
             self.write("  " + "  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip())
         self.notes(results)
@@ -39,6 +43,8 @@ class PlainRenderer:
                 self.panel(view.detail(r, self.seed, self.verbose, ascii_only=self.ascii_only))
             elif r.status == "skip":
                 self.write(f"  SKIP {r.function or r.file}: {r.message}")
+            if r.status not in ("fail", "error"):  # a panel says these already
+                self.symbolic_notes(r)
             if self.verbose and r.cases:
                 for i, case in enumerate(r.cases):
                     self.write(f"  inputs {view.label(r, i)}: {view.input_summary(case.inputs)}")
@@ -50,6 +56,20 @@ class PlainRenderer:
                        f"refuses. Migrate to:")
             for line in hinted[0].hint.splitlines()[1:]:
                 self.write("  " + line)
+
+    def symbolic_notes(self, r):
+        """Lines under the table: exact checks that could not be computed, proofs that did not prove
+        (with -v: every proof and every skipped exact check)."""
+        for i, case in enumerate(r.cases):
+            exact = case.report.check("exact") if case.report is not None else None
+            if exact is not None and exact.status == "skip" and \
+                    (self.verbose or exact.details.get("reason") not in ROUTINE_EXACT_SKIPS):
+                self.write(f"  exact {view.label(r, i)}: {exact.message}")
+        proofs = [p for p in r.proofs or () if self.verbose or p["verdict"] != "proved"]
+        if proofs and len({(p["verdict"], p["message"]) for p in proofs}) == 1 and len(proofs) > 1:
+            proofs = [dict(proofs[0], input="")]  # one reason for every input (e.g. not traceable)
+        for p in proofs:
+            self.write("  " + view.proof_line(p, r.function, ascii_only=self.ascii_only))
 
     def panel(self, d: view.Detail):
         self.write("")
@@ -67,6 +87,8 @@ class PlainRenderer:
     def finish(self, run):
         for selector in run.not_found:
             self.write(f"error: not found: {selector}")
+        for line in proof_summary(run):
+            self.write(line)
         self.write(run.closing_line())
 
     def collect_only(self, run):
@@ -102,13 +124,16 @@ class RichRenderer(PlainRenderer):
             self.console.print(Text(path, style="bold"))
         else:
             table = Table(title=path, title_justify="left", title_style="bold")
-            for name in view.COLUMNS:
-                table.add_column(name, justify="right" if name.startswith("max") else "left",
-                                 no_wrap=name != "Function")
+            flags = {"exact": view.shows_exact(checked), "proof": view.shows_proofs(checked)}
+            for name in view.columns(**flags):
+                table.add_column(name, justify="right" if name.startswith("max") or name == view.EXACT_COLUMN
+                                 else "left", no_wrap=name != "Function")
             for r in checked:
                 for row in view.rows(r):
-                    cells = list(row.cells())
+                    cells = list(row.cells(**flags))
                     cells[-1] = Text(cells[-1], style=STATUS_STYLE.get(row.status, ""))
+                    if flags["proof"]:
+                        cells[-2] = Text(cells[-2], style=PROOF_STYLE.get(row.proof, ""))
                     table.add_row(*cells)
             self.console.print(table)
         self.notes(results)
@@ -119,7 +144,7 @@ class RichRenderer(PlainRenderer):
         from rich.text import Text
 
         styles = {"check": "bold", "worst": "", "finding": "bold magenta", "hint": "magenta", "inputs": "cyan",
-                  "repro": "cyan", "output": "dim", "trace": "dim"}
+                  "repro": "cyan", "output": "dim", "trace": "dim", "exact": "", "proof": "bold"}
         parts = [Text(text, style=styles.get(kind, "")) for kind, text in d.lines]
         for hm in d.heatmaps:
             grid = Text(f"error map of {hm.label}:\n")
@@ -136,7 +161,29 @@ class RichRenderer(PlainRenderer):
     def finish(self, run):
         for selector in run.not_found:
             self.console.print(f"[bold red]error:[/] not found: {selector}", highlight=False)
+        for line in proof_summary(run):
+            self.console.print(line, style="dim" if line.startswith("note") else "bold", highlight=False)
         s = run.summary
         style = "bold red" if s["failed"] or s["errors"] or run.interrupted else \
             "bold green" if s["passed"] else "bold yellow"
         self.console.print(run.closing_line(), style=style, highlight=False)
+
+
+def proof_summary(run) -> list:
+    """``proofs: 12 proved, 2 disproved, ...`` and, when something was proved, what a proof at one
+    shape says about the others (no lines without --prove)."""
+    proofs = [p for r in run.results for p in getattr(r, "proofs", None) or ()]
+    if not proofs:
+        return []
+    counts = {}
+    for p in proofs:
+        counts[p["verdict"]] = counts.get(p["verdict"], 0) + 1
+    parts = [f"{counts[v]} {view.PROOF_WORDS[v].lower()}" for v in view.PROOF_WORDS if v in counts]
+    lines = [f"proofs: {', '.join(parts)}"]
+    if counts.get("proved"):
+        shapes = sorted({"x".join(map(str, p["shape"])) or "scalar" for p in proofs
+                         if p["input_set"] is None and p["verdict"] == "proved"})
+        at = f"automatic inputs were proved at shape {', '.join(shapes)} (--prove-shape), given inputs at their " \
+             "own shapes; " if shapes else ""
+        lines.append(f"note: {at}{view.SHAPE_NOTE}")
+    return lines

@@ -28,6 +28,7 @@ from gradcli.symbolic.symbolic_eval import MpEvaluator, canonical, exact_float, 
 from gradcli.symbolic.symbolic_ops import almost_everywhere, exact_constants
 from gradcli.symbolic.symbolic_points import conditions_by_symbol, draw, valid, worst_difference
 from gradcli.symbolic.symbolic_proof import simplifies_to_zero
+from gradcli.symbolic.symbolic_reasons import WrongGradientShape
 from gradcli.symbolic.trace import (NotTraceable, domain_bounds, function_name, parameter_names, trace_function,
                                     trace_template)
 
@@ -75,6 +76,8 @@ class _Session:
         started = time.monotonic()
         try:
             self.trace = trace = trace_function(self.fn, self.example_inputs, self.shape)
+        except WrongGradientShape as error:  # the engine refused it: the backward could not finish
+            return {"wrong_shape": (error.index, error.returned_shape, error.input_shape, error.reason)}
         except NotTraceable as error:
             return {"not_traceable": error.reason}
         self.notes = []
@@ -220,10 +223,8 @@ def _shape_disproof(session, result, got, expected):
     The values after the engine's sum are still screened, and said in the notes."""
     name = session.trace.names[result.index]
     result.verdict = "disproved"
-    result.counterexample = {"kind": "shape", "returned_shape": [int(s) for s in got],
-                             "input_shape": [int(s) for s in expected]}
-    result.message = (f"the backward returns the gradient of {name} with shape {list(got)}, but {name} has shape "
-                      f"{list(expected)}: wrong at every point")
+    result.counterexample = _shape_counterexample(got, expected)
+    result.message = _shape_message(name, got, expected)
     result.notes.append(f"the engine (like torch) silently sums a gradient of a broadcast shape down to the input's "
                         f"shape; that hides the bug only as long as {name} is broadcast the same way (another "
                         "shape, or a caller that does not sum, gets the wrong gradient)")
@@ -233,6 +234,15 @@ def _shape_disproof(session, result, got, expected):
         result.notes.append("after that sum the values are wrong too: " + probe.message)
     elif session.agreeing:
         result.notes.append(f"after that sum the values agree with Jᵀg at {len(session.agreeing)} exact points")
+
+
+def _shape_counterexample(got, expected):
+    return {"kind": "shape", "returned_shape": [int(s) for s in got], "input_shape": [int(s) for s in expected]}
+
+
+def _shape_message(name, got, expected):
+    return (f"the backward returns the gradient of {name} with shape {list(got)}, but {name} has shape "
+            f"{list(expected)}: wrong at every point")
 
 
 def _float64_backward(session, point, i, idx, run_backward):
@@ -334,6 +344,15 @@ def _final(name, names, args, i, results, elapsed, timeout):
     data = screened[1]
     if "not_traceable" in data:
         return ProofResult(name, names[i], i, "not_traceable", data["not_traceable"], shape, seconds=elapsed)
+    if "wrong_shape" in data:
+        index, got, expected, reason = data["wrong_shape"]
+        if i == index:
+            return ProofResult(name, names[i], i, "disproved", _shape_message(names[i], got, expected), shape,
+                               counterexample=_shape_counterexample(got, expected),
+                               notes=[f"the engine (like torch) refuses a gradient of this shape, so the backward "
+                                      f"fails: {reason}"], seconds=elapsed)
+        return ProofResult(name, names[i], i, "not_traceable", f"the backward did not finish: {reason}", shape,
+                           seconds=elapsed)
     proved = results.get(("prove", i))
     result = proved[1] if proved is not None and proved[0] == "ok" and proved[1] is not None else data[i]
     if proved is None and result.verdict == "undecided" and result.points_checked:

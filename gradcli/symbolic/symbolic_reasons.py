@@ -21,6 +21,15 @@ class NotTraceable(Exception):
         super().__init__(reason)
 
 
+class WrongGradientShape(NotTraceable):
+    """The user's backward returned a gradient whose shape does not even broadcast to its input's
+    shape, so the engine (like torch) refused it and the backward could not finish: a wrong backward
+    at every point, which ``prove`` disproves (``index``: the argument, shapes as tuples)."""
+
+    def __init__(self, reason, phase, location, index, returned_shape, input_shape):
+        super().__init__(reason, phase, location)
+        self.index, self.returned_shape, self.input_shape = index, returned_shape, input_shape
+
 
 def not_traceable(error, phase):
     """The NotTraceable for ``error`` raised while running ``phase`` on symbols."""

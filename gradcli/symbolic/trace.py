@@ -23,7 +23,7 @@ from gradcli.autograd.grad_mode import enable_grad
 from gradcli.autograd.tensor import Tensor
 from gradcli.symbolic.symbolic_ops import almost_everywhere, exact_constants
 from gradcli.symbolic.symbolic_ops import register as register_symbolic_rules
-from gradcli.symbolic.symbolic_reasons import NotTraceable, not_traceable
+from gradcli.symbolic.symbolic_reasons import NotTraceable, WrongGradientShape, not_traceable
 
 _NAME = re.compile(r"^(.*?)(?:\[([0-9,]*)\])?$")
 
@@ -237,7 +237,7 @@ def _run(fn, name, template, signs, with_backward=True):
             try:
                 grads = _autograd_grad(outs, leaves, [Tensor(c.copy()) for c in cotangents], allow_unused=True)
             except Exception as error:
-                raise not_traceable(error, "backward") from None
+                raise _backward_failure(error, name) from None
     products = {}
     for i, g in zip(positions, grads):
         products[i] = _expressions(g.data, args[i].data.shape) if g is not None else \
@@ -248,6 +248,26 @@ def _run(fn, name, template, signs, with_backward=True):
     trace.fixups = _fixups(outs) if with_backward else []
     trace.signs = {names[i]: _sign_summary(signs.get(i), inputs[i].shape) for i in positions}
     return trace
+
+
+# the engine's (and torch's) refusal of a gradient that does not broadcast to its input
+_INVALID_GRADIENT = re.compile(r"Function (\w+) returned an invalid gradient at index (\d+) - got \[([0-9, ]*)\] "
+                               r"but expected shape compatible with \[([0-9, ]*)\]")
+
+
+def _backward_failure(error, name):
+    """The NotTraceable for an error of the backward; a WrongGradientShape when the engine refused a
+    gradient of the user's own backward for its shape."""
+    reason = not_traceable(error, "backward")
+    match = _INVALID_GRADIENT.search(str(error)) if isinstance(error, RuntimeError) else None
+    if match is None or match.group(1) != name + "Backward":
+        return reason
+
+    def shape(text):
+        return tuple(int(s) for s in text.split(",") if s.strip())
+
+    return WrongGradientShape(reason.reason, reason.phase, reason.location, int(match.group(2)),
+                              shape(match.group(3)), shape(match.group(4)))
 
 
 def _fixups(outputs):

@@ -152,8 +152,7 @@ class Amax(Function):
     """amax(x, dim): ties share the gradient evenly, as in torch."""
 
     _reduce = staticmethod(np.max)
-
-    _symbolic = "maximum"
+    _symbolic = "maximum"  # the SYMBOLIC_OPS hook folded over a slice on symbols
 
     @classmethod
     def forward(cls, ctx, x, dim=None, keepdim=False):
