@@ -16,7 +16,7 @@ given or the fixture is used.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 
 import pytest
@@ -80,6 +80,7 @@ class _State:
     strict: bool
     collect_timeout: float
     torch_loaded: bool = False
+    done: dict = field(default_factory=dict)  # (realpath, name) -> FunctionResult checked ahead in a batch
 
     @classmethod
     def from_config(cls, config) -> "_State":
@@ -115,6 +116,7 @@ class _State:
         from gradcli.check.discovery import imports_torch
         from gradcli.check.runner import RunOptions, run
 
+        import gradcli.autograd.namespace  # noqa: F401 -- numpy and the engine, inherited by every fork
         if imports_torch(abspath):
             self._load_torch()  # before forking: the collecting worker and every checker inherit it
         result = run([self.files[abspath]], RunOptions(collect_only=True, timeout=self.collect_timeout))
@@ -122,18 +124,30 @@ class _State:
             raise KeyboardInterrupt
         return result.collected, (result.results[0] if result.results else None)
 
-    def check(self, abspath: str, name: str):
+    def check(self, abspath: str, name: str, batch=()):
         """The FunctionResult of ``gradcli check file.py::name``: the runner's isolation (a forked
-        worker imports the file, a forked checker runs the check under --gradcli-timeout)."""
+        worker imports the file, a forked checker runs the check under --gradcli-timeout).
+
+        ``batch``: other Functions of the same file this process will run; they are checked by the
+        same worker (one fork and one import of the file instead of one per Function) and their
+        results kept for their items. Each Function is still checked alone, so batching changes
+        no verdict."""
         import dataclasses
 
         from gradcli.check.runner import FunctionResult, run
 
-        item = dataclasses.replace(self.files[abspath], names=[name])
+        if (abspath, name) in self.done:
+            return self.done.pop((abspath, name))
+        names = [name] + [n for n in batch if n != name and (abspath, n) not in self.done]
+        item = dataclasses.replace(self.files[abspath], names=names)
         run_result = run([item], self.options)
         if run_result.interrupted:
             raise KeyboardInterrupt
-        found = [r for r in run_result.results if r.function == name] or run_result.results
+        for result in run_result.results:
+            if result.function in names[1:]:
+                self.done[(abspath, result.function)] = result
+        found = [r for r in run_result.results if r.function == name] or \
+            [r for r in run_result.results if r.function is None]  # the file stopped importing
         if found:
             return found[0]
         return FunctionResult(item.path, name, "gradcli", "error",
@@ -225,12 +239,21 @@ class GradcliItem(pytest.Item):
     def setup(self):
         state = self.config.stash[_STATE]
         if self.result is None:
-            self.result = state.check(os.path.realpath(self.path), self.name)
+            self.result = state.check(os.path.realpath(self.path), self.name, self._batch())
         status = self.result.status
         if status == "error":
             pytest.fail(self.result.message, pytrace=False)  # the report shows the panel instead
         if status == "skip" and not state.strict:
             pytest.skip(self.skip_reason())
+
+    def _batch(self) -> list:
+        """The Functions of this file that this run still has to check: all of its selected items in
+        a serial run; none under xdist, where the controller deals items out one by one and a
+        batch would check, on this worker, Functions that another worker is given."""
+        if hasattr(self.config, "workerinput") or self.config.getoption("exitfirst", False):
+            return []  # (with -x, Functions after the first failure must not be checked at all)
+        return [item.name for item in self.session.items
+                if isinstance(item, GradcliItem) and item.path == self.path and item.result is None]
 
     def runtest(self):
         if self.result.status == "fail":

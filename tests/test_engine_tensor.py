@@ -233,3 +233,39 @@ def test_function_saving_a_view_sees_an_in_place_change_to_the_base():
     b.zero_()
     with pytest.raises(RuntimeError, match="is at version 1; expected version 0 instead"):
         y.sum().backward()
+
+
+class ViewOfInput(Function):
+    """Returns a view of its input, with a backward that deliberately differs from a view's."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+CUSTOM_VIEW = "Output 0 of ViewOfInputBackward is a view and "
+
+
+def test_in_place_on_a_view_made_by_a_custom_function_is_refused_as_in_torch():
+    x = t([1.0, 2.0, 3.0], requires_grad=True)
+    y = ViewOfInput.apply(x * 1)
+    with pytest.raises(RuntimeError, match=CUSTOM_VIEW + r"is being modified inplace\. This view was created inside "
+                                           r"a custom Function.*You can fix this by cloning the output"):
+        y.mul_(2)
+    with pytest.raises(RuntimeError, match=CUSTOM_VIEW + "is being modified inplace"):
+        y[0:1].mul_(10)  # a view of that view too
+    (g,) = grad((y * y).sum(), x)  # untouched, the custom backward is used: 2y · 2
+    assert values(g) == [4.0, 8.0, 12.0]
+
+
+def test_a_custom_view_cannot_be_used_after_its_base_changed_in_place():
+    x = t([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    y = ViewOfInput.apply(b)
+    b.mul_(2)  # allowed: b is no custom view
+    with pytest.raises(RuntimeError, match=CUSTOM_VIEW + "its base or another view of its base has been modified"):
+        (y * y).sum()

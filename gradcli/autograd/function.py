@@ -335,6 +335,10 @@ def _attach(ctx, i, out, args):
         out._rebase(ctx, i)
     if out._base is not None:
         out._view_version = out._vc[0]
+        if not type(ctx).__module__.startswith("gradcli.autograd"):
+            # a user Function's view: torch forbids in-place on it, since the view+in-place logic
+            # (CopySlices, re-reading the view from its base) would bypass the custom backward
+            out._custom_view = (i, ctx.name())
     return out
 
 

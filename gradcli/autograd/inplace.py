@@ -33,6 +33,9 @@ def apply(self, fn, *args):
         _write(self, result)
         return self
 
+    if self._custom_view is not None:
+        raise RuntimeError(_custom_view_message(self, "is being modified inplace") + " This behavior is "
+                           "forbidden. You can fix this by cloning the output of the custom Function.")
     base = self._base
     if base is not None and not np.may_share_memory(base.data, self.data):
         base = None  # someone replaced .data: no longer a view
@@ -90,11 +93,21 @@ def refresh_view(view):
     if not np.may_share_memory(base.data, view.data):
         view._base = None  # .data was replaced: an independent tensor now
         return
+    if view._custom_view is not None and (view.requires_grad or base.requires_grad):
+        raise RuntimeError(_custom_view_message(view, "its base or another view of its base has been modified "
+                                                      "inplace"))
     view._view_version = view._vc[0]
     if not base.requires_grad:
         return
     out = ViewOfBase.apply(base, index_map(base.data, view.data), view.data)
     view.grad_fn, view._output_nr, view.requires_grad = out.grad_fn, 0, True
+
+
+def _custom_view_message(view, what):
+    nr, name = view._custom_view
+    return (f"Output {nr} of {name} is a view and {what}. This view was created inside a custom Function (or "
+            "because an input was returned as-is) and the autograd logic to handle view+inplace would override "
+            "the custom backward associated with the custom Function, leading to incorrect gradients.")
 
 
 def index_map(base, view):

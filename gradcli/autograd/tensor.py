@@ -26,6 +26,7 @@ class Tensor:
     _hooks = None  # a leaf's gradient hooks (a non-leaf's live on its grad_fn, per output)
     _base = None  # for a view made by a shape op: the tensor that owns the storage
     _view_version = 0  # for a view: the storage version its grad_fn describes
+    _custom_view = None  # (output_nr, node name) when a user Function returned a view: no in-place
 
     def __init__(self, data, requires_grad=False):
         self.data = data if type(data) is np.ndarray else np.asarray(data)
@@ -195,6 +196,8 @@ class Tensor:
         self._vc = source._vc
         self._base = source if source._base is None else source._base
         self._view_version = source._vc[0]
+        if source._custom_view is not None:
+            self._custom_view = source._custom_view
         return self
 
     def _alias(self):

@@ -54,7 +54,8 @@ def gradcheck(
     ``inputs``: a tensor or a tuple of arguments; floating tensors with requires_grad are checked
     (all floating tensors when none requires grad). Options are described in specs/gradcheck.md.
     Exceptions raised by the forward at ``inputs`` propagate; exceptions in backward are reported.
-    ``eps``: the central difference's step (see specs/gradcheck.md); None for the default.
+    ``eps``: a central-difference step of your own (torch's ``eps``), taken besides the default one,
+    the better kept per element: it can only improve the reference (specs/gradcheck.md).
     """
     _validate(mode, method, eps)
     session = _Session(fn, inputs, mode=mode, method=method, seed=seed, atol=atol, rtol=rtol, tolerances=tolerances,
