@@ -36,6 +36,7 @@ def pytest_addoption(parser):
         help="Numerical reference (default: auto).")
     add("--gradcli-atol", type=float, metavar="X", help="Absolute tolerance override.")
     add("--gradcli-rtol", type=float, metavar="X", help="Relative tolerance override.")
+    add("--gradcli-eps", type=float, metavar="X", help="Central-difference step tried besides the default one.")
     add("--gradcli-seed", type=int, metavar="N", help="Seed for inputs and cotangents (default: 0).")
     add("--gradcli-second-order", action="store_true", default=None, help="Also check double backward.")
     add("--gradcli-dtype", choices=("float64", "float32"), help="dtype of built inputs (default: float64).")
@@ -171,7 +172,8 @@ def _command_line_gradcheck_options(config) -> dict:
     """gradcheck options given as --gradcli-* (only those given: gradcheck's defaults stay defaults)."""
     opt = config.option
     given = {"mode": opt.gradcli_mode, "method": opt.gradcli_method, "atol": opt.gradcli_atol,
-             "rtol": opt.gradcli_rtol, "seed": opt.gradcli_seed, "second_order": opt.gradcli_second_order}
+             "rtol": opt.gradcli_rtol, "eps": opt.gradcli_eps, "seed": opt.gradcli_seed,
+             "second_order": opt.gradcli_second_order}
     return {k: v for k, v in given.items() if v is not None}
 
 

@@ -213,7 +213,7 @@ def test_the_exact_check_runs_in_what_is_left_of_the_timeout(tmp_path):
                 (x,) = ctx.saved_tensors
                 return g * x.sigmoid()
     """)
-    result, doc = check_json(tmp_path, path, "--shape", "32x32", "--exact", "--timeout", "3")
+    result, doc = check_json(tmp_path, path, "--shape", "32x32", "--exact", "--timeout", "6")
     r = doc["results"][0]
     assert r["status"] == "pass", result.output
     check_ = exact_of(r["checks"][0])
@@ -399,26 +399,28 @@ def test_torch_functions_are_not_traceable_for_proofs(tmp_path):
 
 
 def test_undecided_when_the_budget_runs_out_leaves_the_numeric_verdict(tmp_path):
+    """10 ms cannot trace, screen and simplify (a disproof needs only the screening, so a buggy
+    Function might still be disproved in time: only the correct one is asserted here)."""
     result, doc = check_json(tmp_path, f"{EXAMPLES / 'buggy_ops.py'}::BuggyExp",
                              f"{EXAMPLES / 'seed_exp.py'}::Exp", "--prove", "--prove-timeout", "0.01")
-    assert result.exit_code == 1  # BuggyExp still fails on its numeric verdict
+    assert result.exit_code == 1  # BuggyExp fails on its numeric verdict, whatever its proof says
     results = by_name(doc)
-    for name in ("BuggyExp", "Exp"):
-        (proof,) = results[name]["proofs"]
-        assert proof["verdict"] == "undecided" and "budget ran out" in proof["message"], proof
-        assert "the numeric verdict stands" in proof["message"]
+    (proof,) = results["Exp"]["proofs"]
+    assert proof["verdict"] == "undecided" and "budget ran out" in proof["message"], proof
+    assert "the numeric verdict stands" in proof["message"]
     assert results["Exp"]["status"] == "pass" and results["BuggyExp"]["message"].startswith("values: ")
     assert table(result.output, "Exp")["i"]["proof"] == "undecided"
-    assert "proofs: 2 undecided" in result.output and "note:" not in result.output
+    assert "undecided" in next(line for line in result.output.splitlines() if line.startswith("proofs: "))
 
 
 def test_prove_has_its_own_budget_beyond_timeout(tmp_path):
     """--timeout bounds gradcheck (and the exact check); the checker then asks for --prove-timeout more."""
-    result, doc = check_json(tmp_path, f"{EXAMPLES / 'seed_legacy.py'}::SqrtAndInverse", "--prove",
-                             "--timeout", "1.5", "--prove-timeout", "20")
+    result, doc = check_json(tmp_path, f"{EXAMPLES / 'seed_legacy.py'}::SqrtAndInverse", "--prove", "--no-exact",
+                             "--prove-shape", "10x10", "--timeout", "2", "--prove-timeout", "120")
     r = doc["results"][0]
     assert r["status"] == "pass", result.output
     assert [p["verdict"] for p in r["proofs"]] == ["proved", "proved"]
+    assert r["proofs"][0]["seconds"] > 2  # it outlived --timeout: the checker asked its worker for more
 
 
 def test_github_and_junit_carry_the_proof(tmp_path):

@@ -163,7 +163,7 @@ def test_eps_1e6_is_never_worse_than_the_default(case, mode, method):
     fn, make, factor = NEVER_WORSE[case]
     # Seed 4 of "offset x|x|" puts an element at 0.0026: a reference taken only at step 1e-6 there
     # let the complex step of abs (wrong: half the slope) pass its verification, a false failure.
-    for seed in (1, 4):
+    for seed in (1, 4) if case == "offset x|x|" else (1,):
         inputs = make(np.random.default_rng(seed))
         for f, ok in ((fn, True), (scaled(fn, factor), False)):
             default = gradcheck(f, inputs, mode=mode, method=method, seed=seed)

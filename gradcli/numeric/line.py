@@ -144,7 +144,11 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
         # test — its own error estimate is inflated by the kink — and the central Richardson table,
         # whose large steps see a symmetric corner, extrapolates confidently to the mean of the two
         # slopes. The one-sided tables (same evaluations) disagree there: a kink, as at x = 0.
-        near = take & refined.kinks(eps)
+        # Their gap must also stand out against the line's derivatives (at a smooth stationary
+        # point both one-sided values are rounding, ±1e-15, with error estimates of 0).
+        with np.errstate(invalid="ignore"):
+            line_scale = np.nanmax(np.abs(refined.value), initial=0.0)
+            near = take & refined.kinks(eps) & (np.abs(refined.right - refined.left) > np.sqrt(eps) * line_scale)
         if near.any():
             take &= ~near
             kink, left, right, left_error, right_error = (np.array(a, copy=True) for a in (
