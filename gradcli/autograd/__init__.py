@@ -1,4 +1,4 @@
-"""gradcli's autograd engine: torch.autograd's API on numpy."""
+"""gradcli's autograd engine: torch.autograd's API on numpy (contract: specs/engine.md)."""
 from gradcli.autograd.tensor import Tensor  # noqa: I001  (tensor first: it wires the ops in)
 from gradcli.autograd.engine import backward, grad
 from gradcli.autograd.function import Function, FunctionCtx, once_differentiable
@@ -7,4 +7,12 @@ from gradcli.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, se
 Variable = Tensor  # old tutorials wrap inputs in Variable(...)
 
 __all__ = ["Tensor", "Variable", "Function", "FunctionCtx", "once_differentiable", "backward", "grad",
-           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck", "gradgradcheck"]
+
+
+def __getattr__(name):
+    # torch.autograd.gradcheck(fn, inputs) in torch code: gradcli's checker, loaded on first use
+    if name in ("gradcheck", "gradgradcheck"):
+        from gradcli import check
+        return getattr(check, name)
+    raise AttributeError(f"module 'gradcli.autograd' has no attribute {name!r}")
