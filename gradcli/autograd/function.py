@@ -42,7 +42,7 @@ class FunctionCtx:
         # versions are recorded by _apply once forward has returned (after mark_dirty's bump), as torch does
 
     def save_for_forward(self, *tensors):
-        self._saved_for_forward = tensors
+        self._saved_for_forward = tensors  # forward-mode AD is out of scope; accepted so such code runs
 
     @property
     def saved_tensors(self):
@@ -107,9 +107,6 @@ class Node(FunctionCtx):
     @property
     def next_functions(self):
         return tuple(NO_EDGE if e[0] is None else e for e in self._next)
-
-    def _release(self):
-        self._to_save = _RELEASED
 
     def __repr__(self):
         return f"<{self.name()} object at {hex(id(self))}>"
