@@ -384,3 +384,19 @@ def test_two_outputs_of_one_node_as_roots():
     s, c = SinCos.apply(x)
     gradcli.autograd.backward([s, c], [t([2.0]), t([3.0])])  # 2 cos 0 − 3 sin 0
     assert values(x.grad) == [2.0]
+
+
+def test_torch_autograd_gradcheck_is_gradclis_checker():
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x  # wrong: 2x
+
+    x = t([0.5, -1.5], requires_grad=True)
+    assert not gradcli.autograd.gradcheck(Square.apply, (x,))

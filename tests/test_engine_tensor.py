@@ -43,7 +43,8 @@ def test_result_of_an_op_is_a_non_leaf_named_after_the_op():
     y = x + 2
     assert (y.is_leaf, type(y.grad_fn).__name__, y.grad_fn.name()) == (False, "AddBackward", "AddBackward")
     assert y.grad_fn.next_functions[0][0] is x._accumulator and x._accumulator.variable is x
-    assert t([1.0]) + 2 is not None and (t([1.0]) + 2).grad_fn is None  # nothing requires grad: no node
+    constant = t([1.0]) + 2
+    assert constant.grad_fn is None and not constant.requires_grad  # nothing requires grad: no node
 
 
 def test_repr_shows_grad_fn_or_requires_grad_like_torch():

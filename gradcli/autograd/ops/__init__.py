@@ -190,8 +190,11 @@ FUNCTIONS = dict(METHODS, where=where)
 
 
 def _unary(cls):
+    apply = cls.apply
+
     def fn(x):
-        return cls.apply(_tensor(x))
+        # a Tensor (every method call) goes straight to the Function: this is a hot path
+        return apply(x) if type(x) is Tensor else apply(_tensor(x))
     fn.__name__ = cls.op_name
     return fn
 
