@@ -250,6 +250,7 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
     exceptions from user code (example_inputs, or forward failing for other reasons) propagate."""
     be = backend_for(target.backend)
     params, star = forward_params(target)
+    seed_global_generators(seed, target.name)
     examples = _example_tuples(target)
     if examples is not None:
         return [_case_from_example(target, be, params, ex, i, specs, seed, dtype) for i, ex in enumerate(examples)]
@@ -364,6 +365,23 @@ def _case_from_example(target, be, params, example, index, specs, seed, dtype) -
         args.append(value)
         records.append(rec)
     return Case(args, records)
+
+
+def seed_global_generators(seed: int, name: str):
+    """Seed the generators an ``example_inputs()`` may draw from (gradcli's, numpy's legacy global one,
+    and torch's when the user's file loaded it), per Function: same --seed, same inputs, same report."""
+    import sys
+
+    import numpy as np
+
+    import gradcli
+
+    derived = (seed * 1_000_003 + zlib.crc32(name.encode())) % 2**32
+    gradcli.manual_seed(derived)
+    np.random.seed(derived)
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "manual_seed"):
+        torch.manual_seed(derived)
 
 
 def backend_for(name: str):
