@@ -399,10 +399,11 @@ def test_torch_functions_are_not_traceable_for_proofs(tmp_path):
 
 
 def test_undecided_when_the_budget_runs_out_leaves_the_numeric_verdict(tmp_path):
-    """10 ms cannot trace, screen and simplify (a disproof needs only the screening, so a buggy
-    Function might still be disproved in time: only the correct one is asserted here)."""
+    """1 ms cannot fork, trace, screen and simplify 64 elements (a disproof needs only the screening,
+    so a buggy Function might still be disproved in time: only the correct one is asserted here)."""
     result, doc = check_json(tmp_path, f"{EXAMPLES / 'buggy_ops.py'}::BuggyExp",
-                             f"{EXAMPLES / 'seed_exp.py'}::Exp", "--prove", "--prove-timeout", "0.01")
+                             f"{EXAMPLES / 'seed_exp.py'}::Exp", "--prove", "--prove-timeout", "0.001",
+                             "--prove-shape", "8x8")
     assert result.exit_code == 1  # BuggyExp fails on its numeric verdict, whatever its proof says
     results = by_name(doc)
     (proof,) = results["Exp"]["proofs"]
