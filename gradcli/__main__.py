@@ -1,4 +1,4 @@
-from gradcli.cli import main
+from gradcli.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -25,6 +25,7 @@ import time
 from typing import Callable, Optional
 
 from gradcli.check.discovery import imports_torch
+from gradcli.heavy_import import import_paused
 from gradcli.check.runner import CaseResult, FunctionResult, RunOptions, _Collector, check_target, file_messages
 
 KILL_GRACE = 10.0  # the parent's backstop beyond the worker's own per-Function timeout
@@ -175,6 +176,11 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
 
 def _worker_body(batch: list, options: RunOptions, w: int):
     _capture()  # user code's prints never reach the terminal
+    if any(imports_torch(item.abspath) for item in batch):
+        try:  # the files would import it anyway; this way without garbage collection during the import
+            import_paused("torch")
+        except Exception:  # noqa: BLE001 -- not installed or broken: each file's own import reports it
+            pass
     for position, item in enumerate(batch):
         _send(w, ("file", position))
         for message in file_messages(item, options, _check_in_child):
@@ -234,16 +240,28 @@ def _batches(items, exitfirst: bool) -> list:
 def _preload(options: RunOptions, symbolic: bool = True):
     """What every checker needs, loaded once and inherited by each fork (idempotent)."""
     if not options.collect_only:
-        import gradcli.autograd.namespace  # noqa: F401
-        import gradcli.check.diagnosis  # noqa: F401
-        import gradcli.check.gradcheck  # noqa: F401
-
+        import_paused("gradcli.autograd.namespace")
+        import_paused("gradcli.check.diagnosis")
+        import_paused("gradcli.check.gradcheck")
         if symbolic and (options.exact != "off" or options.expr or options.prove):
-            import gradcli.check.symbolic_checks  # noqa: F401
-            import gradcli.symbolic.symbolic_exact  # noqa: F401  (SymPy, mpmath: ~1 s, once per run)
-
+            import_paused("gradcli.check.symbolic_checks")
+            import_paused("gradcli.symbolic.symbolic_exact")  # SymPy, mpmath: ~0.5 s, once per run
+            if options.exact != "off" or options.expr:
+                _warm_exact()
             if options.prove:
-                import gradcli.symbolic.prove  # noqa: F401
+                import_paused("gradcli.symbolic.prove")
+
+
+_WARMED: list = []
+
+
+def _warm_exact():
+    """SymPy's first-use costs, paid once here rather than in every forked checker (idempotent)."""
+    if not _WARMED:
+        from gradcli.check.symbolic_checks import warm_up
+
+        warm_up()
+        _WARMED.append(True)
 
 
 def run_workers(items, options: RunOptions, collector: _Collector):

@@ -164,3 +164,34 @@ def apply_proofs(res) -> None:
     res.status = "fail"
     res.message = (f"input set {first['input_set'] + 1} of {len(res.cases)}: " if several else "") + \
         f"proof: {first['message']}"
+
+
+# ----- warming up before the checkers fork ----------------------------------------------------------
+
+def warm_up():
+    """Run the exact check once on a tiny Function, in the process the checkers fork from.
+
+    SymPy imports modules on first use (``Add`` pulls in sympy.tensor and sympy.combinatorics,
+    ``lambdify`` its printers) and fills caches; done here, every forked checker inherits the
+    result instead of paying ~0.1 s for it again. Never raises: it is only an optimisation."""
+    try:
+        import numpy as np
+
+        from gradcli import tensor
+        from gradcli.autograd import Function
+        from gradcli.symbolic.symbolic_exact import exact_check
+
+        class _Warm(Function):  # exp, log, tanh, powers, a quotient, a kink, a reduction
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return ((x * x).exp() + x.log() + x.tanh() + x.abs() + 1 / x).sum()
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * (2 * x * (x * x).exp() + 1 / x + 1 - x.tanh() ** 2 + x.sign() - 1 / (x * x))
+
+        return exact_check(_Warm, [tensor(np.array([0.5, 1.5]), requires_grad=True)]).status
+    except Exception:  # noqa: BLE001
+        pass

@@ -18,6 +18,7 @@ import numpy as np
 import sympy
 
 from gradcli.check.report import Check
+from gradcli.symbolic.jacobian_values import exact_vjp_values
 from gradcli.symbolic.symbolic_eval import DPS, MpEvaluator, as_mp, exact_float
 from gradcli.symbolic.symbolic_ops import almost_everywhere
 from gradcli.symbolic.trace import (NotTraceable, callable_of, differentiable_positions, function_class,
@@ -151,27 +152,15 @@ def _from_trace(fn, inputs, cotangent_sets):
         trace = trace_function(fn, inputs, signs=signs, with_backward=False)
     except NotTraceable as error:
         raise ExactUnavailable(f"not traceable: {error.reason}") from None
-    exact = trace.exact_vjp()
-    evaluator = MpEvaluator()
     point = {}
     for i in positions:
         point.update(zip(trace.inputs[i].flat, as_mp(inputs[i].data).flat))
-    values = {i: [] for i in positions}
-    kinks = {i: np.zeros(inputs[i].data.shape, dtype=bool) for i in positions}
-    for cot in cotangent_sets:
-        at = dict(point)
-        for symbols, v in zip(trace.cotangents, cot):
-            at.update(zip(symbols.flat, as_mp(np.broadcast_to(v, symbols.shape)).flat))
-        for i in positions:
-            out = np.empty(exact[i].shape)
-            for idx, e in np.ndenumerate(exact[i]):
-                try:
-                    value, kink = evaluator.evaluate(e, at)
-                except ValueError as error:
-                    raise ExactUnavailable(str(error)) from None
-                out[idx] = exact_float(value)
-                kinks[i][idx] |= kink
-            values[i].append(out)
+    try:
+        sums, kinks = exact_vjp_values(trace, point, cotangent_sets)
+    except ValueError as error:
+        raise ExactUnavailable(str(error)) from None
+    to_float = np.vectorize(exact_float, otypes=[float])
+    values = {i: [to_float(s) if s.size else np.zeros(s.shape) for s in sums[i]] for i in positions}
     return ExactReference("trace", "traced forward", values, kinks)
 
 

@@ -1,0 +1,83 @@
+"""The exact Jacobian of a traced forward at a point, and Jᵀv for any cotangents, in mpmath.
+
+``Trace.exact_vjp`` builds Jᵀv as expressions (a sum over outputs per input element) and the
+proofs need that. A reference value needs less: the Jacobian entries ∂y_k/∂x_i at one point, then
+Σ_k v_k ∂y_k/∂x_i in arithmetic, for each cotangent set. Elementwise, broadcast and matmul code
+gives every output element the same formula up to the names of its symbols, so each distinct
+formula (``canonical``) is differentiated by SymPy and compiled for mpmath once, all its partial
+derivatives in one function, and every element with that formula costs one call. Derivatives
+are taken "almost everywhere" (``almost_everywhere``), and an element is flagged as a kink where
+a switch argument (Abs, sign, a mask's comparison, ...) of one of its derivatives is exactly 0.
+"""
+import mpmath
+import numpy as np
+import sympy
+
+from gradcli.symbolic.symbolic_eval import _MODULES, DPS, _is_zero, canonical, switch_arguments
+from gradcli.symbolic.symbolic_ops import almost_everywhere, indicators_as_piecewise
+
+
+class _Partials:
+    """Every first partial derivative of one canonical formula, compiled into two mpmath functions."""
+
+    def __init__(self, key):
+        self.names = sorted(key.free_symbols, key=lambda s: int(s.name[2:]))   # _c0, _c1, ...
+        derivatives = [almost_everywhere(sympy.diff(key, name)) for name in self.names]
+        for d in derivatives:
+            if d.has(sympy.Derivative):
+                raise ValueError(f"no closed-form derivative: {d}")
+        self.values = sympy.lambdify(self.names, [indicators_as_piecewise(d) for d in derivatives],
+                                     modules=_MODULES)
+        switches, self.owners = [], []   # owners[p]: the derivative whose kink switch p marks
+        for j, d in enumerate(derivatives):
+            for s in switch_arguments(d):
+                switches.append(indicators_as_piecewise(s))
+                self.owners.append(j)
+        self.switches = sympy.lambdify(self.names, switches, modules=_MODULES) if switches else None
+
+    def at(self, args):
+        """[(∂/∂_cj as mpf/mpc, at_kink)] for every j, at ``args`` (mpf values of _c0, _c1, ...)."""
+        values = [mpmath.mpmathify(v) for v in self.values(*args)]
+        values = [v.real if isinstance(v, mpmath.mpc) and v.imag == 0 else v for v in values]
+        kinks = [False] * len(values)
+        if self.switches is not None:
+            for owner, s in zip(self.owners, self.switches(*args)):
+                kinks[owner] = kinks[owner] or _is_zero(s)
+        return list(zip(values, kinks))
+
+
+def exact_vjp_values(trace, point, cotangent_sets, dps=DPS):
+    """({input index: [mpmath object array of Jᵀv, one per cotangent set]}, {input index: kink mask}).
+
+    ``point``: {input symbol: mpf}; ``cotangent_sets``: one tuple per set, one float array per
+    differentiable output (shapes of ``trace.outputs``). Raises ValueError where SymPy has no
+    closed-form derivative."""
+    owner = {s: (i, idx) for i, arr in trace.inputs.items() for idx, s in np.ndenumerate(arr)}
+    zero = mpmath.mpf(0)
+    sums = {i: [np.full(arr.shape, zero, dtype=object) for _ in cotangent_sets] for i, arr in trace.inputs.items()}
+    kinks = {i: np.zeros(arr.shape, dtype=bool) for i, arr in trace.inputs.items()}
+    compiled = {}
+    with mpmath.workdps(dps):
+        weights = [[np.vectorize(lambda v: mpmath.mpf(float(v)), otypes=[object])(
+                    np.broadcast_to(np.asarray(cot[k], dtype=np.float64), np.shape(out)))
+                    for k, out in enumerate(trace.outputs)] for cot in cotangent_sets]
+        for k_out, out in enumerate(trace.outputs):
+            for idx, y in np.ndenumerate(np.asarray(out, dtype=object)):
+                y = sympy.sympify(y)
+                # a reduction's terms are differentiated one by one: sum(sqrt(x*x - 1)) is n copies of
+                # one formula, not one formula in n symbols that SymPy differentiates n times
+                for term in y.args if isinstance(y, sympy.Add) else (y,):
+                    if term.is_number:
+                        continue
+                    key, symbols = canonical(term)
+                    partials = compiled.get(key)
+                    if partials is None:
+                        partials = compiled[key] = _Partials(key)
+                    for s, (value, kink) in zip(symbols, partials.at([point[s] for s in symbols])):
+                        if s not in owner:
+                            continue
+                        i, at = owner[s]
+                        kinks[i][at] |= kink
+                        for k in range(len(cotangent_sets)):
+                            sums[i][k][at] += weights[k][k_out][idx] * value
+    return sums, kinks
