@@ -413,7 +413,8 @@ EXPECTED = {
 }
 
 RECORD = {"name": str, "source": ("cli", "example", "default", "auto"), "spec": (str, None), "type": str,
-          "?case": int, "?dtype": str, "?shape": list, "?requires_grad": bool, "value": object}
+          "?case": int, "?dtype": str, "?shape": list, "?requires_grad": bool, "value": object,
+          "?shape_from": ("backward",)}
 RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
           "status": ("pass", "fail", "error", "skip"), "message": str, "inputs": [[RECORD]], "checks": [(dict, None)],
           "proofs": (list, None)}
@@ -557,3 +558,89 @@ def test_eps_is_passed_through_to_gradcheck(tmp_path):
     assert result.exit_code == 0, result.output
     # gradcheck rounds the step to a power of two (specs/gradcheck.md) and records it
     assert doc["results"][0]["checks"][0]["tolerances"]["eps"] == 2.0 ** -20
+
+
+# ----- automatic inputs for per-feature parameters ---------------------------------------------------
+PER_FEATURE = """
+    import {lib} as torch
+
+    class LayerNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, gamma, beta, eps=1e-5):
+            mu = x.mean(dim=-1, keepdim=True)
+            var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+            rstd = 1 / torch.sqrt(var + eps)
+            xhat = (x - mu) * rstd
+            ctx.save_for_backward(xhat, rstd, gamma)
+            return xhat * gamma + beta
+
+        @staticmethod
+        def backward(ctx, g):
+            xhat, rstd, gamma = ctx.saved_tensors
+            gxhat = g * gamma
+            gx = rstd * (gxhat - gxhat.mean(dim=-1, keepdim=True)
+                         - (gxhat * xhat).mean(dim={dim}, keepdim=True) * xhat)
+            return gx, (g * xhat).sum(0), g.sum(0), None
+"""
+
+
+@pytest.mark.parametrize("lib", ["gradcli", "torch"])
+def test_per_feature_parameters_take_the_shape_their_gradient_has(tmp_path, lib):
+    """gamma and beta come out 3x4 like every automatic input; the backward sums their gradients to [4].
+    gradcli checks again with gamma, beta of shape [4] (and says so), and judges the backward there."""
+    if lib == "torch":
+        pytest.importorskip("torch")
+    path = write(tmp_path, "ln.py", PER_FEATURE.format(lib=lib, dim=-1))
+    result, doc = check_json(tmp_path, path, "--format", "plain", "-v")
+    assert result.exit_code == 0, result.output
+    validate(doc, SCHEMA)
+    records = {r["name"]: r for r in doc["results"][0]["inputs"][0]}
+    assert records["x"]["shape"] == [3, 4] and "shape_from" not in records["x"]
+    for name in ("gamma", "beta"):
+        assert records[name]["shape"] == [4] and records[name]["shape_from"] == "backward"
+        assert records[name]["spec"] == "float64[4]@(-2,2)" and records[name]["source"] == "auto"
+    assert "gamma = float64[4]@(-2,2) (auto, shaped like the gradient its backward returned)" in result.output
+    structure = doc["results"][0]["checks"][0]["checks"][0]
+    assert structure["name"] == "structure" and structure["details"]["returned_shapes"] == [[3, 4], [4], [4], None]
+
+
+def test_per_feature_reshaping_still_finds_the_real_bug(tmp_path):
+    # mean over dim 0 instead of -1 in one term: x's gradient is wrong whatever gamma's shape
+    path = write(tmp_path, "ln.py", PER_FEATURE.format(lib="gradcli", dim=0))
+    result, doc = check_json(tmp_path, path, "--format", "plain")
+    assert result.exit_code == 1
+    r = doc["results"][0]
+    assert r["status"] == "fail" and r["message"].startswith("values: x: ")
+    rows = {row["name"]: row["status"] for row in r["checks"][0]["inputs"]}
+    assert rows == {"x": "fail", "gamma": "pass", "beta": "pass"}
+    assert "reproduce: gradcli check " in result.output and "--input 'gamma=float64[4]@(-2,2)'" in result.output
+
+
+def test_given_inputs_are_never_reshaped(tmp_path):
+    """--input gamma=3x4 is the user's word: the [4] gradient is then a structure failure."""
+    path = write(tmp_path, "ln.py", PER_FEATURE.format(lib="gradcli", dim=-1))
+    result, doc = check_json(tmp_path, path, "--input", "gamma=3x4", "--input", "beta=3x4", "--format", "plain")
+    assert result.exit_code == 1
+    r = doc["results"][0]
+    assert r["message"].startswith("structure: gradient for gamma has shape [4] but gamma has shape [3, 4]")
+    assert all("shape_from" not in rec for rec in r["inputs"][0])
+
+
+def test_a_gradient_of_a_shape_the_input_does_not_broadcast_from_is_not_a_reshape(tmp_path):
+    path = write(tmp_path, "t.py", """
+        from gradcli.autograd import Function
+
+        class WrongShape(Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                return x * w
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, g.T        # [4, 3] for a [3, 4] w: a transposition, not a per-feature shape
+    """)
+    result, doc = check_json(tmp_path, path, "--format", "plain")
+    assert result.exit_code == 1
+    r = doc["results"][0]
+    assert "gradient for w has shape [4, 3] but w has shape [3, 4]" in r["message"]
+    assert all("shape_from" not in rec for rec in r["inputs"][0])

@@ -216,3 +216,37 @@ def test_attach_exact_never_raises_for_a_backward_that_fails():
     check = attach_exact(report, Broken, (x,))
     assert check.status == "skip" and "RuntimeError: boom" in check.message
     assert report.inputs == [] or report.inputs[0].exact_error is None
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.softmax(x, dim=-1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y * (g - (g * y).sum(dim=-1, keepdim=True))
+
+
+def test_a_cotangent_with_exactly_zero_vjp_tolerates_the_backwards_rounding():
+    """Jᵀ1 of softmax is exactly 0; the right backward gives ~1e-17 there. The input's scale comes from
+    every cotangent set, so rounding passes while a real error of the same 1e-3 relative size fails."""
+    x = torch.tensor(np.random.default_rng(0).uniform(-2, 2, (3, 4)))
+    v = np.random.default_rng(1).standard_normal((3, 4))
+    sets = [(np.ones((3, 4)),), (v,)]
+    ones_only = exact_check(Softmax, [x], cotangents=[sets[0]])
+    assert abs(ones_only.details["inputs"][0]["worst"]["exact"]) < 1e-30  # 0 to the 40 digits evaluated
+    check = exact_check(Softmax, [x], cotangents=sets)
+    assert check.status == "pass", check.message
+    assert 0 < check.details["inputs"][0]["exact_error"] < 1e-15
+
+    class SoftmaxOff(Softmax):
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return y * (g - (g * y).sum(dim=-1, keepdim=True)) + 1e-3 * y
+
+    assert exact_check(SoftmaxOff, [x], cotangents=sets).status == "fail"

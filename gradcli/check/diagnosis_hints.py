@@ -154,7 +154,7 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
     if kind == "none":
         if params.get("reason") == "changed_after_backward":
             return "backward's return value is right: look at hooks on the tensors, or report an engine bug", None
-        return "no simple pattern found: see where the error lives in the heat-map", None
+        return "compare the backward with your derivation term by term; the error map shows where it is wrong", None
     if kind == "inplace":
         advice = "clone a tensor before modifying it in place, or save the copy for backward"
         for where, src in (("forward", forward_source(cls)), ("backward", backward_source(cls))):

@@ -222,9 +222,12 @@ class _Session:
             self._after_values()
         if report.check("inplace") is None:
             report.checks.append(self._inplace_check())
+        returned_shapes = None
         if self.records.results and self.positional:
+            raw = self.records.results[0]
+            returned_shapes = [list(r[0]) if r is not None and r[0] is not None else None for r in raw]
             raw_problems, raw_warnings = _checks.raw_gradient_problems(
-                self.records.results[0], self.args, self.names, self.diff, b, self.strict_shapes)
+                raw, self.args, self.names, self.diff, b, self.strict_shapes)
             if raw_problems and kind == "structure":
                 problems.clear()  # the engine's complaint, said again from the raw return value
             problems += raw_problems
@@ -238,8 +241,10 @@ class _Session:
             problems += [f"backward returned None for {r.name}, but the function depends on it"
                          for r in report.inputs if r.status == "fail" and self.summary.none[self.diff.index(r.index)]
                          and self.diff_outputs]
-        report.checks.insert(0, _checks.structure_check(problems, warnings,
-                                                        {"inputs": len(self.args), "differentiable": self.diff}))
+        details = {"inputs": len(self.args), "differentiable": self.diff}
+        if returned_shapes is not None:  # what the user's backward returned, per slot (None: no tensor)
+            details["returned_shapes"] = returned_shapes
+        report.checks.insert(0, _checks.structure_check(problems, warnings, details))
         report.checks.insert(1, self._invoked_check())
         self.timing["forward_evals"] = self.nf.evaluations
 

@@ -302,6 +302,45 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
                    f"returning ({', '.join(p.name for p in params)})")
 
 
+def reduced_shapes(case: Case, returned_shapes) -> dict:
+    """{argument index: shape} for automatic inputs whose gradient came back in a shape they broadcast
+    from (a ``[4]`` gradient for a ``3x4`` gamma: the backward treats gamma as a per-feature ``[4]``)."""
+    import numpy as np
+
+    found = {}
+    for i, rec in enumerate(case.records):
+        got = returned_shapes[i] if returned_shapes is not None and i < len(returned_shapes) else None
+        if rec is None or rec.get("source") != "auto" or rec.get("type") != "tensor" or got is None:
+            continue
+        got, have = tuple(got), tuple(rec["shape"])
+        try:
+            broadcasts = np.broadcast_shapes(got, have) == have
+        except ValueError:
+            broadcasts = False
+        if broadcasts and got != have and int(np.prod(got)) < int(np.prod(have)):
+            found[i] = got
+    return found
+
+
+def reshape_auto(target, case: Case, shapes: dict, *, seed: int, dtype: str) -> Optional[Case]:
+    """``case`` with the automatic inputs in ``shapes`` rebuilt in those shapes (same domain, same
+    seeded draw), or None when forward does not run on them. Their records say ``shape_from: backward``."""
+    be = backend_for(target.backend)
+    params, _ = forward_params(target)
+    args, records = list(case.args), list(case.records)
+    for i, shape in shapes.items():
+        old = parse_spec(records[i]["spec"])
+        spec = Spec("tensor", "", shape=tuple(shape), dtype=old.dtype or dtype, domain=old.domain)
+        args[i], records[i] = _from_spec(be, spec, f"{target.name}.{params[i].name}", seed, dtype, params[i],
+                                         source="auto")
+        records[i]["shape_from"] = "backward"
+    try:
+        why, _ = forward_problem(be, target.fn, args)
+    except UNSUITABLE_INPUT_ERRORS:
+        return None
+    return Case(args, records) if why is None else None
+
+
 def forward_problem(be, fn, args) -> tuple:
     """(None, False) when forward runs and its floating outputs are finite, else (why not, whether
     every output element is non-finite). Exceptions from forward propagate."""

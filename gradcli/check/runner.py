@@ -219,8 +219,13 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
             cases = build_cases(target, options.specs, seed=options.seed, dtype=options.dtype, shape=options.shape)
             announce([c.records for c in cases])
             be = backend_for(target.backend)
-            for case in cases:
-                res.cases.append(_check_case(target, case, be, options, abspath, deadline))
+            for k, case in enumerate(cases):
+                out = _check_case(target, case, be, options, abspath, deadline)
+                retried = _in_backward_shapes(target, case, out, be, options, abspath, deadline)
+                if retried is not None:
+                    cases[k], out = retried
+                    announce([c.records for c in cases])
+                res.cases.append(out)
         except NoInputs as e:
             res.status, res.message = "skip", str(e)
         except ForwardBroken as e:
@@ -285,6 +290,30 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
     if failed:
         out.message = f"{failed[0].name}: {failed[0].message}"
     return out
+
+
+def _in_backward_shapes(target, case, out: CaseResult, be, options: RunOptions, abspath: str,
+                        deadline: Optional[float]):
+    """Automatic inputs are all ``--shape``; a per-feature parameter (a bias, LayerNorm's gamma) is
+    then 3x4 and its correct ``[4]`` gradient fails ``structure``. When that is the only structural
+    complaint about automatic inputs, check again with those inputs in the shapes their gradients
+    have; keep the new run (Case, CaseResult) only if its structure is sound, else None."""
+    from gradcli.check.inputs import reduced_shapes, reshape_auto
+
+    structure = out.report.check("structure") if out.report is not None else None
+    if structure is None or structure.status != "fail":
+        return None
+    shapes = reduced_shapes(case, structure.details.get("returned_shapes"))
+    if not shapes:
+        return None
+    new_case = reshape_auto(target, case, shapes, seed=options.seed, dtype=options.dtype)
+    if new_case is None:
+        return None
+    new_out = _check_case(target, new_case, be, options, abspath, deadline)
+    new_structure = new_out.report.check("structure") if new_out.report is not None else None
+    if new_structure is None or new_structure.status == "fail":
+        return None
+    return new_case, new_out
 
 
 def _diagnose(report, fn, args) -> list:

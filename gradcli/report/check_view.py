@@ -177,7 +177,8 @@ def input_summary(records) -> str:
                     what += f" = {rec['value']}"
             else:
                 what = repr(rec.get("value"))
-        parts.append(f"{rec['name']} = {what} ({rec['source']})")
+        source = rec["source"] + (", shaped like the gradient its backward returned" if rec.get("shape_from") else "")
+        parts.append(f"{rec['name']} = {what} ({source})")
     return ", ".join(parts) if parts else "no arguments"
 
 

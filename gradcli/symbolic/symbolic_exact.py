@@ -239,12 +239,15 @@ def compare(reference, analytic, names, dtypes, rtol=None, atol=None):
         compared = ~reference.kinks[i] & defined
         failing = np.zeros(compared.shape, dtype=bool)
         worst, worst_ratio, error, rel = None, -1.0, 0.0, 0.0
+        # the input's scale, over every cotangent set: Jᵀv can be exactly 0 for one of them (softmax with
+        # a cotangent of ones) while the backward's terms, and so its rounding, are of the size of the others
+        scale = max((float(np.max(np.abs(np.where(np.isfinite(e), e, 0.0)), initial=0.0, where=compared))
+                     for e in reference.values[i]), default=0.0)
         for k, (exact, got) in enumerate(zip(reference.values[i], analytic[i])):
             got = np.asarray(got, dtype=np.float64).reshape(exact.shape)
             with np.errstate(invalid="ignore"):
                 diff = np.where(compared, np.abs(got - exact), 0.0)
             diff = np.where(np.isnan(diff), np.inf, diff)  # a nan backward where the derivative exists
-            scale = float(np.max(np.abs(exact), initial=0.0, where=compared))
             allowed = r_tol * np.abs(np.where(compared, exact, 0.0)) + a_tol * scale + 1e-300
             failing |= diff > allowed
             error = max(error, float(diff.max(initial=0.0)))
