@@ -7,49 +7,16 @@ and ``T = torch``, so each row also checks that gradcli accepts torch's spelling
 """
 import math
 import zlib
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 import gradcli
+import op_rows_indexing
+import op_rows_pointwise
+import op_rows_shaping
 from gradcli.autograd.ops.elementwise import SYMPY_EXPR, UNARY, sympy_expr
-
-
-# ---- input domains: where the op is smooth, away from kinks, ties and discontinuities ------
-def uniform(lo, hi):
-    return lambda rng, shape: rng.uniform(lo, hi, shape)
-
-
-def away_from_zero(lo=0.2, hi=2.0):
-    return lambda rng, shape: rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
-
-
-def between_integers(rng, shape):
-    # fractional parts in (0.2, 0.4): floor, ceil and round are all flat there
-    return rng.integers(-3, 3, shape) + rng.uniform(0.2, 0.4, shape)
-
-
-def distinct(lo=-2.0, hi=2.0):
-    """Values at least 0.05 apart: a max/sort/kink cannot switch under a finite-difference step."""
-    def draw(rng, shape):
-        n = int(np.prod(shape))
-        grid = np.linspace(lo, hi, max(n, 2) * 3)[: max(n, 2) * 3]
-        return rng.permutation(grid)[:n].reshape(shape) + rng.uniform(-0.01, 0.01, shape)
-    return draw
-
-
-def positive_matrix(rng, shape):
-    return rng.uniform(0.5, 1.5, shape)
-
-
-@dataclass
-class Case:
-    id: str
-    fn: object              # fn(T, *inputs) -> tensor or tuple of tensors
-    shapes: tuple           # one shape per differentiable input
-    domain: object = uniform(-2.0, 2.0)
-    float32: bool = True    # float32 inputs give float32 outputs and gradients
+from op_case import Case, away_from_zero, between_integers, distinct, positive_matrix, uniform  # noqa: F401
 
 
 UNARY_DOMAINS = {
@@ -217,6 +184,11 @@ CASES = [_unary_case(name) for name in UNARY] + [_method_case(n) for n in ("exp"
     Case("seed_002_vector", lambda T, x: T.sum(T.sqrt(T.pow(x, 2) - 1)), ((3,),), uniform(1.5, 4)),
     Case("seed_002_scalar", lambda T, x, y: T.sqrt(x) + T.reciprocal(x) + 2 * T.pow(y, 2), ((), ()), POS),
 ]
+
+# rows of ops kept in their own files (same Case type, same tests below)
+CASES += op_rows_indexing.CASES + op_rows_pointwise.CASES + op_rows_shaping.CASES
+NOT_TRACEABLE = {**op_rows_indexing.NOT_TRACEABLE, **op_rows_pointwise.NOT_TRACEABLE,
+                 **op_rows_shaping.NOT_TRACEABLE}  # read by test_trace_ops.py
 
 BY_ID = {c.id: c for c in CASES}
 assert len(BY_ID) == len(CASES), "duplicate case ids"

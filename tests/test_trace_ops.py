@@ -18,6 +18,7 @@ from gradcli.symbolic.prove import prove
 from gradcli.symbolic.symbolic_ops import Indicator
 from gradcli.symbolic.trace import NotTraceable, symbol_array, trace_function
 from test_ops import CASES, _float_outputs
+from test_ops import NOT_TRACEABLE as ROW_MODULES_NOT_TRACEABLE
 
 PROOF_TIMEOUT = 60.0  # seconds per row; rows take 0.1-2 s at these shapes
 
@@ -27,6 +28,7 @@ NOT_TRACEABLE = {
     "sort_values": "the built-in op sort cannot run on symbols: it orders the elements by value",
     "sort_descending": "the built-in op sort cannot run on symbols: it orders the elements by value",
     "topk_values": "the built-in op topk cannot run on symbols: it orders the elements by value",
+    **ROW_MODULES_NOT_TRACEABLE,
 }
 
 

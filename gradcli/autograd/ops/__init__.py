@@ -237,3 +237,4 @@ def install_methods(tensor_cls):
 
 
 from gradcli.autograd.ops import more  # noqa: E402,F401  (reductions, joins, indexing, linalg, predicates)
+from gradcli.autograd.ops import indexing, pointwise, shaping  # noqa: E402,F401,I001  (more of torch's ops)
