@@ -6,7 +6,7 @@ autograd engine. Attributes are loaded lazily so that the CLI starts without num
 __version__ = "0.1.0"
 
 # Submodules whose names are reachable as attributes without importing the engine.
-_SUBMODULES = {"autograd", "numeric", "symbolic", "check", "report", "testing", "cli", "nn"}
+_SUBMODULES = {"autograd", "numeric", "symbolic", "check", "report", "testing", "cli", "nn", "linalg"}
 
 
 def __getattr__(name):

@@ -83,4 +83,4 @@ int = int32
 bool = np.dtype(np.bool_)
 
 __all__ = builtins.sorted({n for n in globals() if not n.startswith("_")} - {"builtins", "math", "types", "np"}
-                          | builtins.set(_ops.FUNCTIONS) | {"autograd", "nn"})
+                          | builtins.set(_ops.FUNCTIONS) | {"autograd", "nn", "linalg"})
