@@ -73,3 +73,7 @@ CASES = [
 # row id -> the start of the NotTraceable reason, for ops whose result depends on an order or a
 # position of the values (they cannot run on symbols)
 NOT_TRACEABLE = {}
+
+# rows whose double backward is also compared with torch's (tests/test_ops.py)
+DOUBLE_BACKWARD_VS_TORCH = ["scatter_inplace", "scatter_add_inplace", "index_add_inplace",
+                            "masked_fill_inplace", "fill_diagonal_inplace_wrap"]

@@ -57,3 +57,6 @@ CASES = [
 # row id -> the start of the NotTraceable reason, for ops whose result depends on an order or a
 # position of the values (they cannot run on symbols)
 NOT_TRACEABLE = {}
+
+# rows whose double backward is also compared with torch's (tests/test_ops.py): every one
+DOUBLE_BACKWARD_VS_TORCH = [c.id for c in CASES]

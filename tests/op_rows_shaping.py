@@ -84,3 +84,9 @@ CASES = [
 _MEDIAN = "the built-in op median cannot run on symbols: it orders the elements by value"
 NOT_TRACEABLE = {"median_all": _MEDIAN, "median_all_even": _MEDIAN, "median_dim": _MEDIAN,
                  "median_dim_keepdim": _MEDIAN}
+
+# rows whose double backward is also compared with torch's (tests/test_ops.py)
+DOUBLE_BACKWARD_VS_TORCH = ["einsum_bilinear", "einsum_trace", "einsum_repeated_label_with_other",
+                            "tensordot_dim_lists", "kron_mixed_ndim", "cross_method_broadcast",
+                            "diagonal_negative_offset_dims", "diag_embed_offset_dims", "roll_dims_tuple",
+                            "addmm_broadcast_beta_alpha", "median_dim"]

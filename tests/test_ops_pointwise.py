@@ -1,15 +1,11 @@
 """What the ops table (op_rows_pointwise.py) cannot express for the pointwise ops of
 gradcli/autograd/ops/pointwise.py: bool results, result dtypes, the new_* constructors, scalar
-arguments, edge values (nan/inf, signed zeros, zeros in cumprod), argument errors, and double
-backward against torch. Every expectation is torch's own result on the same inputs."""
-import math
-
+arguments, edge values (nan/inf, signed zeros, zeros in cumprod) and argument errors (double
+backward against torch: every row, in test_ops.py). Every expectation is torch's own result on the same inputs."""
 import numpy as np
 import pytest
 
 import gradcli
-from op_rows_pointwise import CASES as POINTWISE_CASES
-from test_ops import BY_ID, _hvp, _inputs, _objective, _cotangents
 
 torch = pytest.importorskip("torch")
 # the edge values (nan, inf, division by 0) make numpy warn where torch is silent; the values are checked
@@ -351,21 +347,3 @@ def test_methods_only_ops_are_not_in_the_namespace():
                  "remainder", "fmod", "cumprod", "sgn", "signbit", "nan_to_num"):
         assert hasattr(torch, name) and hasattr(torch.Tensor, name)
         assert hasattr(gradcli, name) and hasattr(gradcli.Tensor, name)
-
-
-# ---- double backward against torch, for every row of op_rows_pointwise.py --------------------------
-@pytest.mark.parametrize("case_id", [c.id for c in POINTWISE_CASES])
-def test_double_backward_matches_torch(case_id):
-    case = BY_ID[case_id]
-    arrays = _inputs(case)
-    weights = _cotangents(case, arrays)
-    rng = np.random.default_rng(13)
-    directions = [rng.uniform(-1, 1, a.shape) for a in arrays]
-    ours = _hvp(case, arrays, weights, directions)
-    xs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    grads = torch.autograd.grad(_objective(torch, case, xs, weights), xs, create_graph=True, allow_unused=True)
-    inner = [(g * torch.tensor(v)).sum() for g, v in zip(grads, directions) if g is not None and g.requires_grad]
-    theirs = torch.autograd.grad(sum(inner[1:], inner[0]), xs, allow_unused=True) if inner else [None] * len(xs)
-    for o, t in zip(ours, theirs):
-        np.testing.assert_allclose(o, np.zeros(o.shape) if t is None else t.numpy(force=True), rtol=1e-10, atol=1e-12)
-    assert math.isfinite(sum(float(np.sum(o)) for o in ours))
