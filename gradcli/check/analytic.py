@@ -42,12 +42,30 @@ class Analytic:
         total = sum(b.to_numpy(self.args[i]).size for i in self.diff)
         copy = total <= COPY_INPUTS_MAX_ELEMENTS
         self.leaves = {i: b.fresh_leaf(self.args[i]) if copy else b.shared_leaf(self.args[i]) for i in self.diff}
-        call_args = [self.leaves.get(i, a) for i, a in enumerate(self.args)]
-        versions = {i: b.version(t) for i, t in self.leaves.items()}
+        passed = dict(self.leaves)
+        versions = {i: b.version(t) for i, t in passed.items()}
         with b.enable_grad():
-            self.outputs = _backends.flatten_outputs(self.call(*call_args))
-        # In-place writes bump a tensor's version counter (both engines): no copy needed to notice.
-        self.modified_inputs = [self.names[i] for i, t in self.leaves.items() if b.version(t) != versions[i]]
+            try:
+                self.outputs = _backends.flatten_outputs(self.call(*[passed.get(i, a) for i, a in enumerate(self.args)]))
+            except RuntimeError as error:
+                if "leaf Variable that requires grad" not in str(error):
+                    raise
+                if not copy:  # the first attempt wrote into the caller's own tensors: no clean second one
+                    raise RuntimeError(f"forward modifies an input in place (ctx.mark_dirty), and inputs above "
+                                       f"{COPY_INPUTS_MAX_ELEMENTS} elements are not copied: check it at a smaller "
+                                       f"size") from error
+                # forward changed an input in place and declared it (ctx.mark_dirty); autograd refuses that
+                # on a leaf, and the leaves are the check's own: it gets copies inside the graph instead,
+                # as a user would write F.apply(x.clone())
+                self.leaves = {i: b.fresh_leaf(self.args[i]) for i in self.diff}
+                passed = {i: b.clone_in_graph(t) for i, t in self.leaves.items()}
+                versions = {i: b.version(t) for i, t in passed.items()}
+                self.outputs = _backends.flatten_outputs(self.call(*[passed.get(i, a) for i, a in enumerate(self.args)]))
+        # In-place writes bump a tensor's version counter (both engines): no copy needed to notice. An
+        # input returned as an output was marked dirty (a declared in-place op), not modified behind autograd.
+        returned = {id(o) for o in self.outputs}
+        self.modified_inputs = [self.names[i] for i, t in passed.items()
+                                if b.version(t) != versions[i] and not (t is not self.leaves[i] and id(t) in returned)]
         floating = [j for j, o in enumerate(self.outputs) if b.is_tensor(o) and b.is_floating(o)]
         self.diff_outputs = [j for j in floating if b.requires_grad(self.outputs[j])]
         # Outputs the numeric side projects: as torch, the differentiable ones (a float output marked

@@ -100,6 +100,11 @@ class Backend:
         """A leaf that requires grad and shares ``tensor``'s storage and version counter (no copy)."""
         raise NotImplementedError
 
+    def clone_in_graph(self, leaf):
+        """A copy of ``leaf`` made by a recorded op (a non-leaf): a Function may modify it in place."""
+        with self.enable_grad():
+            return leaf.clone()
+
     def zeros_like(self, tensor):
         """Zeros shaped and typed like ``tensor``, outside any graph."""
         raise NotImplementedError

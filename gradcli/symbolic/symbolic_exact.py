@@ -98,7 +98,8 @@ def run_backward(fn, inputs, cotangent_sets, seed=0):
     for k in range(len(sets) if sets is not None else 1):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # the legacy style's hint: gradcheck reports it
-            outs = _outputs(call(*leaves))
+            # copies in the graph, so that a forward modifying an input in place (ctx.mark_dirty) may
+            outs = _outputs(call(*[a.clone() if i in positions else a for i, a in enumerate(leaves)]))
         if sets is None:
             rng = np.random.default_rng(seed)
             cot = tuple(rng.standard_normal(_array(o).shape) for o in outs)

@@ -214,12 +214,14 @@ def _run(fn, name, template, signs, with_backward=True):
     names, args, positions = template
     call = callable_of(fn)
     used = set(names)
-    inputs, call_args = {}, list(args)
+    inputs, call_args, leaves = {}, list(args), []
     for i in positions:
         inputs[i] = symbol_array(names[i], args[i].data.shape, signs.get(i))
-        call_args[i] = Tensor(inputs[i].copy(), requires_grad=True)
+        leaves.append(Tensor(inputs[i].copy(), requires_grad=True))
     with warnings.catch_warnings(), np.errstate(all="ignore"), enable_grad():
         warnings.simplefilter("ignore")
+        for i, leaf in zip(positions, leaves):  # copies in the graph: forward may modify them (ctx.mark_dirty)
+            call_args[i] = leaf.clone()
         try:
             result = call(*call_args)
         except Exception as error:
@@ -231,7 +233,6 @@ def _run(fn, name, template, signs, with_backward=True):
         base = "g" if "g" not in used else "grad_out"
         cotangents = [symbol_array(base if len(outs) == 1 else f"{base}{k}", t.data.shape)
                       for k, t in enumerate(outs)]
-        leaves = [call_args[i] for i in positions]
         grads = ()
         if with_backward:
             try:
