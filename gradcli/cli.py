@@ -71,7 +71,8 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
               help="Seconds per Function (gradcheck and the exact check; --prove has its own).")
 @click.option("--exact/--no-exact", "exact", default=None,
               help="Exact reference (the 'exact err' column) for every traceable engine Function up to 1024 input "
-                   "elements / never [default: up to 64 elements, and every Function with a formula].")
+                   "elements, and torch Functions whose file runs with gradcli as torch / never [default: engine "
+                   "Functions up to 64 elements, and every Function with a formula].")
 @click.option("--expr", "exprs", metavar="FORMULA", multiple=True,
               help="The forward as a formula, e.g. 'x*sigmoid(x)' (repeat: one per output): the exact reference "
                    "for the one selected Function (file.py::Name), torch ones too.")

@@ -399,12 +399,61 @@ def test_skipped_function_can_still_be_proved_on_prove_shape_symbols(tmp_path):
     assert rows["a"]["proof"] == "proved" and rows["a"]["shape"] == "2x2" and rows["a"]["status"] == "SKIP"
 
 
-def test_torch_functions_are_not_traceable_for_proofs(tmp_path):
+def test_torch_functions_are_proved_on_their_engine_twin(tmp_path):
     pytest.importorskip("torch")
-    result, doc = check_json(tmp_path, f"{EXAMPLES / 'real_torch.py'}", "--prove")
-    assert result.exit_code == 0
-    assert all(p["verdict"] == "not_traceable" and "a torch Function" in p["message"]
-               for r in doc["results"] for p in r["proofs"])
+    result, doc = check_json(tmp_path, f"{EXAMPLES / 'real_torch.py'}", f"{EXAMPLES / 'buggy_torch.py'}", "--prove")
+    assert result.exit_code == 1
+    proofs = {r["function"]: r["proofs"] for r in doc["results"]}
+    assert [p["verdict"] for p in proofs["Square"] + proofs["Swish"]] == ["proved", "proved"]
+    (buggy,) = proofs["BuggyTanh"]
+    assert buggy["verdict"] == "disproved"
+    assert all(any(n.startswith("on the engine twin: the file run with gradcli as torch") for n in p["notes"])
+               for p in proofs["Square"] + proofs["Swish"] + proofs["BuggyTanh"])
+    assert by_name(doc)["BuggyTanh"]["message"].startswith("values: x:")  # the numeric verdict came first
+
+
+def test_torch_function_exact_reference_from_its_engine_twin_with_exact(tmp_path):
+    pytest.importorskip("torch")
+    result, doc = check_json(tmp_path, f"{EXAMPLES / 'real_torch.py'}", f"{EXAMPLES / 'buggy_torch.py'}", "--exact")
+    assert result.exit_code == 1
+    results = by_name(doc)
+    for name in ("Square", "Swish"):
+        check_ = exact_of(results[name]["checks"][0])
+        assert check_["status"] == "pass" and check_["details"]["source"] == "trace", check_
+        assert check_["details"]["reference"] == "forward traced on gradcli's engine"
+        assert results[name]["checks"][0]["inputs"][0]["exact_error"] <= 1e-15
+    buggy = exact_of(results["BuggyTanh"]["checks"][0])
+    assert buggy["status"] == "fail"
+    worst = buggy["details"]["inputs"][0]["worst"]
+    assert worst["analytic"] - worst["exact"] > 0  # g·(1 + tanh²) against g·(1 − tanh²)
+    assert "exact derivative of the forward traced on gradcli's engine" in result.output
+
+
+def test_a_torch_file_that_does_not_run_with_gradcli_as_torch_says_so(tmp_path):
+    pytest.importorskip("torch")
+    path = write(tmp_path, "fft_op.py", """
+        import torch
+        import torch.fft
+
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return 2 * x
+
+            @staticmethod
+            def backward(ctx, g):
+                return 2 * g
+    """)
+    result, doc = check_json(tmp_path, path, "--exact", "--prove")
+    assert result.exit_code == 0, result.output
+    r = doc["results"][0]
+    check_ = exact_of(r["checks"][0])
+    assert check_["status"] == "skip"
+    assert "a torch Function whose forward does not run on gradcli's engine: its file imports torch.fft, which " \
+           "gradcli does not stand in for (only torch, torch.autograd, torch.autograd.function, torch.nn, " \
+           "torch.nn.functional)" in check_["message"]
+    (proof,) = r["proofs"]
+    assert proof["verdict"] == "not_traceable" and "imports torch.fft, which gradcli does not" in proof["message"]
 
 
 def test_undecided_when_the_budget_runs_out_leaves_the_numeric_verdict(tmp_path):

@@ -193,9 +193,9 @@ def _worker_body(batch: list, options: RunOptions, w: int):
 def _warm_up(backends: set, options: RunOptions):
     """Load, once per worker, what every checker would otherwise load again after its fork: the
     checker (when the parent had not yet), and torch's lazily imported autograd machinery. The
-    symbolic layer is loaded for torch Functions only when --prove or --expr needs it (without a
-    formula their exact check is a skip that needs no SymPy)."""
-    _preload(options, symbolic="gradcli" in backends or options.prove or bool(options.expr))
+    symbolic layer is loaded for torch Functions only when --prove, --expr or --exact needs it (by
+    default their exact check is a skip that needs no SymPy)."""
+    _preload(options, symbolic="gradcli" in backends or options.prove or bool(options.expr) or options.exact == "on")
     if "torch" in backends:
         torch = sys.modules["torch"]
         x = torch.zeros(1, dtype=torch.float64, requires_grad=True)

@@ -62,9 +62,11 @@ def add_exact(report, target, args, options, seconds: Optional[float]) -> Option
         return None
     formula = _formula(target, options)
     if formula is None:
-        if target.backend == "torch":
-            return _skip(report, "a torch Function: give its forward as a formula (--expr FORMULA, or a `formula` "
-                                 "string attribute on the class) for an exact reference", "torch")
+        if target.backend == "torch" and options.exact != "on":
+            # by default not: the engine twin needs SymPy in the torch worker, after torch's own import
+            return _skip(report, "a torch Function: --exact runs its file with gradcli as torch and traces that "
+                                 "forward, or give the forward as a formula (--expr FORMULA, or a `formula` string "
+                                 "attribute on the class) for an exact reference", "torch")
         elements = sum(math.prod(r.shape) for r in report.inputs)
         if options.exact == "auto" and elements > EXACT_AUTO_ELEMENTS:
             return _skip(report, f"{elements} input elements: the traced reference is computed by default up to "
@@ -116,11 +118,13 @@ def prove_function(target, cases: Optional[list], options, extend: Callable = la
     """Proof records (``ProofResult.to_dict()`` + ``input_set``) for one Function.
 
     ``cases``: the input sets gradcheck used (None when none could be built). Inputs given with
-    ``--input`` or ``example_inputs`` are proved at their own shapes, one proof per input set;
-    automatic inputs (or none) give one proof on symbols of ``--prove-shape``. ``extend(seconds)``
-    tells the process that times this checker how much longer it may take."""
+    ``--input`` or ``example_inputs``, and input sets with automatic inputs shaped like their
+    gradients (a per-feature ``[4]``, inputs.py), are proved at their own shapes, one proof per
+    input set; other automatic inputs (or none) give one proof on symbols of ``--prove-shape``.
+    A torch Function is proved on its engine twin (torch_twin.py). ``extend(seconds)`` tells the
+    process that times this checker how much longer it may take."""
     given = [(i, case.args) for i, case in enumerate(cases or [])
-             if any(rec.get("source") in ("cli", "example") for rec in case.records)]
+             if any(rec.get("source") in ("cli", "example") or rec.get("shape_from") for rec in case.records)]
     runs = given or [(None, None)]
     budget = float(options.prove_timeout)
     extend(budget + PROVE_SLACK)
@@ -130,14 +134,28 @@ def prove_function(target, cases: Optional[list], options, extend: Callable = la
         from gradcli.symbolic.prove import prove
     except Exception as e:  # noqa: BLE001
         return [_failed(target, f"the prover could not be loaded ({type(e).__name__}: {e})")]
+    fn, twin_note = target.fn, None
+    if target.backend == "torch":  # prove the engine twin: the same source, run with gradcli as torch
+        from gradcli.symbolic.torch_twin import NoTwin, engine_twin, to_engine
+        try:
+            fn = engine_twin(target.cls)
+            twin_note = ("on the engine twin: the file run with gradcli as torch (its backward is the same code; "
+                         "gradcli's ops compute what torch's do, per the ops table)")
+            runs = [(i, None if ex is None else [to_engine(a) for a in ex]) for i, ex in runs]
+        except NoTwin as e:
+            return [dict(_failed(target, f"not traceable: a torch Function whose file does not run with gradcli as "
+                                         f"torch ({e})"), verdict="not_traceable")]
     for input_set, example in runs:
         left = max(MIN_PROVE_SECONDS, budget - (time.monotonic() - start))
         try:
-            found = prove(target.fn, shape=tuple(options.prove_shape), timeout=left,
+            found = prove(fn, shape=tuple(options.prove_shape), timeout=left,
                           example_inputs=tuple(example) if example is not None else None, seed=options.seed)
         except Exception as e:  # noqa: BLE001 -- prove never raises; still, no proof is no error
             out.append(dict(_failed(target, f"the prover failed ({type(e).__name__}: {e})"), input_set=input_set))
             continue
+        for p in found:
+            if twin_note and p.verdict in ("proved", "disproved"):
+                p.notes.append(twin_note)
         out += [dict(p.to_dict(), input_set=input_set) for p in found]
     return out
 

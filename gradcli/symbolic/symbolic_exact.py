@@ -135,9 +135,33 @@ def exact_reference(fn, inputs, cotangent_sets, out_shapes, expr=None):
     if formulas is not None:
         return _from_formula(fn, list(inputs), formulas, cotangent_sets, out_shapes)
     if any(_is_torch(a) for a in inputs):
-        raise ExactUnavailable("a torch Function: give its forward as a formula (expr=... or a `formula` "
-                               "attribute) for an exact reference")
+        return _from_engine_twin(fn, list(inputs), cotangent_sets)
     return _from_trace(fn, list(inputs), cotangent_sets)
+
+
+def _from_engine_twin(fn, inputs, cotangent_sets):
+    """A torch Function's reference from its engine twin (torch_twin.py): its file run with gradcli as
+    torch, the twin's forward traced at the same input values."""
+    from gradcli.symbolic.torch_twin import NoTwin, engine_twin, to_engine
+
+    owner = function_class(fn)
+    try:
+        if owner is None:
+            raise NoTwin("not an autograd Function class")
+        twin = engine_twin(owner)
+    except NoTwin as error:
+        raise ExactUnavailable(f"a torch Function whose forward does not run on gradcli's engine: {error}; give "
+                               "its forward as a formula (expr=... or a `formula` attribute)") from None
+    engine_inputs = [to_engine(a) for a in inputs]
+    if differentiable_positions(engine_inputs) != _positions(inputs):
+        raise ExactUnavailable("a torch Function whose differentiable inputs its engine twin does not see alike")
+    try:
+        reference = _from_trace(twin, engine_inputs, cotangent_sets)
+    except ExactUnavailable as error:
+        raise ExactUnavailable(f"{error} (the forward run on gradcli's engine, as torch); or give the forward "
+                               "as a formula (expr=... or a `formula` attribute)") from None
+    reference.description = "forward traced on gradcli's engine"
+    return reference
 
 
 def _from_trace(fn, inputs, cotangent_sets):
@@ -264,7 +288,8 @@ def compare(reference, analytic, names, dtypes, rtol=None, atol=None):
                      "max_rel_error": rel, "failed_elements": int(failing.sum()),
                      "kinks": int(reference.kinks[i].sum()), "undefined": int((~defined).sum()),
                      "worst": worst, "rtol": r_tol, "atol": a_tol})
-    described = f"formula {reference.description!r}" if reference.source == "formula" else "the traced forward"
+    described = f"formula {reference.description!r}" if reference.source == "formula" else \
+        f"the {reference.description}"
     if failed:
         row = max(rows, key=lambda r: r["max_rel_error"])
         worst = row["worst"]
