@@ -188,6 +188,8 @@ def repro_command(result, records, seed: int) -> str:
     for rec in records:
         if rec.get("source") in ("auto", "cli") and rec.get("spec"):
             cmd += ["--input", f"{rec['name']}={rec['spec']}"]
+    if _needs_exact_flag(result):
+        cmd.append("--exact")
     disproved = [p for p in getattr(result, "proofs", None) or () if p["verdict"] == "disproved"]
     if disproved:
         cmd.append("--prove")
@@ -195,6 +197,20 @@ def repro_command(result, records, seed: int) -> str:
         if shapes:
             cmd += ["--prove-shape", "x".join(map(str, min(shapes)))]
     return " ".join(shlex.quote(c) for c in cmd)
+
+
+def _needs_exact_flag(result) -> bool:
+    """A failed traced exact check that the default would not run: a torch Function's (its engine
+    twin), or one over more input elements than the default traces."""
+    from gradcli.check.symbolic_checks import EXACT_AUTO_ELEMENTS
+
+    for case in result.cases:
+        report = case.report
+        exact = report.check("exact") if report is not None else None
+        if exact is not None and exact.status == "fail" and exact.details.get("source") == "trace":
+            elements = sum(math.prod(r.shape) for r in report.inputs)
+            return result.backend == "torch" or elements > EXACT_AUTO_ELEMENTS
+    return False
 
 
 def heatmap(r, ascii_only: bool = False) -> Optional[HeatMap]:
