@@ -233,12 +233,14 @@ class Softmax(Function):
 
 def test_a_cotangent_with_exactly_zero_vjp_tolerates_the_backwards_rounding():
     """Jᵀ1 of softmax is exactly 0; the right backward gives ~1e-17 there. The input's scale comes from
-    every cotangent set, so rounding passes while a real error of the same 1e-3 relative size fails."""
+    every cotangent set, and each element may be off by a few ulps of the terms it sums (their
+    magnitudes), so rounding passes while a real error of 1e-3 relative size fails."""
     x = torch.tensor(np.random.default_rng(0).uniform(-2, 2, (3, 4)))
     v = np.random.default_rng(1).standard_normal((3, 4))
     sets = [(np.ones((3, 4)),), (v,)]
-    ones_only = exact_check(Softmax, [x], cotangents=[sets[0]])
-    assert abs(ones_only.details["inputs"][0]["worst"]["exact"]) < 1e-30  # 0 to the 40 digits evaluated
+    ones_only = exact_check(Softmax, [x], cotangents=[sets[0]])  # no other set to take a scale from
+    assert ones_only.status == "pass", ones_only.message
+    assert 0 < ones_only.details["inputs"][0]["exact_error"] < 1e-15
     check = exact_check(Softmax, [x], cotangents=sets)
     assert check.status == "pass", check.message
     assert 0 < check.details["inputs"][0]["exact_error"] < 1e-15
@@ -250,3 +252,4 @@ def test_a_cotangent_with_exactly_zero_vjp_tolerates_the_backwards_rounding():
             return y * (g - (g * y).sum(dim=-1, keepdim=True)) + 1e-3 * y
 
     assert exact_check(SoftmaxOff, [x], cotangents=sets).status == "fail"
+    assert exact_check(SoftmaxOff, [x], cotangents=[sets[0]]).status == "fail"

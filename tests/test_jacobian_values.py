@@ -79,7 +79,7 @@ class AbsTimesExp(Function):  # a kink at 0
 def test_seed_002_sum_matches_mpmath_differentiation_to_the_last_bit():
     x = np.array([1.5, -2.0, 3.25])
     trace, point = traced(SumSqrt, x)
-    sums, kinks = exact_vjp_values(trace, point, [(np.array(0.75),)])
+    sums, kinks, _ = exact_vjp_values(trace, point, [(np.array(0.75),)])
     got = floats(sums)[0][0]
     with mpmath.workdps(40):
         for k, v in enumerate(x):
@@ -117,7 +117,7 @@ def test_matmul_bias_tanh_agrees_with_mpmath_per_entry():
 ])
 def test_same_values_and_kinks_as_the_expression_route(fn, arrays, cotangents):
     trace, point = traced(fn, *arrays)
-    sums, kinks = exact_vjp_values(trace, point, cotangents)
+    sums, kinks, _ = exact_vjp_values(trace, point, cotangents)
     values = floats(sums)
     for k, cot in enumerate(cotangents):
         expected, expected_kinks = through_expressions(trace, point, cot)
@@ -128,7 +128,7 @@ def test_same_values_and_kinks_as_the_expression_route(fn, arrays, cotangents):
 
 def test_a_kink_is_flagged_exactly_where_the_switch_is_zero():
     trace, point = traced(AbsTimesExp, np.array([-1.5, 0.0, 2.0]))
-    _, kinks = exact_vjp_values(trace, point, [(np.ones(3),)])
+    _, kinks, _ = exact_vjp_values(trace, point, [(np.ones(3),)])
     assert kinks[0].tolist() == [False, True, False]
 
 
@@ -166,3 +166,19 @@ def test_no_closed_form_derivative_raises_value_error():
     trace.outputs = [np.array([f(s)], dtype=object)]
     with pytest.raises(ValueError, match="no closed-form derivative"):
         exact_vjp_values(trace, point, [(np.ones(1),)])
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return gradcli.softmax(x, dim=-1)
+
+
+def test_magnitudes_are_the_size_of_the_terms_that_cancel():
+    """Jᵀ1 of softmax is 0; the terms it sums, |∂y_k/∂x_i|, are not: y_i(1 - y_i) + Σ_{k≠i} y_k y_i = 2 y_i (1 - y_i)."""
+    x = np.array([0.5, -1.0, 2.0])
+    trace, point = traced(Softmax, x)
+    sums, _, magnitudes = exact_vjp_values(trace, point, [(np.ones(3),)])
+    assert max(abs(float(v)) for v in sums[0][0]) < 1e-35
+    y = np.exp(x) / np.exp(x).sum()
+    np.testing.assert_allclose(magnitudes[0][0], 2 * y * (1 - y), rtol=1e-14)

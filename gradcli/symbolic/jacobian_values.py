@@ -47,7 +47,9 @@ class _Partials:
 
 
 def exact_vjp_values(trace, point, cotangent_sets, dps=DPS):
-    """({input index: [mpmath object array of Jᵀv, one per cotangent set]}, {input index: kink mask}).
+    """({input index: [mpmath object array of Jᵀv, one per cotangent set]}, {input index: kink mask},
+    {input index: [float array of Σₖ |vₖ ∂yₖ/∂xᵢ|, one per set]}: the size of the terms a backward
+    adds up, so the rounding it may make where they cancel).
 
     ``point``: {input symbol: mpf}; ``cotangent_sets``: one tuple per set, one float array per
     differentiable output (shapes of ``trace.outputs``). Raises ValueError where SymPy has no
@@ -56,6 +58,7 @@ def exact_vjp_values(trace, point, cotangent_sets, dps=DPS):
     zero = mpmath.mpf(0)
     sums = {i: [np.full(arr.shape, zero, dtype=object) for _ in cotangent_sets] for i, arr in trace.inputs.items()}
     kinks = {i: np.zeros(arr.shape, dtype=bool) for i, arr in trace.inputs.items()}
+    magnitudes = {i: [np.zeros(arr.shape) for _ in cotangent_sets] for i, arr in trace.inputs.items()}
     compiled = {}
     with mpmath.workdps(dps):
         weights = [[np.vectorize(lambda v: mpmath.mpf(float(v)), otypes=[object])(
@@ -79,5 +82,7 @@ def exact_vjp_values(trace, point, cotangent_sets, dps=DPS):
                         i, at = owner[s]
                         kinks[i][at] |= kink
                         for k in range(len(cotangent_sets)):
-                            sums[i][k][at] += weights[k][k_out][idx] * value
-    return sums, kinks
+                            term = weights[k][k_out][idx] * value
+                            sums[i][k][at] += term
+                            magnitudes[i][k][at] += abs(complex(term))
+    return sums, kinks, magnitudes

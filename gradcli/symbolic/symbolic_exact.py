@@ -45,6 +45,9 @@ class ExactReference:
     values: dict                      # input index -> [float64 array of exact Jᵀv, one per cotangent]
     kinks: dict                       # input index -> bool array: elements at a kink (not compared)
     notes: list = field(default_factory=list)
+    # input index -> [float array of Σₖ |vₖ ∂yₖ/∂xᵢ| per cotangent set]: where terms cancel, a float
+    # backward cannot be closer to the exact sum than a few ulps of their size
+    magnitudes: dict = field(default_factory=dict)
 
 
 # ---- running the Function numerically -----------------------------------------------------------
@@ -181,12 +184,12 @@ def _from_trace(fn, inputs, cotangent_sets):
     for i in positions:
         point.update(zip(trace.inputs[i].flat, as_mp(inputs[i].data).flat))
     try:
-        sums, kinks = exact_vjp_values(trace, point, cotangent_sets)
+        sums, kinks, magnitudes = exact_vjp_values(trace, point, cotangent_sets)
     except ValueError as error:
         raise ExactUnavailable(str(error)) from None
     to_float = np.vectorize(exact_float, otypes=[float])
     values = {i: [to_float(s) if s.size else np.zeros(s.shape) for s in sums[i]] for i in positions}
-    return ExactReference("trace", "traced forward", values, kinks)
+    return ExactReference("trace", "traced forward", values, kinks, magnitudes=magnitudes)
 
 
 def _parse(text):
@@ -204,6 +207,7 @@ def _from_formula(fn, inputs, formulas, cotangent_sets, out_shapes):
     arrays = {n: _array(a).astype(np.float64) for n, a in zip(names, inputs)
               if a is not None and not isinstance(a, (str, bool)) and np.asarray(_array(a)).dtype.kind in "fiu"}
     values = {i: [np.zeros(arrays[names[i]].shape) for _ in cotangent_sets] for i in positions}
+    magnitudes = {i: [np.zeros(arrays[names[i]].shape) for _ in cotangent_sets] for i in positions}
     kinks = {i: np.zeros(arrays[names[i]].shape, dtype=bool) for i in positions}
     notes = []
     evaluator = MpEvaluator()
@@ -237,11 +241,13 @@ def _from_formula(fn, inputs, formulas, cotangent_sets, out_shapes):
                 for i, d in partials:
                     value, kink = evaluator.evaluate(d, at)
                     target = _unbroadcast_index(p, arrays[names[i]].shape)
-                    sums[i][target] += value * weight
+                    term = value * weight
+                    sums[i][target] += term
+                    magnitudes[i][k][target] += abs(complex(term))
                     kinks[i][target] |= kink
             for i in sums:  # accumulate in mpmath, round once
                 values[i][k] += np.vectorize(exact_float, otypes=[float])(sums[i])
-    return ExactReference("formula", "; ".join(formulas), values, kinks, notes)
+    return ExactReference("formula", "; ".join(formulas), values, kinks, notes, magnitudes)
 
 
 def _unbroadcast_index(p, shape):
@@ -250,6 +256,16 @@ def _unbroadcast_index(p, shape):
 
 
 # ---- the check ------------------------------------------------------------------------------------
+ROUNDING_ULPS = 64  # a backward's own rounding: this many ulps of the size of the terms it adds up
+
+
+def _eps(dtype):
+    try:
+        return float(np.finfo(np.dtype(str(dtype))).eps)
+    except (TypeError, ValueError):
+        return float(np.finfo(np.float64).eps)
+
+
 def _tolerances(dtype, rtol, atol):
     row = EXACT_TOLERANCES.get(str(dtype), EXACT_TOLERANCES["float64"])
     return (row["rtol"] if rtol is None else rtol), (row["atol"] if atol is None else atol)
@@ -273,7 +289,9 @@ def compare(reference, analytic, names, dtypes, rtol=None, atol=None):
             with np.errstate(invalid="ignore"):
                 diff = np.where(compared, np.abs(got - exact), 0.0)
             diff = np.where(np.isnan(diff), np.inf, diff)  # a nan backward where the derivative exists
-            allowed = r_tol * np.abs(np.where(compared, exact, 0.0)) + a_tol * scale + 1e-300
+            magnitude = reference.magnitudes[i][k] if i in reference.magnitudes else 0.0
+            rounding = ROUNDING_ULPS * _eps(dtypes.get(i, "float64")) * np.where(compared, magnitude, 0.0)
+            allowed = r_tol * np.abs(np.where(compared, exact, 0.0)) + a_tol * scale + rounding + 1e-300
             failing |= diff > allowed
             error = max(error, float(diff.max(initial=0.0)))
             rel = max(rel, float(np.max(diff / np.maximum(np.abs(exact), 1e-300), initial=0.0, where=compared)))
