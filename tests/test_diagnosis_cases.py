@@ -743,6 +743,27 @@ def sum_of_squares_ok(B):
 
 
 
+def gelu_rounded_constant(B):
+    """tanh-GELU whose backward uses sqrt(2/pi) rounded to 5 digits: right to ~1e-5, no better --
+    a precision finding, not a bug pattern."""
+    import math
+
+    class GeluRoundedConstant(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)).tanh())
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            k = 0.79788  # sqrt(2/pi), rounded
+            t = (k * (x + 0.044715 * x ** 3)).tanh()
+            return grad_output * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x ** 2))
+
+    return GeluRoundedConstant.apply, (B.tensor(X),)
+
+
 SEEDED = [
     Case("scale: factor 2", sin_doubled, "scale", 0, {"factor": 2.0}),
     Case("scale: factor 1/2", square_halved, "scale", 0, {"factor": 0.5}),
@@ -777,6 +798,7 @@ SEEDED = [
     Case("inplace: forward modifies its input", sin_modifies_input, "inplace", None),
     Case("inplace: saved output modified", exp_output_modified, "inplace", None),
     Case("kink: abs at 0", abs_at_zero, "kink", 0, {"count": 2}, gradcheck_fails=False),
+    Case("precision: a constant rounded to 5 digits", gelu_rounded_constant, "precision", 0, {"dtype": "float32"}),
 ]
 
 NO_PATTERN = [

@@ -28,7 +28,8 @@ MIN_CONFIDENCE = 0.5
 NO_PATTERN = "none"
 # Most certain first: a kink explains failures away, a zero or a cotangent-blind gradient is
 # unmistakable, region and missing_term are the loosest descriptions.
-PATTERNS = (regions.kink, patterns.zero, patterns.ignores_grad_output, patterns.scale, patterns.not_reduced_shape,
+PATTERNS = (regions.kink, patterns.zero, patterns.ignores_grad_output, patterns.precision, patterns.scale,
+            patterns.not_reduced_shape,
             patterns.swapped, patterns.transposed, patterns.not_reduced, regions.region, patterns.missing_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 

@@ -155,6 +155,9 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("reason") == "changed_after_backward":
             return "backward's return value is right: look at hooks on the tensors, or report an engine bug", None
         return "compare the backward with your derivation term by term; the error map shows where it is wrong", None
+    if kind == "precision":
+        return ("keep forward and backward in float64 (no .float(), float32 buffers, rounded constants), "
+                "or check the Function at float32 with --dtype float32"), None
     if kind == "inplace":
         advice = "clone a tensor before modifying it in place, or save the copy for backward"
         for where, src in (("forward", forward_source(cls)), ("backward", backward_source(cls))):

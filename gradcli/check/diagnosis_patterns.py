@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 
-from gradcli.check.diagnosis_evidence import Evidence, nice_number, short_number
+from gradcli.check.diagnosis_evidence import FIT, RHO, TINY, Evidence, nice_number, short_number
 from gradcli.check.report import Finding
 
 
@@ -71,6 +71,26 @@ def ignores_grad_output(ev: Evidence):
                        "it does not multiply by grad_output correctly",
                        input=ev.index, params={"ones_ok": True, "uses_grad_output": True}, confidence=0.75)
     return None
+
+
+def precision(ev: Evidence):
+    """A float64 input whose backward agrees with the numeric derivative to float32's precision and
+    no better, at every element: something computes in float32 (or with a constant rounded to a few
+    digits). Not a wrong formula: a wrong formula misses by far more than float32's precision."""
+    if ev.analytic is None or ev.numeric is None or ev.dtype != "float64":
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    if ev.fits(A, N, E):
+        return None
+    rho = RHO["float32"]
+    loose = 4.0 * np.abs(E) + rho * (np.abs(A) + np.abs(N)) + rho * 1e-3 * ev.scale + TINY
+    with np.errstate(invalid="ignore"):
+        if not bool(np.all(np.abs(A - N) <= FIT * loose)):
+            return None
+    return Finding("precision", f"backward for input {ev.name} agrees with the numeric derivative to float32's "
+                   "precision and no better: not a wrong formula, but something in forward or backward computes in "
+                   "float32 (or uses a constant rounded to a few digits)",
+                   input=ev.index, params={"dtype": "float32"}, confidence=0.7)
 
 
 def scale(ev: Evidence):
