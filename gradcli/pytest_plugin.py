@@ -160,8 +160,9 @@ class _State:
         runner does the same for `gradcli check`: one worker for the files that import torch)."""
         if not self.torch_loaded:
             self.torch_loaded = True
+            from gradcli.heavy_import import import_paused
             try:
-                import torch
+                torch = import_paused("torch")  # without garbage collection during the import
             except ImportError:
                 return  # the check itself reports "needs PyTorch" as a skip
             x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
