@@ -97,8 +97,10 @@ def test_every_function_in_the_vocabulary_runs_on_the_engine():
     """Each whitelisted function maps to an engine op (or a documented composite) and differentiates."""
     t = sympy.Symbol("t", real=True)
     unary = [name for name in BUILDERS if name not in ("log", "max", "min", "logsumexp")]
+    binary = {"atan2": lambda f: f(t, -2 * t - 1), "hypot": lambda f: f(t, 2 - t)}  # atan2 off the positive axis
     for name in unary:
-        expr = BUILDERS[name](t) if name not in ("acosh",) else BUILDERS[name](t + 2)
+        expr = binary[name](BUILDERS[name]) if name in binary else \
+            BUILDERS[name](t) if name not in ("acosh",) else BUILDERS[name](t + 2)
         point = 0.3
         engine = EngineFunction([expr], [t])
         value, derivative = engine.partials(np.array([[point]]), [(0, ()), (0, ("t",))])[0]
@@ -120,7 +122,7 @@ def test_mapping_table_agrees_with_the_engine_table_both_ways():
     assert sympy_callable("rsqrt")(x) == 1 / sympy.sqrt(x)
     assert engine_op_for_head("Abs") == "abs" and engine_op_for_head("sigmoid") == "sigmoid"
     assert engine_op_for_head("Pow") is None          # structural, handled by the Pow row
-    assert set(STRUCTURAL_ROWS) == {"Add", "Mul", "Pow", "Max", "Min", "logsumexp"}
+    assert set(STRUCTURAL_ROWS) == {"Add", "Mul", "Pow", "Max", "Min", "logsumexp", "atan2"}
     assert set(COMPOSITE_ROWS) == {"cot", "sec", "csc", "erfc", "Heaviside"}
 
 

@@ -33,6 +33,10 @@ TABLE = [
      lambda x, y: mp.log(mp.exp(x) + mp.exp(y) + mp.e), lambda t, x, y: t.logsumexp(
          t.stack([x, y, t.ones_like(x)]), dim=0)),
     ("atan(x/y)", {"x": "1", "y": "2"}, lambda x, y: mp.atan(x / y), lambda t, x, y: t.atan(x / y)),
+    ("atan2(y, x) * hypot(x, y)", {"x": "-1", "y": "0.5"},  # second quadrant: atan2, not atan(y/x)
+     lambda x, y: mp.atan2(y, x) * mp.hypot(x, y), lambda t, x, y: t.atan2(y, x) * t.hypot(x, y)),
+    ("arctan2(x^2, 3)", {"x": "0.8", "y": "1"}, lambda x, y: mp.atan2(x ** 2, 3),
+     lambda t, x, y: t.atan2(x ** 2, t.full_like(x, 3.0)) + 0 * y),
     ("x^y", {"x": "2", "y": "3.5"}, lambda x, y: x ** y, lambda t, x, y: x ** y),
     ("asinh(x)+acosh(y)+atanh(x/2)", {"x": "0.5", "y": "2"},
      lambda x, y: mp.asinh(x) + mp.acosh(y) + mp.atanh(x / 2),

@@ -148,6 +148,8 @@ class TensorPrinter:
                 return text, PREC_ATOM
             stacked = f"{self.ns}.stack([{', '.join(args)}])"
             return f"{self.ns}.logsumexp({stacked}, dim=0)", PREC_ATOM
+        if head == "atan2":
+            return f"{'np.arctan2' if self.dialect == 'numpy' else self.ns + '.atan2'}({args[0]}, {args[1]})", PREC_ATOM
         if head == "Heaviside":
             if self.dialect == "numpy":
                 return f"np.heaviside({args[0]}, 0.5)", PREC_ATOM

@@ -164,6 +164,7 @@ BUILDERS = {
     "log1p": lambda x: sympy.log(1 + x), "expm1": lambda x: sympy.exp(x) - 1, "rsqrt": lambda x: 1 / sympy.sqrt(x),
     "sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "cot": sympy.cot, "sec": sympy.sec, "csc": sympy.csc,
     "asin": sympy.asin, "acos": sympy.acos, "atan": sympy.atan,
+    "atan2": sympy.atan2, "hypot": lambda y, x: sympy.sqrt(y ** 2 + x ** 2),
     "sinh": sympy.sinh, "cosh": sympy.cosh, "tanh": sympy.tanh,
     "asinh": sympy.asinh, "acosh": sympy.acosh, "atanh": sympy.atanh,
     "abs": sympy.Abs, "sign": sympy.sign, "heaviside": sympy.Heaviside,

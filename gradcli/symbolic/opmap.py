@@ -29,6 +29,7 @@ STRUCTURAL_ROWS = {
     "Max": ("maximum", "folded pairwise"),
     "Min": ("minimum", "folded pairwise"),
     "logsumexp": ("logsumexp", "arguments stacked on a new dim 0, then logsumexp(dim=0)"),
+    "atan2": ("atan2", "atan2(y, x), the angle of the point (x, y)"),
 }
 COMPOSITE_ROWS = {   # SymPy head -> (code template, engine evaluation); H(0) = 1/2 as in SymPy
     "cot": ("{ns}.reciprocal({ns}.tan({x}))", lambda ns, x: ns.reciprocal(ns.tan(x))),
@@ -183,6 +184,12 @@ class EngineProgram:
             stacked = self._op("stack")([a if hasattr(a, "backward") else self._op("full_like")(like, float(a))
                                          for a in args])
             return self._op("logsumexp")(stacked, dim=0)
+        if head == "atan2":
+            y, x = args
+            like = y if hasattr(y, "backward") else x  # atan2 takes tensors: a constant side becomes one
+            full = self._op("full_like")
+            return self._op("atan2")(y if hasattr(y, "backward") else full(like, float(y)),
+                                     x if hasattr(x, "backward") else full(like, float(x)))
         if head in COMPOSITE_ROWS:
             return COMPOSITE_ROWS[head][1](ns, self._tensor(args[0]))
         if head == "exp":

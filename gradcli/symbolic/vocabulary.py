@@ -9,7 +9,7 @@ FUNCTIONS = {
     "sqrt": (1, 1), "exp": (1, 1), "log": (1, 2), "log2": (1, 1), "log10": (1, 1),
     "log1p": (1, 1), "expm1": (1, 1), "rsqrt": (1, 1),
     "sin": (1, 1), "cos": (1, 1), "tan": (1, 1), "cot": (1, 1), "sec": (1, 1), "csc": (1, 1),
-    "asin": (1, 1), "acos": (1, 1), "atan": (1, 1),
+    "asin": (1, 1), "acos": (1, 1), "atan": (1, 1), "atan2": (2, 2), "hypot": (2, 2),
     "sinh": (1, 1), "cosh": (1, 1), "tanh": (1, 1), "asinh": (1, 1), "acosh": (1, 1), "atanh": (1, 1),
     "abs": (1, 1), "sign": (1, 1), "heaviside": (1, 1),
     "erf": (1, 1), "erfc": (1, 1),
@@ -21,6 +21,7 @@ FUNCTIONS = {
 ALIASES = {
     "ln": "log", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arsinh": "asinh", "arcosh": "acosh",
     "artanh": "atanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "sgn": "sign",
+    "arctan2": "atan2",
     "maximum": "max", "minimum": "min", "reciprocal_sqrt": "rsqrt",
 }
 
