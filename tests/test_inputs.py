@@ -195,42 +195,6 @@ def test_matmul_is_skipped_with_instructions(tmp_path):
     assert [a.data.shape for a in case.args] == [(3, 4), (4, 2)]
 
 
-BROKEN_OR_PICKY = """
-    import gradcli as torch
-    from gradcli.autograd import Function
-
-    class SavesAFloat(Function):      # a bug: the same TypeError whatever the inputs
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x, 3.0)
-            return x * 3
-        @staticmethod
-        def backward(ctx, g):
-            return g * 3
-
-    class Dot(Function):              # needs 1-D inputs: a matter of inputs
-        @staticmethod
-        def forward(ctx, a, b):
-            ctx.save_for_backward(a, b)
-            return torch.dot(a, b)
-        @staticmethod
-        def backward(ctx, g):
-            a, b = ctx.saved_tensors
-            return g * b, g * a
-"""
-
-
-def test_an_error_whatever_the_shape_and_values_is_a_broken_forward_not_a_skip(tmp_path):
-    targets = targets_of(tmp_path, BROKEN_OR_PICKY)
-    with pytest.raises(ForwardBroken) as err:
-        build_cases(targets["SavesAFloat"], {}, seed=0)
-    assert str(err.value) == ("forward raised TypeError: save_for_backward can only save variables, but argument 1 "
-                              "is of type float -- for every input tried (shapes 3x4, 4x4, 4, every domain), so it "
-                              "is not about the inputs")
-    with pytest.raises(NoInputs, match="for 3x4 inputs in every domain tried"):  # 1-D inputs would do
-        build_cases(targets["Dot"], {}, seed=0)
-
-
 def test_nan_everywhere_is_a_broken_forward(tmp_path):
     t = targets_of(tmp_path, OPS)["Storm"]
     with pytest.raises(ForwardBroken, match="NaN/Inf for every element of its output"):
