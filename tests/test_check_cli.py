@@ -414,7 +414,7 @@ EXPECTED = {
 
 RECORD = {"name": str, "source": ("cli", "example", "default", "auto"), "spec": (str, None), "type": str,
           "?case": int, "?dtype": str, "?shape": list, "?requires_grad": bool, "value": object,
-          "?shape_from": ("backward",)}
+          "?shape_from": ("backward",), "?number": (True,)}
 RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
           "status": ("pass", "fail", "error", "skip"), "message": str, "inputs": [[RECORD]], "checks": [(dict, None)],
           "proofs": (list, None)}

@@ -210,3 +210,62 @@ def test_example_inputs_each_set_and_requires_grad(tmp_path):
     assert first.records[0]["source"] == "example" and first.records[0]["value"] == [1.0, 2.0]
     overridden = build_cases(t, {"w": parse_spec("[9,9]")}, seed=0)[0]  # the command line wins
     assert overridden.args[1].data.tolist() == [9.0, 9.0] and overridden.records[1]["source"] == "cli"
+
+
+NUMBER_PARAMETERS = """
+    import gradcli as torch
+    from gradcli.autograd import Function
+
+    class SumDim(Function):           # dim must be an int: a tensor there makes forward raise
+        @staticmethod
+        def forward(ctx, x, dim):
+            ctx.dim, ctx.shape = dim, x.shape
+            return x.sum(dim)
+        @staticmethod
+        def backward(ctx, g):
+            return g.unsqueeze(ctx.dim).expand(ctx.shape), None
+
+    class ScaleLog(Function):         # k read as an int; log needs x > 0: the second domain
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(x)
+            ctx.k = int(k)
+            return ctx.k * x.log()
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.k / x, None
+
+    class MatMul(Function):           # shapes that do not fit: numbers do not help either
+        @staticmethod
+        def forward(ctx, a, b):
+            return a @ b
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+"""
+
+
+def test_a_parameter_that_must_be_a_number_gets_the_int_1(tmp_path):
+    targets = targets_of(tmp_path, NUMBER_PARAMETERS)
+    (case,) = build_cases(targets["SumDim"], {}, seed=0)
+    x, dim = case.args
+    assert x.data.shape == (3, 4) and dim == 1 and type(dim) is int
+    assert case.records[1] == {"name": "dim", "source": "auto", "spec": "1", "type": "int", "value": 1, "number": True}
+    (case,) = build_cases(targets["ScaleLog"], {}, seed=0)
+    x, k = case.args
+    assert k == 1 and float(x.data.min()) >= 0.1  # the tensor still comes from a domain where forward is finite
+    assert case.records[0]["spec"] == "float64[3,4]@(0.1,2)"
+    with pytest.raises(NoInputs, match="mat1 and mat2 shapes cannot be multiplied|shapes"):
+        build_cases(targets["MatMul"], {}, seed=0)
+
+
+def test_gradcli_check_passes_a_function_with_a_number_parameter_and_says_so(tmp_path):
+    from click.testing import CliRunner
+
+    from gradcli.cli import main
+    path = tmp_path / "ops.py"
+    path.write_text(textwrap.dedent(NUMBER_PARAMETERS))
+    result = CliRunner().invoke(main, ["check", f"{path}::SumDim", "--format", "plain", "-v"])
+    assert result.exit_code == 0, result.output
+    assert "dim = 1 (auto, a number: forward refused tensors there)" in result.output

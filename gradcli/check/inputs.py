@@ -293,6 +293,9 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
     if storm:
         raise ForwardBroken(f"forward returns NaN/Inf for every element of its output, for {dims} inputs in every "
                             f"domain tried: {', '.join(format_domain(d) for d in AUTO_DOMAINS)}")
+    with_numbers = _trailing_numbers(be, target, args, records, auto, shape, dtype, seed)
+    if with_numbers is not None:
+        return [with_numbers]
     found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
                       f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
     names = [args[i][0].name for i in auto]
@@ -300,6 +303,30 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
                    f"{' '.join(f'--input {n}=SPEC' for n in names)} (SPEC like 3x4, float32[2,5], 3x4@(1,5) or "
                    f"[1,2,3]; see specs/check.md), or add a staticmethod example_inputs() to {target.name} "
                    f"returning ({', '.join(p.name for p in params)})")
+
+
+def _trailing_numbers(be, target, args, records, auto, shape, dtype, seed) -> Optional[Case]:
+    """forward(ctx, x, dim) or forward(ctx, x, k): a later parameter that must be a number, not a
+    tensor. Tried once tensors everywhere failed: the last automatic parameters (as few as work)
+    become the Python int 1, the others tensors as usual. None if that does not make forward run."""
+    for cut in range(len(auto) - 1, 0, -1):
+        for domain in AUTO_DOMAINS:
+            trial, trial_records = list(args), list(records)
+            for position, i in enumerate(auto):
+                p, key = args[i]
+                if position >= cut:
+                    trial[i] = 1
+                    trial_records[i] = dict(_record(be, p.name, 1, source="auto", spec="1"), number=True)
+                else:
+                    spec = Spec("tensor", "", shape=tuple(shape), dtype=dtype, domain=domain)
+                    trial[i], trial_records[i] = _from_spec(be, spec, key, seed, dtype, p, source="auto")
+            try:
+                why, _ = forward_problem(be, target.fn, trial)
+            except Exception:  # noqa: BLE001 -- any exception: numbers there do not work (x @ 1, ...)
+                break  # and it does not depend on the domain: try more numbers
+            if why is None:
+                return Case(trial, trial_records)
+    return None
 
 
 def reduced_shapes(case: Case, returned_shapes) -> dict:

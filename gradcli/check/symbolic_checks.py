@@ -124,7 +124,8 @@ def prove_function(target, cases: Optional[list], options, extend: Callable = la
     A torch Function is proved on its engine twin (torch_twin.py). ``extend(seconds)`` tells the
     process that times this checker how much longer it may take."""
     given = [(i, case.args) for i, case in enumerate(cases or [])
-             if any(rec.get("source") in ("cli", "example") or rec.get("shape_from") for rec in case.records)]
+             if any(rec.get("source") in ("cli", "example") or rec.get("shape_from") or rec.get("number")
+                    for rec in case.records)]
     runs = given or [(None, None)]
     budget = float(options.prove_timeout)
     extend(budget + PROVE_SLACK)

@@ -177,7 +177,8 @@ def input_summary(records) -> str:
                     what += f" = {rec['value']}"
             else:
                 what = repr(rec.get("value"))
-        source = rec["source"] + (", shaped like the gradient its backward returned" if rec.get("shape_from") else "")
+        source = rec["source"] + (", shaped like the gradient its backward returned" if rec.get("shape_from") else
+                                  ", a number: forward refused tensors there" if rec.get("number") else "")
         parts.append(f"{rec['name']} = {what} ({source})")
     return ", ".join(parts) if parts else "no arguments"
 
