@@ -69,7 +69,7 @@ def engine_twin(cls):
         for name in list(sys.modules):
             if name == "torch" or name.startswith("torch."):
                 del sys.modules[name]
-        sys.modules.update({name: module for name, module in saved.items() if module is not None})
+        sys.modules.update({name: real for name, real in saved.items() if real is not None})
     twin = module
     for part in cls.__qualname__.split("."):
         twin = getattr(twin, part, None)
