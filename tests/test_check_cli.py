@@ -133,6 +133,7 @@ def test_exit_1_any_failure():
     (["--input", "x=3x4@(2,1)"], "bad range '(2,1)' in '3x4@(2,1)': need finite low < high"),
     (["--at", "x=abc"], "Invalid value for '--at': --at takes NAME=NUMBER pairs"),
     (["--shape", "3xa"], "Invalid value for '--shape': bad shape '3xa'"),
+    (["--shape", "0x3"], "Invalid value for '--shape': empty shape in '0x3': every size must be at least 1"),
     (["--timeout", "0"], "Invalid value for '--timeout'"),
     (["--mode", "slow"], "Invalid value for '--mode'"),
     (["-k", "a and"], "bad -k expression 'a and': expected a name at the end"),

@@ -244,3 +244,26 @@ def test_float32_only_forward_keeps_a_float32_reference(mode):
         assert report.numeric_dtype == "float32"
         assert report.ok, (seed, report.summary())
         assert not gradcheck(Float32OnlyOffByOnePercent, (x,), mode=mode, seed=seed)
+
+
+def test_empty_inputs_pass_trivially_in_every_mode_and_the_exact_check():
+    """A 0x3 input (an empty batch): nothing to perturb and nothing to compare, as torch's gradcheck
+    accepts it; no crash in the numeric side's batching probe or in the exact comparison."""
+    from gradcli.symbolic.symbolic_exact import exact_check
+
+    class SumDim(Function):
+        @staticmethod
+        def forward(ctx, x, dim):
+            ctx.dim, ctx.shape = dim, x.shape
+            return x.sum(dim)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.unsqueeze(ctx.dim).expand(ctx.shape), None
+
+    for shape in [(0, 3), (3, 0)]:
+        x = gradcli.zeros(*shape, requires_grad=True)
+        for mode in ("full", "fast"):
+            report = gradcheck(SumDim, (x, 1), mode=mode)
+            assert report.ok and report.inputs[0].shape == shape, report.summary()
+        assert exact_check(SumDim, [x, 1]).status == "pass"

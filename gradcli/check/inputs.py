@@ -198,9 +198,12 @@ class ShapeParam(click.ParamType):
         if isinstance(value, tuple):
             return value
         try:
-            return parse_shape(value)
+            shape = parse_shape(value)
         except SpecError as e:
             self.fail(str(e), param, ctx)
+        if any(size < 1 for size in shape):
+            self.fail(f"empty shape in {value!r}: every size must be at least 1", param, ctx)
+        return shape
 
 
 # ----- building the arguments (checking process only) ------------------------------------------

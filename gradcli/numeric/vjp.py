@@ -233,6 +233,9 @@ def _batchable(nf, index, projector) -> bool:
     if index in nf._batchable:
         return nf._batchable[index]
     x = nf.inputs[index]
+    if x.size == 0:  # nothing to perturb
+        nf._batchable[index] = False
+        return False
     rows = np.unique(np.array([0, x.size // 2, x.size - 1]))
     steps = 2.0**-10 * step_scales(x).reshape(-1)[rows]
     ok = False
