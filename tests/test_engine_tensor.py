@@ -270,3 +270,15 @@ def test_a_custom_view_cannot_be_used_after_its_base_changed_in_place():
     b.mul_(2)  # allowed: b is no custom view
     with pytest.raises(RuntimeError, match=CUSTOM_VIEW + "its base or another view of its base has been modified"):
         (y * y).sum()
+
+
+def test_integer_and_bool_casts_match_torch_and_carry_no_gradient():
+    torch = pytest.importorskip("torch")
+    values = [1.7, -2.2, 0.0, 3.5]
+    for name, dtype in [("long", "int64"), ("int", "int32"), ("short", "int16"), ("char", "int8"), ("bool", "bool")]:
+        ours = getattr(gradcli.tensor(values, requires_grad=True) * 2, name)()
+        theirs = getattr(torch.tensor(values, dtype=torch.float64, requires_grad=True) * 2, name)()
+        assert str(ours.dtype) == dtype and str(theirs.dtype) == f"torch.{dtype}"
+        assert ours.tolist() == theirs.tolist() and ours.requires_grad is theirs.requires_grad is False
+    assert gradcli.tensor([1.2, 255.0]).byte().tolist() == [1, 255]
+    assert int(gradcli.tensor(3.7)) == 3 and bool(gradcli.tensor(1.0)) is True  # the builtins still work

@@ -331,3 +331,27 @@ def test_second_order_of_a_numpy_backward():
     second = report.check("second_order")
     assert second.status == "fail"
     assert "not differentiable" in second.message
+
+
+@pytest.mark.parametrize("returned", ["none", "float", "ndarray"])
+def test_a_forward_that_returns_no_tensor_fails_structure_with_the_reason(returned):
+    import numpy as np
+
+    from gradcli.check.diagnosis import diagnose
+
+    class NoTensor(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return {"none": None, "float": float(x.sum()), "ndarray": np.sin(x.detach().numpy())}[returned]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = gradcli.tensor([0.5, 1.5], requires_grad=True)
+    report = gradcheck(NoTensor, (x,))
+    got = {"none": "None", "float": "float", "ndarray": "ndarray"}[returned]
+    assert report.check("structure").status == "fail"
+    assert report.check("structure").message.startswith(f"forward returned {got}, not a tensor")
+    assert report.check("values").status == "skip"
+    assert diagnose(report, NoTensor, (x,)) == []  # the structure message says it all

@@ -147,6 +147,25 @@ class Tensor:
     def float(self):
         return self.to(np.float32)
 
+    # integer and bool casts (index tensors, masks): no gradient flows through them, as in torch
+    def long(self):
+        return self.to(np.int64)
+
+    def int(self):  # noqa: A003 -- torch's name; int(t) still goes through __int__
+        return self.to(np.int32)
+
+    def short(self):
+        return self.to(np.int16)
+
+    def char(self):
+        return self.to(np.int8)
+
+    def byte(self):
+        return self.to(np.uint8)
+
+    def bool(self):  # noqa: A003 -- torch's name; bool(t) still goes through __bool__
+        return self.to(np.bool_)
+
     # ----- autograd -------------------------------------------------------------------------
     def requires_grad_(self, requires_grad=True):
         if not self.is_leaf and not requires_grad:

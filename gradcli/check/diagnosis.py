@@ -97,7 +97,11 @@ class _Diagnosis:
                     finding = candidate
                     break
             findings.append(self._finish(finding or self._no_pattern(ev), ev))
-        if not findings and self.vjp_error is None and any(
+        structure = self.report.check("structure")
+        forward_level = structure is not None and structure.status == "fail" and all(
+            p.startswith("forward returned") or p.startswith("no output is connected")
+            for p in (structure.details or {}).get("problems", [None]) if p is not None)
+        if not findings and self.vjp_error is None and not forward_level and any(
                 c.name in VALUE_CHECKS for c in self.report.failures):
             # a value failure the evidence could not localise: say so rather than nothing. Other
             # failures (backward raised, never invoked, non-finite) are explained by their check.

@@ -140,7 +140,20 @@ class _Session:
         with _backends.recording_backward(self.cls) as records:
             self.records = records
             self.analytic.forward()
+            if not any(self.backend.is_tensor(o) for o in self.analytic.outputs):
+                return self._no_tensor_output()
             self._run_checks()
+        return self.report
+
+    def _no_tensor_output(self) -> CheckReport:
+        """forward returned None, a number or an array: nothing autograd can differentiate."""
+        outs = self.analytic.outputs
+        got = ", ".join(sorted({"None" if o is None else type(o).__name__ for o in outs})) or "nothing"
+        self.report.checks.append(Check("structure", "fail", f"forward returned {got}, not a tensor: there is "
+                                        "nothing to differentiate (return the output tensor(s))", None,
+                                        {"inputs": len(self.args), "differentiable": self.diff,
+                                         "problems": [f"forward returned {got}"], "warnings": []}))
+        self.report.checks.append(Check("values", "skip", "not compared: forward returned no tensor"))
         return self.report
 
     # --- the numerical reference ------------------------------------------------------------------
