@@ -11,7 +11,6 @@ _quick_exit = False
 
 def run():
     """The ``gradcli`` console script (and ``python -m gradcli``): ``main`` as a whole process."""
-    global _quick_exit
     try:
         main()  # standalone mode: always ends with SystemExit
     except SystemExit as stop:

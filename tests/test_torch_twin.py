@@ -80,6 +80,8 @@ def test_the_twin_is_an_engine_function_from_the_same_file_and_torch_is_back(mod
     after = {name: mod for name, mod in sys.modules.items() if name == "torch" or name.startswith("torch.")}
     assert after == torch_modules  # every torch module restored, nothing left standing in
     assert engine_twin(module.Outer.Inner).__qualname__ == "Outer.Inner"
+    assert engine_twin(module.Gelu) is twin  # the file ran once for this class: input sets and --prove share it
+    assert sys.modules[twin.__module__].LOADS == ["gradcli"]
 
 
 def test_the_twin_computes_what_the_torch_function_computes(module):

@@ -44,9 +44,13 @@ class Analytic:
         self.leaves = {i: b.fresh_leaf(self.args[i]) if copy else b.shared_leaf(self.args[i]) for i in self.diff}
         passed = dict(self.leaves)
         versions = {i: b.version(t) for i, t in passed.items()}
+
+        def call():
+            return _backends.flatten_outputs(self.call(*[passed.get(i, a) for i, a in enumerate(self.args)]))
+
         with b.enable_grad():
             try:
-                self.outputs = _backends.flatten_outputs(self.call(*[passed.get(i, a) for i, a in enumerate(self.args)]))
+                self.outputs = call()
             except RuntimeError as error:
                 if "leaf Variable that requires grad" not in str(error):
                     raise
@@ -60,7 +64,7 @@ class Analytic:
                 self.leaves = {i: b.fresh_leaf(self.args[i]) for i in self.diff}
                 passed = {i: b.clone_in_graph(t) for i, t in self.leaves.items()}
                 versions = {i: b.version(t) for i, t in passed.items()}
-                self.outputs = _backends.flatten_outputs(self.call(*[passed.get(i, a) for i, a in enumerate(self.args)]))
+                self.outputs = call()
         # In-place writes bump a tensor's version counter (both engines): no copy needed to notice. An
         # input returned as an output was marked dirty (a declared in-place op), not modified behind autograd.
         returned = {id(o) for o in self.outputs}

@@ -277,11 +277,7 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
     problems: dict = {}  # why forward was unusable -> the domains where it happened
     storm = True  # every output element non-finite on every domain: forward itself is broken
     for domain in AUTO_DOMAINS:
-        trial, trial_records = list(args), list(records)
-        for i in auto:
-            p, key = args[i]
-            spec = Spec("tensor", "", shape=tuple(shape), dtype=dtype, domain=domain)
-            trial[i], trial_records[i] = _from_spec(be, spec, key, seed, dtype, p, source="auto")
+        trial, trial_records = _trial(be, args, records, auto, shape, dtype, domain, seed)
         try:
             why, everywhere = forward_problem(be, target.fn, trial)
             reason = why and "forward's output is NaN/Inf"
@@ -308,21 +304,28 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
                    f"returning ({', '.join(p.name for p in params)})")
 
 
+def _trial(be, args, records, auto, shape, dtype, domain, seed, numbers_from=None):
+    """``args`` with the automatic parameters filled in: tensors of ``shape`` drawn from ``domain``,
+    except those from position ``numbers_from`` of ``auto`` on, which become the int 1."""
+    trial, trial_records = list(args), list(records)
+    for position, i in enumerate(auto):
+        p, key = args[i]
+        if numbers_from is not None and position >= numbers_from:
+            trial[i] = 1
+            trial_records[i] = dict(_record(be, p.name, 1, source="auto", spec="1"), number=True)
+        else:
+            spec = Spec("tensor", "", shape=tuple(shape), dtype=dtype, domain=domain)
+            trial[i], trial_records[i] = _from_spec(be, spec, key, seed, dtype, p, source="auto")
+    return trial, trial_records
+
+
 def _trailing_numbers(be, target, args, records, auto, shape, dtype, seed) -> Optional[Case]:
     """forward(ctx, x, dim) or forward(ctx, x, k): a later parameter that must be a number, not a
     tensor. Tried once tensors everywhere failed: the last automatic parameters (as few as work)
     become the Python int 1, the others tensors as usual. None if that does not make forward run."""
     for cut in range(len(auto) - 1, 0, -1):
         for domain in AUTO_DOMAINS:
-            trial, trial_records = list(args), list(records)
-            for position, i in enumerate(auto):
-                p, key = args[i]
-                if position >= cut:
-                    trial[i] = 1
-                    trial_records[i] = dict(_record(be, p.name, 1, source="auto", spec="1"), number=True)
-                else:
-                    spec = Spec("tensor", "", shape=tuple(shape), dtype=dtype, domain=domain)
-                    trial[i], trial_records[i] = _from_spec(be, spec, key, seed, dtype, p, source="auto")
+            trial, trial_records = _trial(be, args, records, auto, shape, dtype, domain, seed, numbers_from=cut)
             try:
                 why, _ = forward_problem(be, target.fn, trial)
             except Exception:  # noqa: BLE001 -- any exception: numbers there do not work (x @ 1, ...)

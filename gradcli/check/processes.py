@@ -25,8 +25,8 @@ import time
 from typing import Callable, Optional
 
 from gradcli.check.discovery import imports_torch
-from gradcli.heavy_import import import_paused
 from gradcli.check.runner import CaseResult, FunctionResult, RunOptions, _Collector, check_target, file_messages
+from gradcli.heavy_import import import_paused
 
 KILL_GRACE = 10.0  # the parent's backstop beyond the worker's own per-Function timeout
 MAX_OUTPUT = 4000  # characters of captured user output kept with a result
@@ -247,21 +247,11 @@ def _preload(options: RunOptions, symbolic: bool = True):
             import_paused("gradcli.check.symbolic_checks")
             import_paused("gradcli.symbolic.symbolic_exact")  # SymPy, mpmath: ~0.5 s, once per run
             if options.exact != "off" or options.expr:
-                _warm_exact()
+                from gradcli.check.symbolic_checks import warm_up
+
+                warm_up()  # SymPy's first-use costs, paid here once rather than in every forked checker
             if options.prove:
                 import_paused("gradcli.symbolic.prove")
-
-
-_WARMED: list = []
-
-
-def _warm_exact():
-    """SymPy's first-use costs, paid once here rather than in every forked checker (idempotent)."""
-    if not _WARMED:
-        from gradcli.check.symbolic_checks import warm_up
-
-        warm_up()
-        _WARMED.append(True)
 
 
 def run_workers(items, options: RunOptions, collector: _Collector):

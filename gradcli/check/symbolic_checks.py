@@ -22,6 +22,7 @@ Nothing here raises for the user's sake: a failure of the symbolic layer is a sk
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import Callable, Optional
@@ -187,6 +188,7 @@ def apply_proofs(res) -> None:
 
 # ----- warming up before the checkers fork ----------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)  # once per process: what it loads stays loaded
 def warm_up():
     """Run the exact check once on a tiny Function, in the process the checkers fork from.
 

@@ -13,6 +13,7 @@ is harmless: in the forked checker of ``gradcli check`` or on an explicit API ca
 wrong (another torch submodule, an op gradcli does not have, a class defined inside a function)
 raises ``NoTwin`` with the reason.
 """
+import functools
 import importlib
 import importlib.util
 import os
@@ -42,6 +43,7 @@ def _class_file(cls):
     return path
 
 
+@functools.lru_cache(maxsize=None)  # one run of the file per class and process (input sets, then --prove)
 def engine_twin(cls):
     """The engine twin of the torch Function class ``cls`` (see the module docstring)."""
     path = _class_file(cls)
