@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import click
@@ -221,6 +221,9 @@ class Case:
 
     args: list
     records: list
+    # What this input set leaves unexercised: [{"input": name, "reason": "..."}] (a None default that
+    # no tensor could replace, a guessed number, ...). Renderers list it as "not checked:".
+    not_checked: list = field(default_factory=list)
 
 
 class NoInputs(Exception):
