@@ -1,5 +1,6 @@
 """`gradcli check` end to end: through click's CliRunner (in-process parent, real forked workers) and
 through a real subprocess -- exit codes, selectors, SPECs, isolation, JSON, JUnit, GitHub format."""
+import importlib.util
 import json
 import os
 import signal
@@ -14,6 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from gradcli.cli import main
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -193,19 +196,25 @@ def test_strict_turns_skips_into_failure():
 
 # ----- selection ---------------------------------------------------------------------------------
 def test_collect_only_lists_in_file_order():
+    """Each file once, in file order; without torch the torch files are one SKIP line each, in their place."""
     result = check(EXAMPLES, "--collect-only", "-k", "exp or tanh or linear")
     assert result.exit_code == 0
     lines = result.output.splitlines()
+    no_torch = "SKIP examples/{}.py: needs PyTorch, which is not installed (pip install torch): not checked"
     assert lines[:-1] == [
         "examples/buggy_layers.py::BuggyLinear  (static, gradcli)",
         "examples/buggy_ops.py::BuggyExp  (static, gradcli)",
-        "examples/buggy_torch.py::BuggyTanh  (static, torch)",
+        "examples/buggy_torch.py::BuggyTanh  (static, torch)" if HAS_TORCH else no_torch.format("buggy_torch"),
         "examples/classmethod_style.py::Tanh  (setup_context, gradcli)",
         "examples/linear.py::Linear  (static, gradcli)",
+        *([] if HAS_TORCH else [no_torch.format("real_torch")]),
         "examples/seed_exp.py::Exp  (static, gradcli)",
         "examples/seed_exp.py::MyFunction  (static, gradcli)",  # "exp" matches its file's name
     ]
-    assert lines[-1].startswith("7 Functions collected, 13 deselected in ")
+    if HAS_TORCH:
+        assert lines[-1].startswith("7 Functions collected, 13 deselected in ")
+    else:  # the torch files' Functions are unknown without importing them: neither collected nor deselected
+        assert lines[-1].startswith("6 Functions collected, 11 deselected in ")
 
 
 @pytest.fixture(autouse=True)
@@ -303,9 +312,7 @@ def test_failure_is_reproduced_from_its_recorded_inputs(tmp_path):
 # ----- isolation ---------------------------------------------------------------------------------
 def test_misbehaving_user_code_is_isolated(tmp_path):
     path = write(tmp_path, "misbehave.py", MISBEHAVING)
-    start = time.monotonic()
     result, doc = check_json(tmp_path, path, "--timeout", "2")
-    assert time.monotonic() - start < 30
     assert result.exit_code == 3
     by_name = {r["function"]: r for r in doc["results"]}
     assert {n: r["status"] for n, r in by_name.items()} == {

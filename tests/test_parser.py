@@ -1,7 +1,6 @@
 """The safe expression parser: conveniences, every rejection (message and column), bounds, no execution."""
 import pathlib
 import re
-import time
 
 import pytest
 import sympy
@@ -124,12 +123,11 @@ def test_error_line_reads_like_a_sentence():
     assert str(info.value) == "unexpected '*' at column 3 in expression 'x+*2'"
 
 
-def test_hostile_sizes_are_refused_fast():
-    start = time.perf_counter()
+def test_hostile_sizes_are_refused_before_they_are_computed():
+    # refused from the size of the number (its bit count), not after computing it
     for text in ("10**10**10", "10^10^10^10", "2**(2**(2**(2**(2**2))))", "(10**5)**(10**5)", "x**(10**10)"):
-        with pytest.raises(ExpressionError):
+        with pytest.raises(ExpressionError, match=r"power too large: .* bits|exponent 10000000000 is too large"):
             parse(text)
-    assert time.perf_counter() - start < 1.0
 
 
 def test_long_flat_sums_and_products_parse():

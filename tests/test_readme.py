@@ -15,6 +15,7 @@ Conventions the README follows (and this test enforces):
 Commands run in a temporary copy of examples/, so that they leave nothing in the working tree.
 """
 import difflib
+import importlib.util
 import os
 import re
 import shutil
@@ -36,11 +37,19 @@ TIMING = re.compile(r"\bin \d+\.\d+s\b")
 ROUNDOFF = re.compile(r"\b(?:0\.0e\+00|\d\.\de-(?:1[5-9]|[2-9]\d))\b")  # |error| < 1e-14, as printed
 LONG_NUMBER = re.compile(r"-?\d+\.\d{11,}")
 
-BLOCKS = re.findall(r"^```(\w+)\n(.*?)^```$", README, re.M | re.S)
+# (marker, language, body): a block right after a `<!-- needs torch -->` line needs PyTorch
+BLOCKS = re.findall(r"^(<!-- needs torch -->\n)?```(\w+)\n(.*?)^```$", README, re.M | re.S)
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+NEEDS_TORCH = pytest.mark.skipif(not HAS_TORCH, reason="the README marks this block <!-- needs torch -->")
 
 
 def blocks(kind: str) -> list:
-    return [body for lang, body in BLOCKS if lang == kind]
+    return [body for _, lang, body in BLOCKS if lang == kind]
+
+
+def needs_torch(body: str) -> list:
+    """pytest marks for an item of ``body``: skipped without torch when its block is marked."""
+    return [NEEDS_TORCH] if any(marker and b == body for marker, _, b in BLOCKS) else []
 
 
 def shell_env() -> dict:
@@ -67,12 +76,12 @@ def workdir(tmp_path) -> Path:
 
 
 def console_commands() -> list:
-    """(command, expected output lines) of every ``$`` line of the console blocks."""
+    """(command, expected output lines, pytest marks) of every ``$`` line of the console blocks."""
     found = []
     for body in blocks("console"):
         for chunk in re.split(r"^\$ ", body, flags=re.M)[1:]:
             command, _, output = chunk.partition("\n")
-            found.append((command, output.rstrip("\n").splitlines()))
+            found.append((command, output.rstrip("\n").splitlines(), needs_torch(body)))
     return found
 
 
@@ -91,7 +100,7 @@ def normalise(lines: list) -> list:
 
 
 def test_the_readme_shows_the_commands_it_promises():
-    commands = [c for c, _ in console_commands()]
+    commands = [c for c, _, _ in console_commands()]
     assert any(c.startswith("gradcli check examples/") for c in commands)
     assert any(c.startswith("gradcli diff ") for c in commands)
     assert blocks("bash")[0].split("\n")[:2] == SETUP_COMMANDS  # the two set-up commands, first
@@ -108,7 +117,8 @@ def test_the_setup_commands_are_the_ones_ci_runs():
         assert command in ci, f"{command!r} is not what .ci/run runs"
 
 
-@pytest.mark.parametrize("command,expected", console_commands(), ids=[c for c, _ in console_commands()])
+@pytest.mark.parametrize("command,expected", [pytest.param(c, out, marks=marks, id=c)
+                                              for c, out, marks in console_commands()])
 def test_console_commands_print_what_the_readme_shows(command, expected, workdir):
     done = run(command, workdir)
     assert done.returncode == expected_exit(command), done.stdout + done.stderr
@@ -120,8 +130,17 @@ def test_console_commands_print_what_the_readme_shows(command, expected, workdir
 
 
 def bash_commands() -> list:
-    return [line for body in blocks("bash") for line in body.splitlines()
-            if line.strip() and not line.startswith("#") and line not in SETUP_COMMANDS]
+    return [pytest.param(line, marks=needs_torch(body), id=line) for body in blocks("bash")
+            for line in body.splitlines() if line.strip() and not line.startswith("#") and line not in SETUP_COMMANDS]
+
+
+def test_torch_marks_are_where_torch_is_needed():
+    """The marks are what the skips rely on: every block that checks the torch examples is marked."""
+    marked = [body for marker, _, body in BLOCKS if marker]
+    assert len(marked) == 3
+    for _, lang, body in BLOCKS:
+        if re.search(r"gradcli check examples/(\s|$|buggy_torch|real_torch)|pytest --gradcli examples/", body):
+            assert body in marked, body
 
 
 @pytest.mark.parametrize("command", bash_commands())
@@ -130,8 +149,8 @@ def test_bash_commands_run(command, workdir):
     assert done.returncode == expected_exit(command), done.stdout[-3000:] + done.stderr[-3000:]
     if command.startswith("pytest --gradcli examples/"):
         # as `gradcli check examples/`: 13 passed, 6 failed, 1 skipped (README's check output)
-        closing = next(c for c, out in console_commands() if c.startswith("gradcli check examples/"))
-        summary = re.search(r"(\d+) passed, (\d+) failed, (\d+) skipped", dict(console_commands())[closing][-1])
+        closing = next(out for c, out, _ in console_commands() if c.startswith("gradcli check examples/"))
+        summary = re.search(r"(\d+) passed, (\d+) failed, (\d+) skipped", closing[-1])
         passed, failed, skipped = summary.groups()
         assert re.search(rf"\b{failed} failed, {passed} passed, {skipped} skipped\b", done.stdout), done.stdout[-2000:]
         junit = ET.parse(workdir / "gradcli-junit.xml").getroot()

@@ -107,6 +107,7 @@ class RunResult:
     collected: list = field(default_factory=list)  # TargetInfo of every selected Function, in file order
     deselected: int = 0  # by -k
     not_found: list = field(default_factory=list)  # ``file::Name`` selectors that matched nothing
+    files: list = field(default_factory=list)  # every file of the run, in order
     interrupted: bool = False
 
     def count(self, status: str) -> int:
@@ -406,6 +407,7 @@ class _Collector:
         for item in self.items[self.emitted:]:  # interrupted: keep what finished
             self.run.results += self.per_file[item.path]
         self.run.collected = [info for item in self.items for info in self.collected.get(item.path, ())]
+        self.run.files = [item.path for item in self.items]
         self.run.duration = time.perf_counter() - start
         return self.run
 

@@ -36,6 +36,7 @@ class Output(RunEvents):
     def __init__(self, fmt: str, seed: int, verbose: bool, collect_only: bool = False):
         self.fmt = fmt
         self.renderer = make_renderer(fmt, seed, verbose)
+        self.collect_only = collect_only
         self.show_progress = sys.stderr.isatty() and not collect_only
         self.deferred = []  # (path, results) rendered after the progress bar when it may be shown
         self.seen = set()  # files already rendered or deferred
@@ -69,6 +70,8 @@ class Output(RunEvents):
 
     def file_done(self, path: str, results: list):
         self.seen.add(path)
+        if self.collect_only:
+            return  # --collect-only lists every file once, at the end, in file order
         if self.show_progress:
             self.deferred.append((path, results))
         else:

@@ -92,10 +92,12 @@ class PlainRenderer:
         self.write(run.closing_line())
 
     def collect_only(self, run):
-        for info in run.collected:
-            self.write(f"{info.file}::{info.name}  ({info.style}, {info.backend})")
-        for r in run.results:
-            self.write(f"{r.status.upper()} {r.file}: {r.message}")
+        files = list(dict.fromkeys([info.file for info in run.collected] + [r.file for r in run.results]))
+        order = {path: k for k, path in enumerate(run.files or files)}
+        lines = [(info.file, f"{info.file}::{info.name}  ({info.style}, {info.backend})") for info in run.collected]
+        lines += [(r.file, f"{r.status.upper()} {r.file}: {r.message}") for r in run.results]
+        for _, line in sorted(lines, key=lambda fl: order.get(fl[0], len(order))):  # stable: file order
+            self.write(line)
         n = len(run.collected)
         self.write(f"{n} Function{'s' if n != 1 else ''} collected"
                    + (f", {run.deselected} deselected" if run.deselected else "") + f" in {run.duration:.2f}s")
