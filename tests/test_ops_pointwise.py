@@ -20,7 +20,7 @@ TORCH_DTYPE = {np.dtype(np.float64): torch.float64, np.dtype(np.float32): torch.
 def _same(ours, theirs, exact=True):
     """Same dtype (torch's spelling), shape, values (bit for bit, signed zeros and nan included;
     with ``exact=False``, within 2e-15: torch's CPU kernels of lerp and addcmul fuse a multiply-add,
-    which numpy cannot, so the last bit can differ)."""
+    which numpy cannot, and its vectorised atan2 differs from libm's in the last bit on some CPUs)."""
     assert TORCH_DTYPE[np.dtype(ours.dtype)] == theirs.dtype
     assert tuple(ours.shape) == tuple(theirs.shape)
     a, b = ours.detach().numpy(), theirs.detach().numpy()
@@ -181,7 +181,7 @@ def test_lerp_addcmul_addcdiv_atan2_hypot_logaddexp_give_torchs_values_to_the_la
     _same(gradcli.lerp(ga, gb, gw), torch.lerp(ta, tb, tw), exact=False)
     _same(gradcli.addcmul(ga, gb, gc, value=0.37), torch.addcmul(ta, tb, tc, value=0.37), exact=False)
     _same(gradcli.addcdiv(ga, gb, gc, value=-1.9), torch.addcdiv(ta, tb, tc, value=-1.9))
-    _same(gradcli.atan2(ga, gb), torch.atan2(ta, tb))
+    _same(gradcli.atan2(ga, gb), torch.atan2(ta, tb), exact=False)  # torch's vectorised atan2 (per CPU) vs libm
     _same(gradcli.hypot(ga, gb), torch.hypot(ta, tb), exact=False)
     _same(gradcli.logaddexp(ga, gb * 100), torch.logaddexp(ta, tb * 100), exact=False)
 
