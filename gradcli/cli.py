@@ -86,12 +86,13 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
               show_default=True, help="Terminal output.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the JSON report to FILE.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML to FILE.")
+@click.option("--no-timing", is_flag=True, help="Leave timing fields out of --json (byte-identical reruns).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Files checked in parallel [default: CPUs, max 4].")
 @click.option("-v", "--verbose", is_flag=True, help="Show the inputs of every Function, and tracebacks.")
 @click.option("--debug", is_flag=True, help="Show gradcli's own tracebacks.")
 def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, atol, rtol, eps, seed,
           second_order, timeout, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
-          junit_path, jobs, verbose, debug):
+          junit_path, no_timing, jobs, verbose, debug):
     """Check every autograd Function in files or directories (default: the current directory).
 
     \b
@@ -134,7 +135,7 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
     try:
         result = run(items, options, out)
         out.finish(result, collect_only=collect_only)
-        write_files(result, json_path, junit_path)
+        write_files(result, json_path, junit_path, timing=not no_timing)
     except OSError as e:
         raise click.ClickException(f"cannot write report: {e}") from None
     except Exception as e:  # noqa: BLE001 -- gradcli's own bug: one line unless --debug

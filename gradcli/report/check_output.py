@@ -2,8 +2,10 @@
 progress bar), the progress bar on stderr, and the --json / --junit files."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
 
 from gradcli.check.runner import RunEvents
 
@@ -98,11 +100,34 @@ class Output(RunEvents):
         self.renderer.finish(run)
 
 
-def write_files(run, json_path=None, junit_path=None):
-    """Write --json / --junit; raises OSError with the path in its message."""
+def write_files(run, json_path=None, junit_path=None, timing: bool = True):
+    """Write --json / --junit; raises OSError with the path in its message. Each file is written
+    whole or not at all: to a temporary file beside it, then renamed over it (a run killed while
+    writing leaves the previous report, never an empty or truncated one)."""
     from gradcli.report.machine import json_text, junit_xml
 
-    for path, make in ((json_path, json_text), (junit_path, junit_xml)):
+    for path, text in ((json_path, lambda: json_text(run, timing=timing)), (junit_path, lambda: junit_xml(run))):
         if path:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(make(run))
+            write_atomically(path, text())
+
+
+def write_atomically(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

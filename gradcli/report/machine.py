@@ -12,9 +12,22 @@ from gradcli.report import check_view as view
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-def json_text(run) -> str:
-    """The ``--json`` document (schema in specs/check.md). Never NaN/Infinity."""
-    return json.dumps(run.to_dict(), indent=2, allow_nan=False) + "\n"
+TIMING_KEYS = ("timing", "duration", "seconds")
+
+
+def json_text(run, timing: bool = True) -> str:
+    """The ``--json`` document (schema in specs/check.md). Never NaN/Infinity. ``timing=False``
+    (``--no-timing``) drops every timing field, so that two runs give byte-identical documents."""
+    doc = run.to_dict()
+    return json.dumps(doc if timing else _without_timing(doc), indent=2, allow_nan=False) + "\n"
+
+
+def _without_timing(value):
+    if isinstance(value, dict):
+        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [_without_timing(v) for v in value]
+    return value
 
 
 def _xml(text: str) -> str:
