@@ -107,6 +107,9 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
     """
     import os
 
+    from gradcli.check.threads import single_threaded_by_default
+
+    single_threaded_by_default()  # before numpy's BLAS or torch start their thread pools
     from gradcli.check.discovery import UsageError, compile_keyword, expand_paths
     from gradcli.check.runner import RunOptions, run, unsupported_options
     from gradcli.report.check_output import Output, choose_format, write_files

@@ -1,0 +1,60 @@
+"""Checkers run BLAS/OpenMP (and torch) single-threaded unless the user set a thread count."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from gradcli.check.threads import THREAD_VARIABLES
+
+RECORDS = """
+    import os
+    {imports}
+    from {base} import Function
+
+    class Recorder(Function):
+        @staticmethod
+        def forward(ctx, x):
+            with open({out!r}, "w") as f:
+                f.write(",".join(os.environ.get(n, "-") for n in {names!r}) + "|" + {threads})
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+"""
+
+
+def _run(tmp_path, env_extra, torch_file=False):
+    out = tmp_path / "seen.txt"
+    source = RECORDS.format(imports="import torch" if torch_file else "", out=str(out), names=THREAD_VARIABLES,
+                            base="torch.autograd" if torch_file else "gradcli.autograd",
+                            threads="str(torch.get_num_threads())" if torch_file else "'-'")
+    path = tmp_path / "recorder.py"
+    path.write_text(textwrap.dedent(source))
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env.update(env_extra)
+    done = subprocess.run([sys.executable, "-m", "gradcli", "check", str(path), "--format", "plain", "--no-exact"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    variables, threads = out.read_text().split("|")
+    return variables.split(","), threads
+
+
+def test_checkers_are_single_threaded_by_default(tmp_path):
+    variables, _ = _run(tmp_path, {})
+    assert variables == ["1", "1", "1"]
+
+
+def test_a_thread_count_the_user_set_is_kept(tmp_path):
+    variables, _ = _run(tmp_path, {"OMP_NUM_THREADS": "3"})
+    assert variables == ["3", "-", "-"]
+
+
+def test_torch_checkers_run_torch_on_one_thread(tmp_path):
+    pytest.importorskip("torch")
+    _, threads = _run(tmp_path, {}, torch_file=True)
+    assert threads == "1"
+    _, threads = _run(tmp_path, {"OMP_NUM_THREADS": "2"}, torch_file=True)
+    assert threads == "2"
