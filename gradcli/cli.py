@@ -7,10 +7,13 @@ from gradcli import __version__
 # ``run`` then leaves with os._exit instead of tearing down SymPy/numpy/mpmath module by module
 # (0.1-0.2 s of a 0.7 s `gradcli diff`; the process has nothing left to do).
 _quick_exit = False
+_as_process = False  # set by run(): gradcli is a process of its own
 
 
 def run():
     """The ``gradcli`` console script (and ``python -m gradcli``): ``main`` as a whole process."""
+    global _as_process
+    _as_process = True
     try:
         main()  # standalone mode: always ends with SystemExit
     except SystemExit as stop:
@@ -110,6 +113,10 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
     from gradcli.check.threads import single_threaded_by_default
 
     single_threaded_by_default()  # before numpy's BLAS or torch start their thread pools
+    if _as_process:  # a whole process of its own (not CliRunner in a test): orphans of user code come back to it
+        from gradcli.check.reaper import become_subreaper
+
+        become_subreaper()
     from gradcli.check.discovery import UsageError, compile_keyword, expand_paths
     from gradcli.check.runner import RunOptions, run, unsupported_options
     from gradcli.report.check_output import Output, choose_format, write_files

@@ -25,6 +25,7 @@ import time
 from typing import Callable, Optional
 
 from gradcli.check.discovery import imports_torch
+from gradcli.check.reaper import become_subreaper, children, die_with_parent, kill_group, reap_orphans
 from gradcli.check.runner import CaseResult, FunctionResult, RunOptions, _Collector, check_target, file_messages
 from gradcli.heavy_import import import_paused
 
@@ -66,10 +67,12 @@ def _fork(body: Callable[[int], None], new_group: bool = False) -> tuple:
     sys.stderr.flush()
     gc.freeze()  # the child's garbage collector leaves inherited objects alone: no copy-on-write storm
     r, w = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # child: never returns
         code = 0
         try:
+            die_with_parent(parent)
             os.close(r)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             if new_group:
@@ -140,15 +143,15 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
     os.lseek(out_fd, 0, os.SEEK_SET)
     os.ftruncate(out_fd, 0)
     start = time.perf_counter()
-    pid, fd = _fork(body)
+    pid, fd = _fork(body, new_group=True)  # its own group: what user code forks goes with it
     frames, cases, result, timed_out, extended = _Frames(), [], None, False, 0.0
     deadline = time.monotonic() + options.timeout
     with os.fdopen(fd, "rb", buffering=0) as pipe:
-        while True:
+        while result is None:  # not until EOF: a process user code forked may hold the pipe open
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
                 timed_out = True
-                os.kill(pid, signal.SIGKILL)
+                kill_group(pid)
                 break
             chunk = pipe.read(1 << 20)
             if not chunk:
@@ -162,6 +165,8 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
                 else:
                     result = payload
     _, status = os.waitpid(pid, 0)
+    kill_group(pid)  # processes user code forked (its group), then those that left it (this worker's orphans)
+    reap_orphans()
     if result is not None:
         return result
     limit = f"{options.timeout + extended:g} s (--timeout + --prove-timeout)" if extended else \
@@ -176,6 +181,7 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
 
 def _worker_body(batch: list, options: RunOptions, w: int):
     _capture()  # user code's prints never reach the terminal
+    become_subreaper()  # orphans of what user code forks come back here, to be killed (reaper.py)
     if any(imports_torch(item.abspath) for item in batch):
         try:  # the files would import it anyway; this way without garbage collection during the import
             import_paused("torch")
@@ -259,6 +265,7 @@ def run_workers(items, options: RunOptions, collector: _Collector):
     jobs = 1 if options.exitfirst else max(1, options.jobs)
     queue = _batches(items, options.exitfirst)
     active: dict = {}
+    before = children(os.getpid())  # a test runner's own children are not ours to kill
     try:
         while queue or active:
             while queue and len(active) < jobs and not collector.stop:
@@ -285,6 +292,7 @@ def run_workers(items, options: RunOptions, collector: _Collector):
             worker.kill()
             os.waitpid(worker.pid, 0)
             os.close(worker.fd)
+        reap_orphans(keep=before)  # what a killed worker's checkers left (gradcli is their subreaper)
 
 
 def _relay(worker: _Worker, message, collector: _Collector, options: RunOptions):
