@@ -279,13 +279,18 @@ def render(rows, summary, verbose=False):
         print(f"  {'Function':34} {'label':20} {'input':10} {'outcome':11} {'loc':4} got")
         for r in group:
             label = r["label"] or "(correct)"
-            loc = "yes" if r["location_right"] else ("-" if r["outcome"] != "right" else "no")
+            if r["outcome"] != "right" or r["label"] == "none":
+                loc = "-"
+            else:
+                loc = "yes" if r["location_right"] else "no"
             got = _got(r) if r["outcome"] != "no_verdict" else r.get("message", "")[:60]
             print(f"  {r['function']:34} {label:20} {r['input'] or '':10} {r['outcome']:11} "
                   f"{loc:4} {got}")
             if verbose:
                 for f in r["findings"]:
                     print(f"      {f['kind']}: {f['message'][:150]}")
+        tally = Counter(r["outcome"] for r in group)
+        print("  " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
     s = summary
     print(f"\npattern bugs: {s['pattern_bugs']} ({s['pattern_bugs_failed']} failed the check)")
     print(f"  right kind:            {s['right_kind']:3}  {s['right_kind_pct']}% "
