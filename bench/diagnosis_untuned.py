@@ -317,7 +317,8 @@ def main(argv=None):
     parser.add_argument("--corpus", default=CORPUS)
     parser.add_argument("--json", dest="json_out", help="write the per-Function rows and totals")
     parser.add_argument("--exact", action="store_true", help="keep gradcli's exact check on")
-    parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="gradcli check --timeout per Function (a loaded machine is slow)")
     parser.add_argument("-k", dest="keyword", help="passed to gradcli check -k")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each finding")
     args = parser.parse_args(argv)

@@ -69,7 +69,7 @@ class TorchLayerNormTermSign(torch.autograd.Function):
 
 # ------------------------------------------------------------------- conv2d with F.unfold/fold
 def _conv_inputs():
-    return (_randn(2, 2, 4, 4), _randn(3, 2, 2, 2))
+    return (_randn(1, 2, 4, 4), _randn(3, 2, 2, 2))
 
 
 class TorchConv2dUnfold(torch.autograd.Function):
