@@ -68,7 +68,7 @@ def test_buggy_label_is_valid(record):
 @pytest.mark.parametrize("record", BUGGY, ids=_id)
 def test_buggy_has_exactly_one_bug_line_in_forward_or_backward(record):
     assert len(record["bug_marks"]) == 1, record["bug_marks"]
-    assert len(record["bug_sites"]) == 1, "the # BUG line must be a statement of forward or backward"
+    assert len(record["bug_sites"]) == 1, "the # BUG line must be in forward or backward"
     site = record["bug_sites"][0]
     assert site["method"] in ("forward", "backward")
     low, high = site["statement"]
@@ -132,7 +132,8 @@ def test_score_wrong_vague_missed_alternative():
     assert bench.score(_record(), _result(status="pass"))["outcome"] == "missed"
     assert bench.score(_record(), _result(status="error"))["outcome"] == "no_verdict"
     assert bench.score(_record(), None)["outcome"] == "no_verdict"
-    row = bench.score(_record("gradient_reversal", also=["sign"]), _result(findings=[("sign", 0, 21)]))
+    reversal = _record("gradient_reversal", also=["sign"])
+    row = bench.score(reversal, _result(findings=[("sign", 0, 21)]))
     assert (row["outcome"], row["kind_right"]) == ("alternative", False)
 
 
