@@ -18,6 +18,7 @@ from gradcli.check.analytic import Analytic, BackwardFailed
 from gradcli.check.compare import compare_elements, compare_probes, values_check
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
+from gradcli.check.undefined_grads import undefined_grads_check
 from gradcli.check.tolerances import EPS_BY_DTYPE, tolerance_for, widest
 from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, directional, element_derivatives, user_step
 from gradcli.numeric.vjp import step_exponents
@@ -292,6 +293,7 @@ class _Session:
 
         self.summary = self.analytic.probe(cotangents, keep, self.nondet_tol)
         self.failed_cotangents = []
+        too_large = []  # (position, InputResult, analytic) of inputs checked along random directions instead
         for p, i in enumerate(self.diff):
             x = self.nf.inputs[p]
             result = InputResult(self.names[i], i, tuple(x.shape), self.report.dtypes[i])
@@ -306,8 +308,7 @@ class _Session:
             try:
                 numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed)
             except ValueError:
-                result.status, result.message = "skip", (
-                    f"{x.size} elements are too many to localise one by one; run mode='fast' or pass strategy='batched'")
+                too_large.append((p, result, analytic))
                 self.report.inputs.append(result)
                 continue
             finally:
@@ -316,6 +317,45 @@ class _Session:
             self.failed_cotangents += failed_cotangents
             self.report.inputs.append(result)
             self.report.checks.append(values_check(result, failed_cotangents, failed_elements))
+        if too_large:
+            self._probe_too_large(projector, cotangents, too_large)
+
+    def _probe_too_large(self, projector, cotangents, too_large):
+        """Inputs too large to localise element by element are still checked: fast mode's random
+        probes along directions in those inputs only (the others held fixed), marked as such."""
+        rng = np.random.default_rng([self.seed, 1])
+        directions = [np.zeros(x.shape, dtype=np.float32) for x in self.nf.inputs]
+        dots, magnitudes = np.zeros(len(cotangents)), np.zeros(len(cotangents))
+        for p, _, analytic in too_large:
+            x = self.nf.inputs[p]
+            directions[p] = np.ldexp(rng.standard_normal(x.shape, dtype=np.float32), step_exponents(x))
+            if analytic is not None:
+                products = analytic * directions[p]
+                dots += products.reshape(len(cotangents), -1).sum(axis=1)
+                magnitudes += np.abs(products).reshape(len(cotangents), -1).sum(axis=1)
+        start = time.perf_counter()
+        estimate = directional(self.nf, directions, projector, self.method, None)
+        self.timing["numeric_s"] += time.perf_counter() - start
+        names = [r.name for _, r, _ in too_large]
+        why = (f"{', '.join(f'{r.name} ({int(np.prod(r.shape))} elements)' for _, r, _ in too_large)}: "
+               f"too many elements to localise one by one")
+        if np.any(estimate.kink):
+            check = Check("values", "skip", f"{why}; the random probe that would check instead crossed a kink", None,
+                          {"kink": True, "inputs": names, "too_large": True})
+        else:
+            check = compare_probes(dots, magnitudes, estimate, self.tolerance)
+            check.details.update(inputs=names, too_large=True)
+            check.message = f"{why}, checked along random directions (fast mode) instead: {check.message}"
+            if check.status == "fail":  # every probe that failed (the cotangents check reads which)
+                d = check.details
+                self.failed_cotangents += [c for c, (a, n, allowed) in enumerate(zip(d["analytic"], d["numeric"],
+                                                                                      d["allowed"]))
+                                           if not abs(a - n) <= allowed]
+        for _, result, _ in too_large:
+            result.status, result.method = check.status, estimate.method
+            result.message = (f"checked in fast mode (random directions, not localised): {int(np.prod(result.shape))} "
+                              f"elements are too many to localise one by one" if check.status != "skip" else check.message)
+        self.report.checks.append(check)
 
     def _fast(self, projector, cotangents, rng) -> Check:
         # Directions carry each element's step scale (a power of two, exact in float32).
@@ -368,6 +408,10 @@ class _Session:
         if summary.reentrant is not None:
             report.checks.append(summary.reentrant)
         report.checks.append(_checks.kinks_check(report.inputs, self.names))
+        if not self.unconnected_as_zero:
+            undefined = undefined_grads_check(self.analytic, report.cotangents[-1], self.tolerance, self.cls)
+            if undefined is not None:
+                report.checks.append(undefined)
 
     def _inplace_check(self) -> Check:
         modified = self.analytic.modified_inputs
