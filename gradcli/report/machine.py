@@ -56,7 +56,8 @@ def junit_xml(run) -> str:
                           type="NotFullyChecked").text = _xml(_coverage_text(r))
         elif r.status == "skip":
             ET.SubElement(case, "skipped", message=_xml(r.message))
-        out = "\n".join(part for part in (_verdict_text(r), r.output.strip()) if part)
+        verdict = _verdict_text(r)
+        out = (verdict + "\n" if verdict else "") + (r.output if r.output.strip() else "")
         if out:
             ET.SubElement(case, "system-out").text = _xml(out)
     ET.indent(suites)

@@ -73,6 +73,8 @@ class PlainRenderer:
                        f"  note {r.function}: not checked: {view.not_checked_line(entry)}")
         for i, case in enumerate(r.cases):
             for c in case.report.checks if case.report is not None else ():
+                if c.name == "structure" and c.status == "warn":
+                    self.write(f"  warning {view.label(r, i)}: structure: {c.message}")
                 if c.name == "values" and c.details.get("too_large") and c.status in ("pass", "fail"):
                     self.write(f"  note {view.label(r, i)}: {', '.join(c.details.get('inputs', ()))} checked in fast "
                                f"mode (random directions, not localised element by element): too many elements")
