@@ -327,6 +327,20 @@ def pytest_report_teststatus(report, config):
     return None
 
 
+def pytest_terminal_summary(terminalreporter):
+    """What partial passes left out, without -v (pytest shows no sections of passing tests)."""
+    reports = terminalreporter.stats.get("partial", [])
+    if not reports:
+        return
+    terminalreporter.section("gradcli: not fully checked", yellow=True)
+    for report in reports:
+        text = next((content for name, content in report.sections if name == "gradcli"), "")
+        first, *rest = text.splitlines() or [""]
+        terminalreporter.line(f"{report.nodeid}: {first}")
+        for line in rest:
+            terminalreporter.line(f"  {line}")
+
+
 # ----- inside ordinary tests: the fixture and the marker -------------------------------------------
 
 BUILD_OPTIONS = ("dtype", "shape", "exact")  # options of a Function class alone (gradcli builds the inputs)
