@@ -128,3 +128,25 @@ def test_pytest_plugin_counts_surrogates_as_passes_of_their_own(pytester):
     assert result.ret == 1
     assert {k: v for k, v in result.parseoutcomes().items() if k != "deselected"} == {"failed": 1, "surrogate": 1}
     result.stdout.fnmatch_lines(["ste.py SF *"])
+
+
+def test_assert_gradcheck_passes_a_declared_surrogate_and_fails_an_undeclared_one(tmp_path, monkeypatch):
+    import importlib.util
+    import sys
+
+    import gradcli
+    from gradcli.testing import GradcheckAssertionError, assert_gradcheck
+
+    path = write(tmp_path, "ste_api.py", SOURCE)
+    spec = importlib.util.spec_from_file_location("ste_api", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "ste_api", module)  # imported as a test module is: its source can be read
+    spec.loader.exec_module(module)
+    x = gradcli.tensor([[0.3, -1.2], [0.8, 1.7]], dtype=gradcli.float64, requires_grad=True)
+    report = assert_gradcheck(module.RoundSTE, x)
+    assert report.check("values").status == "fail"  # the report says what was measured
+    assert len(assert_gradcheck(module.SpikeSurrogate)) == 1
+    with pytest.raises(GradcheckAssertionError, match="FAIL  RoundUndeclared"):
+        assert_gradcheck(module.RoundUndeclared, x)
+    with pytest.raises(GradcheckAssertionError):
+        assert_gradcheck(module.DeclaredButShapeWrong, x)
