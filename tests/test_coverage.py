@@ -51,7 +51,7 @@ LAYERS = """
             return x, torch.full((2, 3), 2.0, dtype=torch.float64)
 """
 
-NONE_DEFAULT = "left at its default None: no tensor was tried there (give one with --input bias=SPEC)"
+NONE_DEFAULT = "left at its default None: no other value was tried there (give one with --input bias=SPEC)"
 NUMBER = "a guessed number (1): forward refused tensors there, so no gradient for it was checked"
 
 

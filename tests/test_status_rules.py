@@ -59,8 +59,9 @@ def test_an_always_raising_forward_is_an_error_with_its_line(tmp_path, lib):
     (r,) = doc["results"]
     assert r["status"] == "error"
     assert r["message"] == (f"forward raised ValueError: forward is not implemented yet ({path}:7) on every input set "
-                            "tried (float tensors of several shapes and domains, integer tensors, numbers): a bug in "
-                            "forward, not a matter of inputs")
+                            "tried (float tensors of several shapes and domains, integer tensors, numbers): it fails "
+                            "whatever the inputs (a bug in forward, or something it needs that is missing), so it is "
+                            "an error, not a skip")
     assert "ERROR  NotYet  (" in result.output and "ops.py:7)" in result.output
     assert result.output.splitlines()[-1].startswith("1 error in ")
 

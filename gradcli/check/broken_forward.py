@@ -6,7 +6,8 @@ tried. That is right for a forward that needs shapes or types gradcli did not gu
 (``raise ValueError("not implemented yet")``, ``ctx.save_for_backward(x, 3.0)``): a broken Function
 must not pass CI as a skip. So before the skip stands, forward is called on a spread of input sets
 that fit most signatures -- float tensors of several shapes (``--shape``, square, 1-D, 0-d, batches of squares) and
-domains, integer tensors after the first parameter (indices), trailing Python numbers -- and when
+domains, with and without requires_grad, integer tensors after the first parameter (indices), trailing Python
+numbers -- and when
 every one of them raises the *same* exception (type and message) at the *same* line, forward is
 reported as an error with that exception. Messages that name the inputs' shapes or values differ
 between the sets, so a shape mismatch stays a skip. See specs/check.md, "Status rules".
@@ -33,15 +34,17 @@ def always_raises(target, shape, seed: int = 0) -> Optional[BaseException]:
     rng = np.random.default_rng([seed, 7])
     n = int(shape[-1]) if len(shape) else 3
 
-    def floats(dims, low, high):
-        return be.leaf(rng.uniform(low, high, size=dims).astype(np.float64), True)
+    def floats(dims, low, high, grad=True):
+        return be.leaf(rng.uniform(low, high, size=dims).astype(np.float64), grad)
 
     def integers(dims):
         return be.leaf(rng.integers(0, max(1, min(dims) if dims else 1), size=dims).astype(np.int64), False)
 
     makers = [lambda: floats(tuple(shape), -2.0, 2.0), lambda: floats(tuple(shape), 0.1, 2.0),
               lambda: floats((n, n), 0.1, 2.0), lambda: floats((n,), 0.1, 2.0), lambda: floats((), 0.5, 1.5),
-              lambda: floats((2, n, n), 0.1, 2.0), lambda: floats((2, 2, n, n), 0.1, 2.0)]
+              lambda: floats((2, n, n), 0.1, 2.0), lambda: floats((2, 2, n, n), 0.1, 2.0),
+              # tensors that do not require grad (a forward may refuse inputs that do: gpytorch's kernels)
+              lambda: floats(tuple(shape), 0.1, 2.0, grad=False), lambda: floats((n, n), 0.1, 2.0, grad=False)]
     trials = [[make] * len(free) for make in makers]
     if len(free) > 1:  # (as build_cases' number fallback: a tensor stays first)
         trials.append([makers[0]] + [lambda: integers(tuple(shape))] * (len(free) - 1))

@@ -11,7 +11,7 @@ a passing result ``partial``. See specs/check.md, "Status rules".
 from __future__ import annotations
 
 NUMBER = "a guessed number ({value}): forward refused tensors there, so no gradient for it was checked"
-NONE_DEFAULT = "left at its default None: no tensor was tried there (give one with --input {name}=SPEC)"
+NONE_DEFAULT = "left at its default None: no other value was tried there (give one with --input {name}=SPEC)"
 NOT_DIFFERENTIATED = "a floating-point tensor given without requires_grad: its gradient was not checked"
 
 

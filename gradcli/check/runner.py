@@ -150,7 +150,8 @@ def _broken_forward(target, options: RunOptions, abspath: str, res: FunctionResu
     message, line = describe_exception(raised, abspath)
     res.status = "error"
     res.message = (f"forward raised {message} on every input set tried (float tensors of several shapes and "
-                   f"domains, integer tensors, numbers): a bug in forward, not a matter of inputs")
+                   f"domains, integer tensors, numbers): it fails whatever the inputs (a bug in forward, or "
+                   f"something it needs that is missing), so it is an error, not a skip")
     res.line = line or res.line
     res.traceback = _traceback(raised, options.debug)
 
