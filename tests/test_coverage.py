@@ -185,3 +185,26 @@ def test_pytest_plugin_reports_a_partial_pass_and_strict_fails_it(pytester):
     strict = pytester.runpytest_subprocess("--gradcli", "layers.py", "-p", "no:cacheprovider", "--gradcli-strict")
     strict.assert_outcomes(passed=1, failed=2)
     strict.stdout.fnmatch_lines(["*PASS (partial: bias not checked)*"])
+
+
+def test_rich_terminal_shows_partial_surrogate_and_strict(tmp_path):
+    from io import StringIO
+
+    from rich.console import Console
+
+    from gradcli.check.discovery import expand_paths
+    from gradcli.check.runner import RunOptions, run
+    from gradcli.report.terminal import RichRenderer
+
+    path = write(tmp_path, "layers.py", LAYERS)
+    result = run(expand_paths([f"{path}::Dense"]), RunOptions(isolate=False, strict=True))
+    out = StringIO()
+    renderer = RichRenderer(Console(file=out, width=200, color_system=None), seed=0)
+    renderer.file(str(path), result.results)
+    renderer.finish(result)
+    text = out.getvalue()
+    assert [line.split("│")[-2].strip() for line in text.splitlines() if "│ bias" in line] == ["NOT CHECKED"]
+    assert "  PASS (partial: bias not checked) Dense:\n" in text
+    assert f"    not checked: bias: {NONE_DEFAULT}\n" in text
+    assert text.splitlines()[-1].startswith("1 partial (strict: fails) in ")
+    assert result.exit_code() == 1
