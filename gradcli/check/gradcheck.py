@@ -16,6 +16,7 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check.analytic import Analytic, BackwardFailed
 from gradcli.check.compare import compare_elements, compare_probes, values_check
+from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
 from gradcli.check.undefined_grads import undefined_grads_check
@@ -320,44 +321,7 @@ class _Session:
             self.report.inputs.append(result)
             self.report.checks.append(values_check(result, failed_cotangents, failed_elements))
         if too_large:
-            self._probe_too_large(projector, cotangents, too_large)
-
-    def _probe_too_large(self, projector, cotangents, too_large):
-        """Inputs too large to localise element by element are still checked: fast mode's random
-        probes along directions in those inputs only (the others held fixed), marked as such."""
-        rng = np.random.default_rng([self.seed, 1])
-        directions = [np.zeros(x.shape, dtype=np.float32) for x in self.nf.inputs]
-        dots, magnitudes = np.zeros(len(cotangents)), np.zeros(len(cotangents))
-        for p, _, analytic in too_large:
-            x = self.nf.inputs[p]
-            directions[p] = np.ldexp(rng.standard_normal(x.shape, dtype=np.float32), step_exponents(x))
-            if analytic is not None:
-                products = analytic * directions[p]
-                dots += products.reshape(len(cotangents), -1).sum(axis=1)
-                magnitudes += np.abs(products).reshape(len(cotangents), -1).sum(axis=1)
-        start = time.perf_counter()
-        estimate = directional(self.nf, directions, projector, self.method, None)
-        self.timing["numeric_s"] += time.perf_counter() - start
-        names = [r.name for _, r, _ in too_large]
-        why = (f"{', '.join(f'{r.name} ({int(np.prod(r.shape))} elements)' for _, r, _ in too_large)}: "
-               f"too many elements to localise one by one")
-        if np.any(estimate.kink):
-            check = Check("values", "skip", f"{why}; the random probe that would check instead crossed a kink", None,
-                          {"kink": True, "inputs": names, "too_large": True})
-        else:
-            check = compare_probes(dots, magnitudes, estimate, self.tolerance)
-            check.details.update(inputs=names, too_large=True)
-            check.message = f"{why}, checked along random directions (fast mode) instead: {check.message}"
-            if check.status == "fail":  # every probe that failed (the cotangents check reads which)
-                d = check.details
-                self.failed_cotangents += [c for c, (a, n, allowed) in enumerate(zip(d["analytic"], d["numeric"],
-                                                                                      d["allowed"]))
-                                           if not abs(a - n) <= allowed]
-        for _, result, _ in too_large:
-            result.status, result.method = check.status, estimate.method
-            result.message = (f"checked in fast mode (random directions, not localised): {int(np.prod(result.shape))} "
-                              f"elements are too many to localise one by one" if check.status != "skip" else check.message)
-        self.report.checks.append(check)
+            probe_too_large(self, projector, cotangents, too_large)
 
     def _fast(self, projector, cotangents, rng) -> Check:
         # Directions carry each element's step scale (a power of two, exact in float32).
