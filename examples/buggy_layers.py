@@ -1,7 +1,7 @@
 """Deliberately wrong layer backwards: each must FAIL.
 
 - BuggyLinear: the weight gradient lacks a transpose.
-- BuggyAddBias: the bias gradient is not summed over the broadcast rows.
+- BuggyAddBias: the bias gradient is averaged over the broadcast rows instead of summed.
 """
 import gradcli as torch
 from gradcli.autograd import Function
@@ -31,7 +31,7 @@ class BuggyAddBias(Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        return grad_output, grad_output
+        return grad_output, grad_output.mean(0)
 
     @staticmethod
     def example_inputs():

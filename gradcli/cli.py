@@ -84,7 +84,7 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 @click.option("--prove-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
               help="Seconds per Function for --prove.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first failure or error.")
-@click.option("--strict", is_flag=True, help="Skipped Functions make the run fail.")
+@click.option("--strict", is_flag=True, help="Partial passes (something not checked) and skips make the run fail.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "rich", "plain", "github"]), default="auto",
               show_default=True, help="Terminal output.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the JSON report to FILE.")
@@ -139,7 +139,7 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
                          timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
                          jobs=jobs or min(4, os.cpu_count() or 1), debug=debug,
                          exact={None: "auto", True: "on", False: "off"}[exact], expr=tuple(exprs) or None,
-                         prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout)
+                         prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout, strict=strict)
     fmt = choose_format(fmt)
     out = Output(fmt, seed, verbose or debug, collect_only)
     try:

@@ -49,7 +49,8 @@ def pytest_addoption(parser):
     add("--gradcli-prove", action="store_true", help="Prove each backward for every input (`gradcli check --prove`).")
     add("--gradcli-timeout", type=float, default=60.0, metavar="SECONDS",
         help="Seconds per Function before it is an error (default: 60).")
-    add("--gradcli-strict", action="store_true", help="A Function that cannot be checked (skip) fails.")
+    add("--gradcli-strict", action="store_true",
+        help="A Function that cannot be checked (skip) or is not checked fully (partial) fails.")
 
 
 def pytest_configure(config):
@@ -263,6 +264,8 @@ class GradcliItem(pytest.Item):
             pytest.fail(self.result.message, pytrace=False)
         if self.result.status == "skip":  # only with --gradcli-strict: as `gradcli check --strict`
             pytest.fail(self.panel(), pytrace=False)
+        if self.result.partial and self.config.stash[_STATE].strict:
+            pytest.fail(self.panel(), pytrace=False)
 
     def panel(self) -> str:
         """gradcli check's plain failure panel (-v adds tracebacks, as ``gradcli check -v``)."""
@@ -270,9 +273,19 @@ class GradcliItem(pytest.Item):
 
         if self.result.status == "skip":
             return f"SKIP {self.name} (--gradcli-strict): {self.skip_reason()}"
+        if self.result.partial:
+            return f"{self.coverage_text()} (--gradcli-strict: not everything was checked)"
         verbose = self.config.get_verbosity() > 0
         text = panel_text(self.result, self.config.stash[_STATE].seed, verbose=verbose)
         return text.replace("(--timeout)", "(--gradcli-timeout)")  # the runner names the CLI's option
+
+    def coverage_text(self) -> str:
+        """``PASS (partial: bias not checked)`` and one ``not checked:`` line per input."""
+        from gradcli.report import check_view as view
+
+        lines = [view.verdict_word(self.result)] if self.result.partial else []
+        lines += [f"not checked: {view.not_checked_line(e)}" for e in view.not_checked_entries(self.result, False)]
+        return "\n".join(lines).replace("--input ", "--gradcli-input ")
 
     def skip_reason(self) -> str:
         # the runner words its advice for the command line; here the option is --gradcli-input
@@ -290,11 +303,42 @@ def pytest_runtest_makereport(item, call):
     if not isinstance(item, GradcliItem) or item.result is None:
         return
     report = outcome.get_result()
+    verdict = item.result.verdict()
+    if call.when == "call" and verdict in ("partial", "surrogate"):
+        report.user_properties.append(("gradcli", verdict))  # pytest_report_teststatus words it
+        text = item.coverage_text() if verdict == "partial" else f"SURROGATE: {item.result.message}"
+        report.sections.append(("gradcli", text))
     if report.failed:
         report.longrepr = item.panel()
     elif report.skipped and isinstance(report.longrepr, tuple):
         path, line, _ = item.reportinfo()
         report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {item.skip_reason()}")
+
+
+def pytest_report_teststatus(report, config):
+    """A partial pass and a declared surrogate are passes with a word of their own, counted apart in
+    the summary line (``3 passed, 1 partial, 1 surrogate``), as ``gradcli check`` counts them."""
+    if report.when == "call" and report.passed:
+        verdict = dict(getattr(report, "user_properties", ()) or ()).get("gradcli")
+        if verdict == "partial":
+            return "partial", "p", "PASSED (partial)"
+        if verdict == "surrogate":
+            return "surrogate", "S", "SURROGATE"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter):
+    """What partial passes left out, without -v (pytest shows no sections of passing tests)."""
+    reports = terminalreporter.stats.get("partial", [])
+    if not reports:
+        return
+    terminalreporter.section("gradcli: not fully checked", yellow=True)
+    for report in reports:
+        text = next((content for name, content in report.sections if name == "gradcli"), "")
+        first, *rest = text.splitlines() or [""]
+        terminalreporter.line(f"{report.nodeid}: {first}")
+        for line in rest:
+            terminalreporter.line(f"  {line}")
 
 
 # ----- inside ordinary tests: the fixture and the marker -------------------------------------------

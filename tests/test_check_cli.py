@@ -191,7 +191,7 @@ def test_strict_turns_skips_into_failure():
     path = EXAMPLES / "torch_style.py"
     assert check(path).exit_code == 0
     result = check(path, "--strict")
-    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("1 passed, 1 skipped in ")
+    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("1 passed, 1 skipped (strict: fails) in ")
 
 
 # ----- selection ---------------------------------------------------------------------------------
@@ -403,7 +403,8 @@ def test_torch_file_without_torch_is_skipped(tmp_path, monkeypatch):
     assert result.exit_code == 0
     assert doc["results"] == [{"file": "examples/real_torch.py", "function": None, "backend": "torch",
                                "status": "skip", "inputs": [], "checks": [], "proofs": None,
-                               "message": "needs PyTorch, which is not installed (pip install torch): not checked"}]
+                               "message": "needs PyTorch, which is not installed (pip install torch): not checked",
+                               "partial": False, "not_checked": [], "surrogate": None}]
 
 
 # ----- the examples' verdicts, JSON schema, JUnit, GitHub -------------------------------------------
@@ -423,11 +424,14 @@ EXPECTED = {
 RECORD = {"name": str, "source": ("cli", "example", "default", "auto"), "spec": (str, None), "type": str,
           "?case": int, "?dtype": str, "?shape": list, "?requires_grad": bool, "value": object,
           "?shape_from": ("backward",), "?number": (True,)}
+NOT_CHECKED = {"input": str, "reason": str, "input_set": (int, None), "partial": bool}
 RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
-          "status": ("pass", "fail", "error", "skip"), "message": str, "inputs": [[RECORD]], "checks": [(dict, None)],
-          "proofs": (list, None)}
+          "status": ("pass", "fail", "error", "skip", "surrogate"), "message": str, "inputs": [[RECORD]],
+          "checks": [(dict, None)], "proofs": (list, None), "partial": bool, "not_checked": [NOT_CHECKED],
+          "surrogate": (dict, None)}
 SCHEMA = {"gradcli_version": str, "seed": int,
-          "summary": {"passed": int, "failed": int, "errors": int, "skipped": int}, "results": [RESULT]}
+          "summary": {"passed": int, "partial": int, "failed": int, "errors": int, "skipped": int, "surrogates": int},
+          "results": [RESULT]}
 
 
 def validate(value, schema, where="$"):
@@ -459,7 +463,7 @@ def test_examples_verdicts_json_junit(tmp_path):
     assert result.exit_code == 1
     assert verdicts(doc) == EXPECTED
     validate(doc, SCHEMA)
-    assert doc["summary"] == {"passed": 13, "failed": 6, "errors": 0, "skipped": 1}
+    assert doc["summary"] == {"passed": 13, "partial": 0, "failed": 6, "errors": 0, "skipped": 1, "surrogates": 0}
     linear = next(r for r in doc["results"] if r["function"] == "Linear")
     assert len(linear["inputs"]) == len(linear["checks"]) == 2  # example_inputs gave two sets
     assert linear["inputs"][1][2] == {"name": "bias", "source": "example", "spec": None, "case": 1,

@@ -365,16 +365,44 @@ def test_a_proof_finds_a_bug_the_numeric_check_misses(tmp_path):
     assert "proofs: 1 disproved" in result.output
 
 
+UNREDUCED_BIAS = """
+    import gradcli as torch
+    from gradcli.autograd import Function
+
+    class UnreducedBias(Function):
+        @staticmethod
+        def forward(ctx, x, bias):
+            return x + bias
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output  # right only while bias is broadcast over the rows
+
+        @staticmethod
+        def example_inputs():
+            torch.manual_seed(0)
+            return torch.randn(3, 4), torch.randn(4)
+"""
+
+
 def test_broadcast_shape_bug_is_disproved_at_the_example_inputs_shapes(tmp_path):
-    result, doc = check_json(tmp_path, f"{EXAMPLES / 'buggy_layers.py'}", "--prove")
+    path = write(tmp_path, "unreduced.py", UNREDUCED_BIAS)
+    result, doc = check_json(tmp_path, path, "--prove")
     results = by_name(doc)
-    verdicts = {p["input"]: p["verdict"] for p in results["BuggyAddBias"]["proofs"]}
+    # numerically torch's sum_to makes it right here (a structure warning); the proof covers every broadcast
+    assert results["UnreducedBias"]["checks"][0]["checks"][0]["status"] == "warn"
+    assert results["UnreducedBias"]["status"] == "fail"
+    verdicts = {p["input"]: p["verdict"] for p in results["UnreducedBias"]["proofs"]}
     assert verdicts == {"x": "proved", "bias": "disproved"}
-    bias = next(p for p in results["BuggyAddBias"]["proofs"] if p["input"] == "bias")
+    bias = next(p for p in results["UnreducedBias"]["proofs"] if p["input"] == "bias")
     assert bias["counterexample"] == {"kind": "shape", "returned_shape": [3, 4], "input_shape": [4]}
     assert bias["input_set"] == 0 and bias["shape"] == [4]  # example_inputs: proved at their own shapes
+    result, doc = check_json(tmp_path, f"{EXAMPLES / 'buggy_layers.py'}", "--prove")
+    results = by_name(doc)
     assert {p["input"]: p["verdict"] for p in results["BuggyLinear"]["proofs"]} == {"x": "proved",
                                                                                       "weight": "disproved"}
+    assert {p["input"]: p["verdict"] for p in results["BuggyAddBias"]["proofs"]} == {"x": "proved",
+                                                                                       "bias": "disproved"}
 
 
 def test_not_traceable_is_reported_and_leaves_the_verdict(tmp_path):

@@ -31,7 +31,7 @@ def diagnosed(case, backend_name, route):
     if route == "recomputed":
         report = failed_report_without_arrays(fn, inputs)
     else:
-        report = gradcheck(fn, inputs)
+        report = gradcheck(fn, inputs, **case.gradcheck_options)
         assert not report.ok, "the seeded bug must fail gradcheck for this route to mean anything"
     if route == "report_only":
         return diagnose(report)
@@ -153,7 +153,7 @@ def test_gradient_assigned_before_return_is_followed_to_its_assignment():
 def test_hint_gives_the_fix(name, advice):
     case = case_named(name)
     fn, inputs = case.build(Backend("gradcli"))
-    findings = finding_for(diagnose(gradcheck(fn, inputs), fn, inputs), case)
+    findings = finding_for(diagnose(gradcheck(fn, inputs, **case.gradcheck_options), fn, inputs), case)
     assert findings[0].hint.startswith(advice), findings[0].hint
 
 

@@ -174,7 +174,6 @@ BUGS = [
     ("sign flip", SignFlip, (normal(3, 4),), "values"),
     ("dropped term", DroppedTerm, (normal(3, 4),), "values"),
     ("missing transpose", LinearMissingTranspose, (normal(3, 4), normal(4, 4)), "values"),
-    ("bias not reduced", BiasNotReduced, (normal(3, 4), normal(4)), "structure"),
     ("swapped gradients", SwappedGradients, (normal(3, 4), normal(3, 4, seed=1)), "values"),
     ("ignores grad_output", IgnoresGradOutput, (normal(3, 4),), "cotangents"),
     ("wrong for negatives", WrongForNegatives, (normal(3, 4),), "values"),

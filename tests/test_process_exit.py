@@ -106,7 +106,8 @@ def test_check_process_writes_reports_and_output_completely(tmp_path):
                           capture_output=True, text=True, timeout=300, cwd=cli_root())
     assert done.returncode == 1, done.stderr
     assert done.stdout.rstrip().splitlines()[-1].startswith("3 failed in ")
-    assert json.loads(report.read_text())["summary"] == {"passed": 0, "failed": 3, "errors": 0, "skipped": 0}
+    assert json.loads(report.read_text())["summary"] == {"passed": 0, "partial": 0, "failed": 3, "errors": 0, "skipped": 0,
+                                                         "surrogates": 0}
     import xml.etree.ElementTree as ET
 
     assert ET.parse(junit).getroot().find("testsuite").get("failures") == "3"

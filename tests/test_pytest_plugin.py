@@ -110,7 +110,7 @@ def test_every_function_is_an_item_with_gradcli_checks_verdict(project):
     cli = CliRunner().invoke(main, ["check", "ops", "--json", "report.json"])
     assert cli.exit_code == 1, cli.output
     report = json.loads((project.path / "report.json").read_text())
-    assert report["summary"] == {"passed": 1, "failed": 1, "errors": 1, "skipped": 0}
+    assert report["summary"] == {"passed": 1, "partial": 0, "failed": 1, "errors": 1, "skipped": 0, "surrogates": 0}
     assert {f"{r['file']}::{r['function']}": r["status"] for r in report["results"]} == {
         "ops/good.py::Double": "pass", "ops/bad.py::Triple": "fail", "ops/bad.py::Raises": "error"}
 

@@ -118,12 +118,27 @@ def raw_gradient_problems(raw: Sequence, args: Sequence, names: Sequence[str], d
         expected = tuple(backend.to_numpy(args[i]).shape)
         if got != expected:
             message = f"gradient for {names[i]} has shape {list(got)} but {names[i]} has shape {list(expected)}"
-            message += shape_hint(got, expected)
-            (problems if strict_shapes else warnings).append(message)
+            if sums_to(expected, got) and not strict_shapes:
+                warnings.append(message + SUMMED)
+            else:
+                problems.append(message + shape_hint(got, expected))
         want_dtype = backend.dtype_name(args[i])
         if got_dtype != want_dtype:
             warnings.append(f"gradient for {names[i]} is {got_dtype} but {names[i]} is {want_dtype}")
     return problems, warnings
+
+
+SUMMED = (": autograd sums it down to that shape (torch's sum_to, as gradcli's engine does), and the summed "
+          "values were compared; the gradient is right only while the input is broadcast this way")
+
+
+def sums_to(shape: tuple, grad_shape: tuple) -> bool:
+    """torch's rule (``validate_outputs``: ``is_expandable_to``): a gradient whose shape the input's
+    shape expands to is summed down (``at::sum_to``) instead of refused; gradcli's engine does the same."""
+    shape, grad_shape = tuple(shape), tuple(grad_shape)
+    if len(shape) > len(grad_shape):
+        return False
+    return all(s == g or s == 1 for s, g in zip(reversed(shape), reversed(grad_shape)))
 
 
 def shape_hint(got: tuple, expected: tuple) -> str:

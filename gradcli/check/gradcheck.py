@@ -16,8 +16,10 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check.analytic import Analytic, BackwardFailed
 from gradcli.check.compare import compare_elements, compare_probes, values_check
+from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
+from gradcli.check.undefined_grads import undefined_grads_check
 from gradcli.check.tolerances import EPS_BY_DTYPE, tolerance_for, widest
 from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, directional, element_derivatives, user_step
 from gradcli.numeric.vjp import step_exponents
@@ -41,7 +43,7 @@ def gradcheck(
     tolerances: Optional[dict] = None,
     nondet_tol: float = 0.0,
     second_order: bool = False,
-    strict_shapes: bool = True,
+    strict_shapes: bool = False,
     strategy: str = "auto",
     function: Optional[type] = None,
     name: Optional[str] = None,
@@ -101,7 +103,7 @@ def _inner_session(fn, inputs, **options) -> "_Session":
 
 class _Session:
     def __init__(self, fn, inputs, *, mode="auto", method="auto", seed=0, atol=None, rtol=None, tolerances=None,
-                 nondet_tol=0.0, strict_shapes=True, strategy="auto", function=None, name=None, eps=None,
+                 nondet_tol=0.0, strict_shapes=False, strategy="auto", function=None, name=None, eps=None,
                  unconnected_as_zero=False):
         self.started = time.perf_counter()
         self.args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
@@ -247,9 +249,11 @@ class _Session:
             warnings += raw_warnings
         elif self.diff_outputs:
             for fn_name, index, got, expected in b.graph_fixups([self.analytic.outputs[j] for j in self.diff_outputs]):
-                message = (f"{fn_name}.backward returned a gradient of shape {list(got)} for an input of shape "
-                           f"{list(expected)}" + _checks.shape_hint(got, expected))
-                (problems if self.strict_shapes else warnings).append(message)
+                message = f"{fn_name}.backward returned a gradient of shape {list(got)} for an input of shape {list(expected)}"
+                if self.strict_shapes:  # (fixups are always shapes the engine summed down)
+                    problems.append(message + _checks.shape_hint(got, expected))
+                else:
+                    warnings.append(message + _checks.SUMMED)
         if self.summary is not None and not self.unconnected_as_zero:
             problems += [f"backward returned None for {r.name}, but the function depends on it"
                          for r in report.inputs if r.status == "fail" and self.summary.none[self.diff.index(r.index)]
@@ -292,6 +296,7 @@ class _Session:
 
         self.summary = self.analytic.probe(cotangents, keep, self.nondet_tol)
         self.failed_cotangents = []
+        too_large = []  # (position, InputResult, analytic) of inputs checked along random directions instead
         for p, i in enumerate(self.diff):
             x = self.nf.inputs[p]
             result = InputResult(self.names[i], i, tuple(x.shape), self.report.dtypes[i])
@@ -306,8 +311,7 @@ class _Session:
             try:
                 numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed)
             except ValueError:
-                result.status, result.message = "skip", (
-                    f"{x.size} elements are too many to localise one by one; run mode='fast' or pass strategy='batched'")
+                too_large.append((p, result, analytic))
                 self.report.inputs.append(result)
                 continue
             finally:
@@ -316,6 +320,8 @@ class _Session:
             self.failed_cotangents += failed_cotangents
             self.report.inputs.append(result)
             self.report.checks.append(values_check(result, failed_cotangents, failed_elements))
+        if too_large:
+            probe_too_large(self, projector, cotangents, too_large)
 
     def _fast(self, projector, cotangents, rng) -> Check:
         # Directions carry each element's step scale (a power of two, exact in float32).
@@ -368,6 +374,10 @@ class _Session:
         if summary.reentrant is not None:
             report.checks.append(summary.reentrant)
         report.checks.append(_checks.kinks_check(report.inputs, self.names))
+        if not self.unconnected_as_zero:
+            undefined = undefined_grads_check(self.analytic, report.cotangents[-1], self.tolerance, self.cls)
+            if undefined is not None:
+                report.checks.append(undefined)
 
     def _inplace_check(self) -> Check:
         modified = self.analytic.modified_inputs

@@ -388,7 +388,8 @@ def forward_problem(be, fn, args) -> tuple:
 
     with be.no_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # probing a domain: "invalid value in sqrt" is expected
-        out = fn(*[be.leaf(be.to_numpy(a), False) if be.is_tensor(a) else a for a in args])
+        # copies: a forward that writes into its input (ctx.mark_dirty) must not change the input set it probes
+        out = fn(*[be.leaf(be.to_numpy(a).copy(), False) if be.is_tensor(a) else a for a in args])
     bad, everywhere = [], True
     for i, o in enumerate(flatten_outputs(out)):
         if be.is_tensor(o):

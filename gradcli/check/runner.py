@@ -19,142 +19,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from gradcli.check.discovery import (LoadError, collect, describe_exception, imports_torch, load_module,
                                      select as select_targets, user_traceback)
-
-BAD = ("fail", "error")
-
-
-@dataclass
-class RunOptions:
-    gradcheck: dict = field(default_factory=dict)  # passed through to gradcli.gradcheck
-    seed: int = 0
-    dtype: str = "float64"
-    shape: tuple = (3, 4)
-    specs: dict = field(default_factory=dict)  # forward parameter name -> inputs.Spec
-    timeout: float = 60.0
-    exitfirst: bool = False
-    keyword: Optional[Callable] = None  # compiled -k expression
-    collect_only: bool = False
-    jobs: int = 1  # files checked at the same time
-    isolate: bool = True  # fork per file and per Function (needs os.fork)
-    debug: bool = False  # tracebacks keep gradcli's own frames
-    # issue 6 (symbolic_checks.py); the defaults keep API users (assert_gradcheck, the pytest plugin) as they were
-    exact: str = "off"  # "auto": engine Functions up to EXACT_AUTO_ELEMENTS, formulas always; "on"; "off"
-    expr: Optional[tuple] = None  # --expr: the forward's formula(s), one per differentiable output
-    prove: bool = False
-    prove_shape: tuple = (2, 2)
-    prove_timeout: float = 10.0
-
-    def symbolic_seconds(self) -> float:
-        """Time a checker may take beyond ``timeout`` (the exact check shares ``timeout``)."""
-        from gradcli.check.symbolic_checks import PROVE_SLACK
-
-        return self.prove_timeout + PROVE_SLACK if self.prove else 0.0
-
-
-@dataclass
-class CaseResult:
-    """One set of forward arguments and gradcheck's report for it."""
-
-    inputs: list  # JSON records, one per argument (see inputs._record)
-    status: str = "pass"
-    message: str = ""
-    report: Any = None  # CheckReport, None when gradcheck did not run
-    traceback: str = field(default="", repr=False)  # of an exception (not in JSON)
-
-
-@dataclass
-class FunctionResult:
-    file: str
-    function: Optional[str]  # None for a file that failed to import
-    backend: str
-    status: str  # pass | fail | error | skip
-    message: str = ""
-    cases: list = field(default_factory=list)
-    line: Optional[int] = None  # the class (or, for errors, the failing line) in ``file``
-    backward_line: Optional[int] = None
-    style: str = ""
-    hint: str = ""  # e.g. the migration hint for the legacy style (not in JSON)
-    traceback: str = field(default="", repr=False)
-    output: str = field(default="", repr=False)  # captured stdout/stderr of user code
-    duration: float = 0.0
-    proofs: Optional[list] = None  # --prove: ProofResult.to_dict() + "input_set", per differentiated input
-
-    def to_dict(self) -> dict:
-        from gradcli.check.report import json_safe
-
-        return {
-            "file": self.file,
-            "function": self.function,
-            "backend": self.backend,
-            "status": self.status,
-            "message": self.message,
-            "inputs": json_safe([c.inputs for c in self.cases]),
-            "checks": [c.report.to_dict() if c.report is not None else None for c in self.cases],
-            "proofs": json_safe(self.proofs),
-        }
-
-
-@dataclass
-class RunResult:
-    results: list = field(default_factory=list)
-    seed: int = 0
-    duration: float = 0.0
-    collected: list = field(default_factory=list)  # TargetInfo of every selected Function, in file order
-    deselected: int = 0  # by -k
-    not_found: list = field(default_factory=list)  # ``file::Name`` selectors that matched nothing
-    files: list = field(default_factory=list)  # every file of the run, in order
-    interrupted: bool = False
-
-    def count(self, status: str) -> int:
-        return sum(r.status == status for r in self.results)
-
-    @property
-    def summary(self) -> dict:
-        return {"passed": self.count("pass"), "failed": self.count("fail"),
-                "errors": self.count("error"), "skipped": self.count("skip")}
-
-    def closing_line(self) -> str:
-        """pytest's form: ``3 passed, 1 failed, 1 error in 0.84s``."""
-        s = self.summary
-        parts = [f"{s['passed']} passed"] if s["passed"] else []
-        parts += [f"{s['failed']} failed"] if s["failed"] else []
-        parts += [f"{s['errors']} error{'s' if s['errors'] != 1 else ''}"] if s["errors"] else []
-        parts += [f"{s['skipped']} skipped"] if s["skipped"] else []
-        parts += [f"{self.deselected} deselected"] if self.deselected else []
-        text = ", ".join(parts) if parts else "no Functions checked"
-        return f"{text} in {self.duration:.2f}s" + (" (interrupted)" if self.interrupted else "")
-
-    def exit_code(self, strict: bool = False, collect_only: bool = False) -> int:
-        """pytest's codes: 0 passed, 1 failures (or skips with ``strict``), 2 interrupted or a
-        selector that matched nothing, 3 errors in user code only, 5 nothing collected."""
-        s = self.summary
-        if self.interrupted or self.not_found:
-            return 2
-        if collect_only:
-            return 3 if s["errors"] else 0 if self.collected else 5
-        if not self.results:
-            return 5
-        if s["failed"] or (strict and s["skipped"]):
-            return 1
-        if s["errors"]:
-            return 3
-        return 0
-
-    def unused_inputs(self, names) -> list:
-        """``--input`` names that are no parameter of any selected Function's forward."""
-        known = {p for info in self.collected for p in info.params}
-        return sorted(set(names) - known) if self.collected else []
-
-    def to_dict(self) -> dict:
-        from gradcli import __version__
-
-        return {"gradcli_version": __version__, "seed": self.seed, "summary": self.summary,
-                "results": [r.to_dict() for r in self.results]}
+from gradcli.check.results import BAD, CaseResult, FunctionResult, RunOptions, RunResult  # noqa: F401 (re-exported)
 
 
 class RunEvents:
@@ -229,6 +98,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
                 res.cases.append(out)
         except NoInputs as e:
             res.status, res.message = "skip", str(e)
+            _broken_forward(target, options, abspath, res)
         except ForwardBroken as e:
             res.status, res.message = "error", str(e)
         except (Exception, SystemExit) as e:
@@ -246,22 +116,67 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
             res.message = (f"input set {i + 1} of {len(res.cases)}: " if len(res.cases) > 1 else "") + case.message
     if res.status == "error" and any(c.report is not None for c in res.cases if c.status == "error"):
         res.line = res.backward_line or res.line  # gradcheck ran: the exception came from backward
-    if options.prove and res.status != "error":
+    _declared_surrogate(target, res)
+    if options.prove and res.status not in ("error", "surrogate"):  # a surrogate is no derivative to prove
         from gradcli.check.symbolic_checks import apply_proofs, prove_function
 
         res.proofs = prove_function(target, cases, options, extend)
         apply_proofs(res)
-    if res.status == "pass" and res.hint:
+    from gradcli.check.coverage import not_checked, summary
+
+    res.not_checked = not_checked(res.cases)
+    if res.partial:
+        res.message = "not checked: " + summary([e for e in res.not_checked if e["partial"]])
+    elif res.status == "pass" and res.hint:
         res.message = "legacy instance-style Function: migrate to @staticmethod forward(ctx, ...)/backward(ctx, ...)"
     res.duration = time.perf_counter() - start
     return res
+
+
+def _broken_forward(target, options: RunOptions, abspath: str, res: FunctionResult):
+    """A skip for want of inputs stands only if forward does not raise the same exception on every
+    input set tried: then it is broken whatever the inputs (an error, at the raising line)."""
+    from gradcli.check.broken_forward import always_raises
+    from gradcli.check.inputs import forward_params
+
+    if any(p.name in options.specs for p in forward_params(target)[0]) or hasattr(target.cls, "example_inputs"):
+        return  # inputs were given: the skip names them
+    try:
+        raised = always_raises(target, options.shape, options.seed)
+    except Exception:  # noqa: BLE001 -- the probe is a second opinion; the skip stands
+        return
+    if raised is None:
+        return
+    message, line = describe_exception(raised, abspath)
+    res.status = "error"
+    res.message = (f"forward raised {message} on every input set tried (float tensors of several shapes and "
+                   f"domains, integer tensors, numbers): it fails whatever the inputs (a bug in forward, or "
+                   f"something it needs that is missing), so it is an error, not a skip")
+    res.line = line or res.line
+    res.traceback = _traceback(raised, options.debug)
+
+
+def _declared_surrogate(target, res: FunctionResult):
+    """A declared surrogate whose input sets failed only on their values: status ``surrogate``
+    with the measured mismatch (a surrogate whose backward is right anyway stays a pass)."""
+    from gradcli.check import surrogates
+
+    if res.status != "fail" or not res.cases or not surrogates.declared(target.cls):
+        return
+    failed = [c for c in res.cases if c.status == "fail"]
+    if not all(c.report is not None and surrogates.waivable(c.report) for c in failed):
+        return
+    for c in failed:
+        c.status = "surrogate"
+    res.surrogate = surrogates.mismatch(res.cases)
+    res.status, res.message = "surrogate", surrogates.message(res.surrogate)
 
 
 def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: Optional[float] = None) -> CaseResult:
     from gradcli import gradcheck
     from gradcli.check.inputs import forward_problem
 
-    out = CaseResult(case.records)
+    out = CaseResult(case.records, not_checked=list(getattr(case, "not_checked", None) or ()))
     try:
         why, _ = forward_problem(be, target.fn, case.args)
         if why is not None:
@@ -360,7 +275,7 @@ class _Collector:
     """Turns messages into a RunResult, in file order, and tells the events."""
 
     def __init__(self, items, options: RunOptions, events: RunEvents):
-        self.run = RunResult(seed=options.seed)
+        self.run = RunResult(seed=options.seed, strict=options.strict)
         self.items = items
         self.events = events
         self.per_file = {item.path: [] for item in items}

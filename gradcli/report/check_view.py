@@ -143,13 +143,18 @@ def rows(result, ascii_only: bool = False) -> list:
             proof = proof_for(result, i, r.index)
             if (exact.get(r.index) or {}).get("failed_elements") or (proof and proof["verdict"] == "disproved"):
                 status = "fail"
+            if status == "fail" and case.status == "surrogate":  # the declared mismatch, not a failure
+                status = "surrogate"
+            if r.status == "skip" and report.mode == "full" and report.status != "skip":
+                status = "not checked"
             out.append(Row(name, r.name, fmt_shape(r.shape, ascii_only), number(r.max_abs_error),
                            number(r.max_rel_error), r.method or dash, status, number(r.exact_error),
                            PROOF_WORDS.get(proof["verdict"], "") if proof else ""))
             name = ""
         for c in report.checks:
             if shown(c):
-                out.append(Row(name, f"({c.name})", "", "", "", "", "error" if case.status == "error" else "fail"))
+                out.append(Row(name, f"({c.name})", "", "", "", "", "error" if case.status == "error" else
+                               "surrogate" if case.status == "surrogate" else "fail"))
                 name = ""
         if not report.inputs and not any(shown(c) for c in report.checks):
             out.append(blank(name, report.status))
@@ -162,7 +167,34 @@ def rows(result, ascii_only: bool = False) -> list:
             name = ""
     if not out:
         out.append(blank(result.function or "(import)", result.status))
+    shown_inputs = {(row.input) for row in out}
+    for entry in not_checked_entries(result):
+        if entry["input"] in shown_inputs:
+            continue  # its row says "not checked" already
+        out.append(Row("", entry["input"], dash, dash, dash, dash, "not checked", dash))
     return out
+
+
+def not_checked_entries(result, partial_only: bool = True) -> list:
+    """The result's not-checked inputs (those that make a pass partial; with ``partial_only=False``
+    also deliberate ones, such as a tensor given without requires_grad)."""
+    return [e for e in getattr(result, "not_checked", None) or () if e.get("partial", True) or not partial_only]
+
+
+def not_checked_line(entry, result=None) -> str:
+    where = f" (input set {entry['input_set'] + 1})" if entry.get("input_set") is not None else ""
+    return f"{entry['input']}{where}: {entry['reason']}"
+
+
+def verdict_word(result) -> str:
+    """PASS, ``PASS (partial: bias not checked)``, FAIL, ERROR, SKIP, SURROGATE."""
+    if getattr(result, "partial", False):
+        names = []
+        for e in not_checked_entries(result):
+            if e["input"] not in names:
+                names.append(e["input"])
+        return f"PASS (partial: {', '.join(names)} not checked)"
+    return result.status.upper()
 
 
 def input_summary(records) -> str:
@@ -283,6 +315,8 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
                 d.lines += [("proof", f"  note: {note}") for note in notes]
         d.lines.append(("inputs", f"inputs: {input_summary(case.inputs)}"))
         d.lines.append(("repro", f"reproduce: {repro_command(result, case.inputs, seed)}"))
+    for entry in not_checked_entries(result, partial_only=False):
+        d.lines.append(("coverage", f"not checked: {not_checked_line(entry)}"))
     if result.output.strip():
         d.lines.append(("output", "captured output:\n" + result.output.rstrip()))
     if verbose and result.traceback:

@@ -45,8 +45,9 @@ def junit_xml(run) -> str:
     import xml.etree.ElementTree as ET
 
     s = run.summary
-    counts = {"tests": str(len(run.results)), "failures": str(s["failed"]), "errors": str(s["errors"]),
-              "skipped": str(s["skipped"]), "time": f"{run.duration:.3f}"}
+    strict = run.strict_failures()  # --strict: partial and skipped results are failures
+    counts = {"tests": str(len(run.results)), "failures": str(s["failed"] + strict), "errors": str(s["errors"]),
+              "skipped": str(0 if run.strict else s["skipped"]), "time": f"{run.duration:.3f}"}
     suites = ET.Element("testsuites", name="gradcli check", **counts)
     suite = ET.SubElement(suites, "testsuite", name="gradcli check", **counts,
                           timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"), hostname=socket.gethostname())
@@ -63,12 +64,30 @@ def junit_xml(run) -> str:
         elif r.status == "error":
             ET.SubElement(case, "error", message=_xml(r.message), type="UserCodeError").text = \
                 _xml(_detail_text(r, run.seed))
+        elif run.strict and r.verdict() in ("skip", "partial"):
+            ET.SubElement(case, "failure", message=_xml(f"--strict: {r.verdict()}: {r.message}"),
+                          type="NotFullyChecked").text = _xml(_coverage_text(r))
         elif r.status == "skip":
             ET.SubElement(case, "skipped", message=_xml(r.message))
-        if r.output.strip():
-            ET.SubElement(case, "system-out").text = _xml(r.output)
+        verdict = _verdict_text(r)
+        out = (verdict + "\n" if verdict else "") + (r.output if r.output.strip() else "")
+        if out:
+            ET.SubElement(case, "system-out").text = _xml(out)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _coverage_text(r) -> str:
+    return "\n".join(f"not checked: {view.not_checked_line(e)}" for e in view.not_checked_entries(r, False))
+
+
+def _verdict_text(r) -> str:
+    """What a passing testcase cannot say with JUnit's elements: a partial pass, a surrogate."""
+    if r.status == "surrogate":
+        return f"SURROGATE: {r.message}"
+    if r.status == "pass" and r.not_checked:
+        return f"{view.verdict_word(r)}\n{_coverage_text(r)}"
+    return ""
 
 
 def _escape_data(text: str) -> str:
@@ -79,20 +98,26 @@ def _escape_prop(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-_VERB = {"fail": "failed", "error": "error", "skip": "skipped"}
+_VERB = {"fail": "failed", "error": "error", "skip": "skipped", "partial": "passed partially (not everything checked)",
+         "surrogate": "is a declared surrogate"}
 
 
 def github_annotations(run) -> list:
     """``::error file=…,line=…,title=…::message`` lines: failures point at the backward's line,
-    errors at the failing line of user code, skips become warnings."""
+    errors at the failing line of user code; skips and partial passes are warnings (errors with
+    --strict, which fails them), declared surrogates notices."""
     lines = []
     for r in run.results:
-        if r.status == "pass":
+        verdict = r.verdict()
+        if verdict == "pass":
             continue
-        level = "warning" if r.status == "skip" else "error"
-        line = r.backward_line if r.status == "fail" and r.backward_line else r.line
+        level = {"skip": "warning", "partial": "warning", "surrogate": "notice"}.get(verdict, "error")
+        if run.strict and verdict in ("skip", "partial"):
+            level = "error"
+        line = r.backward_line if r.status in ("fail", "surrogate") and r.backward_line else r.line
         props = f"file={_escape_prop(r.file)}" + (f",line={line}" if line else "")
-        title = f"gradcli check: {r.function or r.file} {_VERB[r.status]}"
+        title = f"gradcli check: {r.function or r.file} {_VERB[verdict]}" + (" (--strict)" if level == "error" and
+                                                                           verdict in ("skip", "partial") else "")
         body = _detail_text(r, run.seed, verbose=False) if r.status in ("fail", "error") else r.message
         lines.append(f"::{level} {props},title={_escape_prop(title)}::{_escape_data(body)}")
     return lines

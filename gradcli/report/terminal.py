@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from gradcli.report import check_view as view
 
-STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "skip": "yellow"}
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "skip": "yellow", "not checked": "yellow",
+                "surrogate": "magenta"}
 PROOF_STYLE = {"proved": "green", "DISPROVED": "bold red", "undecided": "yellow", "not traceable": "dim"}
 ROUTINE_EXACT_SKIPS = ("torch", "elements")  # exact checks not computed by default: said with -v only
 HEAT_RICH = ("·", "░", "▒", "▓", "█")
@@ -43,6 +44,10 @@ class PlainRenderer:
                 self.panel(view.detail(r, self.seed, self.verbose, ascii_only=self.ascii_only))
             elif r.status == "skip":
                 self.write(f"  SKIP {r.function or r.file}: {r.message}")
+            elif r.status == "surrogate":
+                self.write(f"  SURROGATE {r.function}: {r.message}")
+            if r.status not in ("fail", "error"):  # a panel lists them
+                self.coverage_notes(r)
             if r.status not in ("fail", "error"):  # a panel says these already
                 self.symbolic_notes(r)
             if self.verbose and r.cases:
@@ -56,6 +61,23 @@ class PlainRenderer:
                        f"refuses. Migrate to:")
             for line in hinted[0].hint.splitlines()[1:]:
                 self.write("  " + line)
+
+    def coverage_notes(self, r):
+        """What was not exercised: ``PASS (partial: bias not checked) Name: bias: ...`` for a partial
+        pass, a note for deliberate gaps and for inputs checked in fast mode only."""
+        entries = view.not_checked_entries(r, partial_only=False)
+        if r.partial:
+            self.write(f"  {view.verdict_word(r)} {r.function}:")
+        for entry in entries:
+            self.write(f"    not checked: {view.not_checked_line(entry)}" if r.partial else
+                       f"  note {r.function}: not checked: {view.not_checked_line(entry)}")
+        for i, case in enumerate(r.cases):
+            for c in case.report.checks if case.report is not None else ():
+                if c.name == "structure" and c.status == "warn":
+                    self.write(f"  warning {view.label(r, i)}: structure: {c.message}")
+                if c.name == "values" and c.details.get("too_large") and c.status in ("pass", "fail"):
+                    self.write(f"  note {view.label(r, i)}: {', '.join(c.details.get('inputs', ()))} checked in fast "
+                               f"mode (random directions, not localised element by element): too many elements")
 
     def symbolic_notes(self, r):
         """Lines under the table: exact checks that could not be computed, proofs that did not prove
@@ -145,7 +167,7 @@ class RichRenderer(PlainRenderer):
         from rich.panel import Panel
         from rich.text import Text
 
-        styles = {"check": "bold", "worst": "", "finding": "bold magenta", "hint": "magenta", "inputs": "cyan",
+        styles = {"check": "bold", "worst": "", "coverage": "yellow", "finding": "bold magenta", "hint": "magenta", "inputs": "cyan",
                   "repro": "cyan", "output": "dim", "trace": "dim", "exact": "", "proof": "bold"}
         parts = [Text(text, style=styles.get(kind, "")) for kind, text in d.lines]
         for hm in d.heatmaps:
@@ -166,8 +188,8 @@ class RichRenderer(PlainRenderer):
         for line in proof_summary(run):
             self.console.print(line, style="dim" if line.startswith("note") else "bold", highlight=False)
         s = run.summary
-        style = "bold red" if s["failed"] or s["errors"] or run.interrupted else \
-            "bold green" if s["passed"] else "bold yellow"
+        style = "bold red" if s["failed"] or s["errors"] or run.interrupted or run.strict_failures() else \
+            "bold green" if s["passed"] and not s["partial"] else "bold yellow"
         self.console.print(run.closing_line(), style=style, highlight=False)
 
 

@@ -1,0 +1,210 @@
+"""A PASS means it was exercised: what gradcli did not check is listed on the result (table row and
+`not checked:` line without -v, JSON, JUnit, GitHub, pytest), a pass that left something out is
+`PASS (partial: ...)`, and --strict fails it visibly. Both backends."""
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from check_run import LIBS, by_name, check, check_json, need, write
+
+LAYERS = """
+    import {lib} as torch
+
+    class Dense(torch.autograd.Function):
+        # the bias gradient is wrong (a mean over the rows, not their sum), but the bias defaults to None
+        @staticmethod
+        def forward(ctx, x, weight, bias=None):
+            ctx.save_for_backward(x, weight)
+            ctx.has_bias = bias is not None
+            out = x * weight
+            return out + bias if bias is not None else out
+
+        @staticmethod
+        def backward(ctx, g):
+            x, weight = ctx.saved_tensors
+            return g * weight, g * x, g.mean(0) if ctx.has_bias else None
+
+    class SumDim(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, dim):
+            ctx.dim, ctx.shape = dim, x.shape
+            return x.sum(dim)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.unsqueeze(ctx.dim).expand(ctx.shape), None
+
+    class Scaled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, scale):
+            ctx.save_for_backward(scale)
+            return x * scale
+
+        @staticmethod
+        def backward(ctx, g):
+            (scale,) = ctx.saved_tensors
+            return g * scale, None
+
+        @staticmethod
+        def example_inputs():  # scale is a buffer: given without requires_grad, by choice
+            x = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+            return x, torch.full((2, 3), 2.0, dtype=torch.float64)
+"""
+
+NONE_DEFAULT = "left at its default None: no other value was tried there (give one with --input bias=SPEC)"
+NUMBER = "a guessed number (1): forward refused tensors there, so no gradient for it was checked"
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_what_was_not_checked_is_on_the_result_without_verbose(tmp_path, lib):
+    need(lib)
+    path = write(tmp_path, "layers.py", LAYERS, lib)
+    result, doc = check_json(tmp_path, path)
+    assert result.exit_code == 0, result.output
+    r = by_name(doc)
+    assert (r["Dense"]["status"], r["Dense"]["partial"]) == ("pass", True)
+    assert r["Dense"]["not_checked"] == [{"input": "bias", "reason": NONE_DEFAULT, "input_set": None, "partial": True}]
+    assert r["Dense"]["message"] == f"not checked: bias: {NONE_DEFAULT}"
+    assert (r["SumDim"]["partial"], r["SumDim"]["not_checked"]) == (
+        True, [{"input": "dim", "reason": NUMBER, "input_set": None, "partial": True}])
+    # a buffer the user gave without requires_grad: said, but not a gap in the check
+    assert (r["Scaled"]["status"], r["Scaled"]["partial"]) == ("pass", False)
+    assert [e["input"] for e in r["Scaled"]["not_checked"]] == ["scale"]
+    assert doc["summary"] == {"passed": 1, "partial": 2, "failed": 0, "errors": 0, "skipped": 0, "surrogates": 0}
+    out = result.output
+    assert "  PASS (partial: bias not checked) Dense:\n" in out
+    assert f"    not checked: bias: {NONE_DEFAULT}\n" in out
+    assert "  PASS (partial: dim not checked) SumDim:\n" in out
+    assert "  note Scaled: not checked: scale: a floating-point tensor given without requires_grad" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().endswith("NOT CHECKED")]
+    assert rows == [["bias", "-", "-", "-", "-", "-", "NOT", "CHECKED"], ["dim", "-", "-", "-", "-", "-", "NOT", "CHECKED"]]
+    assert out.splitlines()[-1].startswith("1 passed, 2 partial in ")
+
+
+def test_given_a_tensor_the_none_default_is_checked_and_the_bug_found(tmp_path):
+    path = write(tmp_path, "layers.py", LAYERS)
+    result, doc = check_json(tmp_path, f"{path}::Dense", "--input", "bias=float64[4]")
+    assert result.exit_code == 1
+    (r,) = doc["results"]
+    assert r["status"] == "fail" and r["not_checked"] == []
+    assert r["message"].startswith("values: bias: ")
+
+
+def test_strict_fails_a_partial_pass_in_every_format(tmp_path):
+    path = write(tmp_path, "layers.py", LAYERS)
+    junit = tmp_path / "junit.xml"
+    result, doc = check_json(tmp_path, f"{path}::Dense", "--strict", "--format", "github", "--junit", junit)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1].startswith("1 partial (strict: fails) in ")
+    (annotation,) = [line for line in result.output.splitlines() if line.startswith("::")]
+    assert annotation == (f"::error file={path},line=4,title=gradcli check%3A Dense passed partially (not everything "
+                          f"checked) (--strict)::not checked: bias: {NONE_DEFAULT}")
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("failures"), suite.get("skipped")) == ("1", "0")
+    failure = suite.find("testcase").find("failure")
+    assert failure.get("type") == "NotFullyChecked"
+    assert failure.get("message") == f"--strict: partial: not checked: bias: {NONE_DEFAULT}"
+    # without --strict: a pass, and the annotation a warning
+    result = check(f"{path}::Dense", "--format", "github", "--junit", junit)
+    assert result.exit_code == 0
+    assert [line[:10] for line in result.output.splitlines() if line.startswith("::")] == ["::warning "]
+    case = ET.parse(junit).getroot().find("testsuite").find("testcase")
+    assert case.find("failure") is None
+    assert case.find("system-out").text == f"PASS (partial: bias not checked)\nnot checked: bias: {NONE_DEFAULT}\n"
+
+
+CUBES = """
+    import {lib} as torch
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x
+
+    class CubeRowSum(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x * x * x).sum(1)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g.unsqueeze(1) * 3 * x * x
+
+    class CubeRowSumWrong(CubeRowSum):
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g.unsqueeze(1) * 3 * x
+"""
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_an_input_too_large_to_localise_is_checked_in_fast_mode_and_marked(tmp_path, lib):
+    need(lib)
+    path = write(tmp_path, "cubes.py", CUBES, lib)
+    result, doc = check_json(tmp_path, path, "--shape", "200x200", "--mode", "full", "--no-exact")
+    r = by_name(doc)
+    assert result.exit_code == 1
+    # elementwise: localised by the broadcast strategy, as before
+    assert r["Cube"]["checks"][0]["inputs"][0]["status"] == "pass"
+    assert r["Cube"]["checks"][0]["inputs"][0]["max_abs_error"] is not None
+    # a row sum of 40,000 elements: random directions instead of a silent skip
+    (x,) = r["CubeRowSum"]["checks"][0]["inputs"]
+    assert (r["CubeRowSum"]["status"], r["CubeRowSum"]["partial"]) == ("pass", False)
+    assert x["status"] == "pass" and x["max_abs_error"] is None
+    assert x["message"] == ("checked in fast mode (random directions, not localised): 40000 elements are too many to "
+                            "localise one by one")
+    assert "  note CubeRowSum: x checked in fast mode (random directions, not localised element by element)" in \
+        result.output
+    wrong = r["CubeRowSumWrong"]
+    assert wrong["status"] == "fail"
+    assert wrong["message"].startswith("values: x (40000 elements): too many elements to localise one by one, "
+                                       "checked along random directions (fast mode) instead: random probe ")
+    assert wrong["checks"][0]["inputs"][0]["status"] == "fail"
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_pytest_plugin_reports_a_partial_pass_and_strict_fails_it(pytester):
+    pytester.makepyfile(layers=LAYERS.replace("{lib}", "gradcli"))
+    result = pytester.runpytest_subprocess("--gradcli", "layers.py", "-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*1 passed, 2 partial*"])
+    result.stdout.fnmatch_lines(["*= gradcli: not fully checked =*", "layers.py::Dense: PASS (partial: bias not checked)",
+                                 "  not checked: bias: left at its default None*--gradcli-input bias=SPEC*"])
+    strict = pytester.runpytest_subprocess("--gradcli", "layers.py", "-p", "no:cacheprovider", "--gradcli-strict")
+    strict.assert_outcomes(passed=1, failed=2)
+    strict.stdout.fnmatch_lines(["*PASS (partial: bias not checked)*"])
+
+
+def test_rich_terminal_shows_partial_surrogate_and_strict(tmp_path):
+    from io import StringIO
+
+    from rich.console import Console
+
+    from gradcli.check.discovery import expand_paths
+    from gradcli.check.runner import RunOptions, run
+    from gradcli.report.terminal import RichRenderer
+
+    path = write(tmp_path, "layers.py", LAYERS)
+    result = run(expand_paths([f"{path}::Dense"]), RunOptions(isolate=False, strict=True))
+    out = StringIO()
+    renderer = RichRenderer(Console(file=out, width=200, color_system=None), seed=0)
+    renderer.file(str(path), result.results)
+    renderer.finish(result)
+    text = out.getvalue()
+    assert [line.split("│")[-2].strip() for line in text.splitlines() if "│ bias" in line] == ["NOT CHECKED"]
+    assert "  PASS (partial: bias not checked) Dense:\n" in text
+    assert f"    not checked: bias: {NONE_DEFAULT}\n" in text
+    assert text.splitlines()[-1].startswith("1 partial (strict: fails) in ")
+    assert result.exit_code() == 1
