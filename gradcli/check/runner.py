@@ -42,6 +42,7 @@ class RunOptions:
     jobs: int = 1  # files checked at the same time
     isolate: bool = True  # fork per file and per Function (needs os.fork)
     debug: bool = False  # tracebacks keep gradcli's own frames
+    given_inputs: Any = None  # inputs_from.GivenInputs: --inputs-from and [tool.gradcli] inputs
     # issue 6 (symbolic_checks.py); the defaults keep API users (assert_gradcheck, the pytest plugin) as they were
     exact: str = "off"  # "auto": engine Functions up to EXACT_AUTO_ELEMENTS, formulas always; "on"; "off"
     expr: Optional[tuple] = None  # --expr: the forward's formula(s), one per differentiable output
@@ -78,6 +79,7 @@ class FunctionResult:
     line: Optional[int] = None  # the class (or, for errors, the failing line) in ``file``
     backward_line: Optional[int] = None
     style: str = ""
+    backward_file: Optional[str] = None  # an inherited backward's file, when not ``file``
     hint: str = ""  # e.g. the migration hint for the legacy style (not in JSON)
     traceback: str = field(default="", repr=False)
     output: str = field(default="", repr=False)  # captured stdout/stderr of user code
@@ -206,7 +208,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
     # the exact check gets what gradcheck leaves of --timeout, less a margin to hand the result over
     deadline = time.monotonic() + options.timeout - min(1.0, 0.1 * options.timeout)
     res = FunctionResult(target.file, target.name, target.backend, "pass", line=target.line,
-                         backward_line=target.backward_line, style=target.style)
+                         backward_line=target.backward_line, style=target.style, backward_file=target.backward_file)
     if target.style == "legacy":
         from gradcli.autograd.function import _legacy_hint
 
@@ -244,7 +246,8 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
             i, case = bad[0]
             res.message = (f"input set {i + 1} of {len(res.cases)}: " if len(res.cases) > 1 else "") + case.message
     if res.status == "error" and any(c.report is not None for c in res.cases if c.status == "error"):
-        res.line = res.backward_line or res.line  # gradcheck ran: the exception came from backward
+        if not res.backward_file:  # gradcheck ran: the exception came from backward (in this file)
+            res.line = res.backward_line or res.line
     if options.prove and res.status != "error":
         from gradcli.check.symbolic_checks import apply_proofs, prove_function
 
@@ -344,12 +347,17 @@ def file_messages(item, options: RunOptions, check: Callable):
         return
     targets = collect(module, item)
     chosen, deselected, missing = select_targets(targets, item, options.keyword)
+    if options.given_inputs and not options.collect_only:
+        from gradcli.check.inputs_from import attach
+
+        attach(chosen, options.given_inputs)
     yield ("collected", [t.info() for t in chosen], deselected, missing, [t.name for t in targets])
     if options.collect_only:
         return
     for target in chosen:
         yield ("start", target.name)
-        result = check(target, options)
+        result = check(target, options) if not target.abstract else FunctionResult(
+            target.file, target.name, target.backend, "skip", target.abstract, line=target.line, style=target.style)
         yield ("result", result)
         if options.exitfirst and result.status in BAD:
             return
