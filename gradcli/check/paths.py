@@ -109,7 +109,7 @@ def walk(top: str, patterns=NORECURSEDIRS, notes: Optional[list] = None) -> list
                 why = _link_problem(full, tree)
                 if why:
                     notes.append(f"skipped {display(full)}: {why}")
-                    continue
+                continue  # a link inside the tree: the file is walked where it really is
             found.append(full)
     return found
 

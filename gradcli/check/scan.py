@@ -125,8 +125,9 @@ def _bind(scan: FileScan, node):
         scan.bindings.pop(node.name, None)
     elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         text = _dotted(node.value)  # Function = torch.autograd.Function
-        if text:
-            scan.bindings[node.targets[0].id] = "=" + text
+        name = node.targets[0].id
+        if text and name not in scan.bindings:  # the first binding wins: ``except ImportError: Function = object``
+            scan.bindings[name] = "=" + text
 
 
 def _dotted(node) -> Optional[str]:

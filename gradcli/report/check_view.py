@@ -241,7 +241,9 @@ def heatmap(r, ascii_only: bool = False) -> Optional[HeatMap]:
 def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -> Detail:
     """The panel for a failed or errored Function."""
     where = f"{result.file}:{result.line}" if result.line else result.file
-    bwd = f", backward at line {result.backward_line}" if result.backward_line and result.status == "fail" else ""
+    bwd_file = getattr(result, "backward_file", None)  # inherited from a base in another file
+    bwd = f", backward at {bwd_file + ':' if bwd_file else 'line '}{result.backward_line}" \
+        if result.backward_line and result.status == "fail" else ""
     title = f"{result.function}  ({where}{bwd})" if result.function else f"importing {where}"
     d = Detail(result.status, f"{result.status.upper()}  {title}")
     if not result.cases:

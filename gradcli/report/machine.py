@@ -77,8 +77,10 @@ def github_annotations(run) -> list:
         if r.status == "pass":
             continue
         level = "warning" if r.status == "skip" else "error"
-        line = r.backward_line if r.status == "fail" and r.backward_line else r.line
-        props = f"file={_escape_prop(r.file)}" + (f",line={line}" if line else "")
+        at_backward = r.status == "fail" and r.backward_line
+        line = r.backward_line if at_backward else r.line
+        where = (getattr(r, "backward_file", None) or r.file) if at_backward else r.file  # an inherited backward
+        props = f"file={_escape_prop(where)}" + (f",line={line}" if line else "")
         title = f"gradcli check: {r.function or r.file} {_VERB[r.status]}"
         body = _detail_text(r, run.seed, verbose=False) if r.status in ("fail", "error") else r.message
         lines.append(f"::{level} {props},title={_escape_prop(title)}::{_escape_data(body)}")
