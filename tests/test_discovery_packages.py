@@ -100,6 +100,20 @@ def test_a_file_whose_folder_has_the_package_name(tmp_path):
     assert verdicts(doc) == {("sparse.py", "Square"): "pass"}
 
 
+def test_a_package_whose_init_needs_a_missing_dependency(tmp_path):
+    """The file itself needs nothing of its package: it is loaded on its own (as before packages
+    were imported); a file importing relatively cannot be, and reports the package's error."""
+    write(tmp_path / "heavy" / "__init__.py", "import not_installed_dependency_xyz\n")
+    write(tmp_path / "heavy" / "ops.py", "from gradcli.autograd import Function\nhelper = lambda x: x * x\n"
+          + textwrap.dedent(SQUARE))
+    write(tmp_path / "heavy" / "rel.py", "from gradcli.autograd import Function\nfrom .ops import helper\n"
+          + textwrap.dedent(SQUARE).replace("Square", "RelSquare"))
+    result, doc = run_check(tmp_path / "heavy")
+    assert verdicts(doc) == {("ops.py", "Square"): "pass", ("rel.py", None): "error"}
+    assert doc["results"][1]["message"] == ("ModuleNotFoundError: No module named 'not_installed_dependency_xyz' "
+                                            f"({tmp_path / 'heavy' / '__init__.py'}:1)")
+
+
 def test_src_layout(tmp_path):
     write(tmp_path / "proj" / "pyproject.toml", "[project]\nname = 'mypkg'\n")
     write(tmp_path / "proj" / "src" / "mypkg" / "__init__.py", "")
@@ -142,7 +156,8 @@ def test_a_module_named_by_its_dotted_name(tmp_path, monkeypatch):
     assert result.exit_code == 0 and verdicts(doc) == {("mod.py", "Square"): "pass"}
     result, _ = run_check("instpkg.nothing_here", cwd=tmp_path)
     assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == "Error: not a file, folder or importable module: instpkg.nothing_here"
+    assert result.output.splitlines()[-1] == (
+        "Error: file or directory not found: instpkg.nothing_here (and no importable module has that name)")
 
 
 def test_a_module_name_in_a_real_process(tmp_path):
@@ -157,7 +172,8 @@ def test_a_module_name_in_a_real_process(tmp_path):
     proc = subprocess.run([PY, "-m", "gradcli", "check", "no_such_module_xyz"], cwd=tmp_path,
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.splitlines()[-1] == "Error: not a file, folder or importable module: no_such_module_xyz"
+    assert proc.stderr.splitlines()[-1] == (
+        "Error: file or directory not found: no_such_module_xyz (and no importable module has that name)")
 
 
 # ----- the syntax pre-scan and abstract bases --------------------------------------------------------

@@ -175,7 +175,7 @@ def load_module(item: FileItem):
     scan = scan_file(item.abspath)
     plan = plan_import(item.abspath, scan.relative_level, scan.absolute_tops)
     try:
-        module = import_file(item.abspath, plan)
+        module = import_file(item.abspath, plan, scan.relative_level)
     except BaseException as e:  # noqa: BLE001 -- user code: SyntaxError, SystemExit, anything
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -184,7 +184,7 @@ def load_module(item: FileItem):
                              describe_exception(e, item.abspath)[1], skip=True)
         message, line = describe_exception(e, item.abspath)
         return LoadError(message, line, traceback=user_traceback(e))
-    item.module = module.__name__ if plan.kind == "package" else \
+    item.module = module.__name__ if not module.__name__.startswith("gradcli_check_") else \
         os.path.splitext(os.path.basename(item.abspath))[0]
     return module
 

@@ -152,15 +152,35 @@ def _installed_elsewhere(name: str, folder: str) -> bool:
     return not any(os.path.realpath(p).startswith(folder) for p in places if p)
 
 
-def import_file(abspath: str, plan: ImportPlan):
-    """Import the file as ``plan`` says; the module object, or the exception propagates."""
+def import_file(abspath: str, plan: ImportPlan, relative_level: int = 0):
+    """Import the file as ``plan`` says; the module object, or the exception propagates.
+
+    Falls back to loading the file as a script when the dotted import finds another copy of the
+    package, or when it fails with an ImportError before the file itself ran (in the package's
+    ``__init__`` chain: a missing dependency of the package, not of the file) and the file has no
+    relative import (``relative_level``); if that fails too, the package's error is raised."""
     abspath = os.path.realpath(abspath)
     if plan.kind == "package":
         try:
             return _import_dotted(abspath, plan)
         except ImportClash:  # another copy of the package is imported already: load this file as a script
-            plan = script_plan(abspath)
+            pass
+        except ImportError as e:
+            if relative_level or _ran(e, abspath):
+                raise
+            try:
+                return _import_script(abspath, script_plan(abspath))
+            except Exception:  # noqa: BLE001 -- the package's own error says more
+                raise e from None
+        plan = script_plan(abspath)
     return _import_script(abspath, plan)
+
+
+def _ran(error: BaseException, abspath: str) -> bool:
+    """Whether the traceback reaches the file itself (its own code raised or imported the failure)."""
+    import traceback
+
+    return any(os.path.realpath(f.filename) == abspath for f in traceback.extract_tb(error.__traceback__))
 
 
 def _import_dotted(abspath: str, plan: ImportPlan):

@@ -45,7 +45,7 @@ def locate(arg: str) -> tuple:
         place = resolve_module(path)
         if place is not None:
             return place, sep, name
-        raise UsageError(f"not a file, folder or importable module: {path}")
+        raise UsageError(f"file or directory not found: {path} (and no importable module has that name)")
     raise UsageError(f"file or directory not found: {path}")
 
 
