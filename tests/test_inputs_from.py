@@ -89,6 +89,20 @@ def test_an_inputs_file_supplies_the_inputs(tmp_path, inputs_source):
     assert sources == ({"cli"} if "a=2x3" in inputs_source else {"example"})
 
 
+def test_the_reproduce_line_names_the_inputs_file(tmp_path):
+    path = write(tmp_path / "ops.py", MATMUL.replace("return g @ b.T, a.T @ g", "return g @ b.T, 2 * a.T @ g"))
+    inputs = write(tmp_path / "inp.py", """
+        import gradcli
+        def MatMul():
+            return gradcli.ones(2, 3, dtype=gradcli.float64), gradcli.ones(3, 4, dtype=gradcli.float64)
+    """)
+    result, doc = run_check(tmp_path, path, "--inputs-from", inputs)
+    assert result.exit_code == 1 and doc["results"][0]["status"] == "fail"
+    assert [rec["inputs_from"] for rec in doc["results"][0]["inputs"][0]] == [str(inputs)] * 2
+    (line,) = [x.strip() for x in result.output.splitlines() if x.strip().startswith("reproduce:")]
+    assert line == f"reproduce: gradcli check {path}::MatMul --seed 0 --inputs-from {inputs}"
+
+
 def test_a_class_with_its_own_example_inputs_keeps_them(tmp_path):
     path = write(tmp_path / "ops.py", MATMUL + """
         @staticmethod

@@ -120,6 +120,7 @@ class Target:
     # inputs for code the user cannot edit (inputs_from.py): used when the class has no example_inputs
     given_examples: Optional[Callable] = field(default=None, repr=False)
     given_specs: dict = field(default_factory=dict, repr=False)
+    given_from: str = ""  # the inputs file whose entry gives the examples (the reproduce line names it)
 
     @property
     def forward(self):

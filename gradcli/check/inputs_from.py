@@ -55,7 +55,7 @@ def attach(targets: list, given: Optional[GivenInputs]):
                 break
             entry, where = _entry(module, path, [k for k in keys if k])
             if where is not None:
-                _apply(target, entry, where)
+                _apply(target, entry, where, path)
                 break
         else:
             key = next((k for k in keys if k and k in given.table), None)
@@ -95,8 +95,9 @@ def _entry(module, path: str, keys: list) -> tuple:
     return None, None
 
 
-def _apply(target, entry, where: str):
+def _apply(target, entry, where: str, path: str):
     from gradcli.check.inputs import SpecError, parse_assignment
+    from gradcli.check.paths import display
 
     if isinstance(entry, list) and entry and all(isinstance(s, str) for s in entry):
         specs = {}
@@ -108,10 +109,18 @@ def _apply(target, entry, where: str):
                 return
             specs[name] = spec
         target.given_specs = specs
-    elif callable(entry):
-        target.given_examples = entry
     else:
-        target.given_examples = lambda: entry
+        target.given_examples = entry if callable(entry) else (lambda: entry)
+        target.given_from = display(path)
+
+
+def mark(result, inputs_file: str):
+    """Records of example inputs that came from an inputs file carry ``"inputs_from"``: the
+    reproduce line then adds ``--inputs-from FILE``."""
+    for case in result.cases:
+        for record in case.inputs:
+            if isinstance(record, dict) and record.get("source") == "example":
+                record["inputs_from"] = inputs_file
 
 
 def _raiser(error: Exception):

@@ -358,6 +358,10 @@ def file_messages(item, options: RunOptions, check: Callable):
         yield ("start", target.name)
         result = check(target, options) if not target.abstract else FunctionResult(
             target.file, target.name, target.backend, "skip", target.abstract, line=target.line, style=target.style)
+        if target.given_from:  # example inputs from an inputs file: the reproduce line names it
+            from gradcli.check.inputs_from import mark
+
+            mark(result, target.given_from)
         yield ("result", result)
         if options.exitfirst and result.status in BAD:
             return

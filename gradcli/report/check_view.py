@@ -189,6 +189,9 @@ def repro_command(result, records, seed: int) -> str:
     for rec in records:
         if rec.get("source") in ("auto", "cli") and rec.get("spec"):
             cmd += ["--input", f"{rec['name']}={rec['spec']}"]
+    inputs_file = next((rec["inputs_from"] for rec in records if rec.get("inputs_from")), None)
+    if inputs_file:  # example inputs from --inputs-from / [tool.gradcli] inputs-from
+        cmd += ["--inputs-from", inputs_file]
     if _needs_exact_flag(result):
         cmd.append("--exact")
     disproved = [p for p in getattr(result, "proofs", None) or () if p["verdict"] == "disproved"]
