@@ -41,7 +41,9 @@ def write(path, source=""):
 
 def run_check(*args, cwd=None):
     """`gradcli check ARGS --json` through CliRunner: (result, JSON report)."""
-    out = Path(cwd or os.getcwd()) / "_report.json"
+    import tempfile
+
+    out = Path(tempfile.mkdtemp()) / "report.json"
     old = os.getcwd()
     if cwd:
         os.chdir(cwd)
@@ -377,3 +379,28 @@ def test_expand_paths_notes_and_explicit_flags(tmp_path, monkeypatch):
     assert [(i.path, i.explicit) for i in expand_paths([".", "plain.py"], notes)] == [("a.py", False),
                                                                                        ("plain.py", True)]
     assert notes == []
+
+
+def test_a_script_beside_a_package_of_its_repository_name(tmp_path, monkeypatch):
+    """repo ``myproj/`` holding the package ``myproj/myproj/`` (installed editable: a finder, no
+    sys.path entry) and ``scripts/ops.py`` importing it: the repository folder is no namespace
+    package ``myproj`` (that name is the installed package), so the file is a script."""
+    import importlib.util
+
+    repo = tmp_path / "myproj"
+    init = write(repo / "myproj" / "__init__.py", "def helper(x):\n    return x * x\n")
+    path = write(repo / "scripts" / "ops.py", "from gradcli.autograd import Function\nfrom myproj import helper\n"
+                 + textwrap.dedent(SQUARE))
+
+    class EditableFinder:  # what setuptools' editable installs put on sys.meta_path
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name == "myproj":
+                return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)])
+            return None
+
+    monkeypatch.setattr(sys, "meta_path", [EditableFinder, *sys.meta_path])
+    s = scan.scan_file(str(path))
+    assert imports.plan_import(str(path), s.relative_level, s.absolute_tops).kind == "script"
+    result, doc = run_check(path)
+    assert result.exit_code == 0 and verdicts(doc) == {("ops.py", "Square"): "pass"}

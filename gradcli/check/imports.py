@@ -148,8 +148,8 @@ def _installed_elsewhere(name: str, folder: str) -> bool:
         return False
     if spec is None:
         return False
-    places = list(spec.submodule_search_locations or []) + ([spec.origin] if spec.origin else [])
-    return not any(os.path.realpath(p).startswith(folder) for p in places if p)
+    places = [os.path.realpath(p) for p in spec.submodule_search_locations or ()]
+    return folder not in places  # found, and not as this very folder (a namespace portion of it)
 
 
 def import_file(abspath: str, plan: ImportPlan, relative_level: int = 0):
