@@ -256,6 +256,19 @@ def test_abstract_bases_are_skips_saying_why_and_subclasses_are_checked(tmp_path
     assert by_name["Stub"]["message"] == "abstract base: forward raises NotImplementedError; not checked on its own"
 
 
+def test_an_abstract_base_whose_subclasses_live_in_another_module_of_its_package(tmp_path):
+    base, losses = ABSTRACT.split("    class SquareLoss")
+    write(tmp_path / "lossy" / "__init__.py", "from . import base, losses\n")
+    write(tmp_path / "lossy" / "base.py", base)
+    write(tmp_path / "lossy" / "losses.py", "from .base import _GenericLoss\n\nclass SquareLoss" +
+          textwrap.dedent("    class SquareLoss" + losses).split("class SquareLoss", 1)[1].split("class Stub")[0])
+    result, doc = run_check(tmp_path / "lossy")
+    assert result.exit_code == 0, result.output
+    assert verdicts(doc) == {("base.py", "_GenericLoss"): "skip", ("losses.py", "SquareLoss"): "pass"}
+    assert doc["results"][0]["message"] == (
+        "abstract base: forward uses cls.project, which only its subclasses define; not checked on its own")
+
+
 def test_files_without_a_function_are_not_imported_when_a_folder_is_checked(tmp_path):
     write(tmp_path / "ops.py", "from gradcli.autograd import Function\nhelper = lambda x: x * x\n"
           + textwrap.dedent(SQUARE))

@@ -1,7 +1,8 @@
 """Abstract bases among collected Functions: a forward/backward that cannot run on its own.
 
 A base such as ``_GenericLossFunction`` has a forward and a backward, but its forward calls
-``cls.project`` and ``cls.omega``, which only its subclasses define; checking it alone can only
+``cls.project`` and ``cls.omega``, which only its subclasses define (in its module, or in modules
+imported so far: a package ``__init__`` importing them); checking it alone can only
 raise. Such a class is reported as a skip saying why (its subclasses are checked), never as an
 error. Read from the methods' source (``ast``); nothing is run.
 """
@@ -69,7 +70,7 @@ def _hook_problem(cls, subclasses, node, first: str, method: str, own) -> Option
             used.append(n.attr)
     for name in used:
         if not hasattr(cls, name):
-            definers = [s.__name__ for s in subclasses if hasattr(s, name)]
+            definers = [s.__name__ for s in _all_subclasses(cls, subclasses) if hasattr(s, name)]
             if definers:
                 return f"{method} uses {first}.{name}, which only its subclasses define"
             continue
@@ -79,3 +80,14 @@ def _hook_problem(cls, subclasses, node, first: str, method: str, own) -> Option
             if hook_node is not None and _is_stub(hook_node):
                 return f"{method} calls {first}.{name}, which raises NotImplementedError"
     return None
+
+
+def _all_subclasses(cls, in_module: list) -> list:
+    """The module's subclasses, then those imported from elsewhere so far (``type.__subclasses__``)."""
+    found, todo = list(in_module), [cls]
+    while todo:
+        for sub in type.__subclasses__(todo.pop()):
+            if sub not in found:
+                found.append(sub)
+                todo.append(sub)
+    return found
