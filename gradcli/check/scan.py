@@ -62,8 +62,18 @@ def scan_file(abspath: str) -> FileScan:
 def has_functions(abspath: str) -> bool:
     """Whether the file may define a Function: it does syntactically, or it does not parse and
     mentions ``Function`` (then its import error is a result worth reporting)."""
+    try:
+        with open(abspath, "rb") as f:
+            text = f.read()
+    except OSError:
+        return False
+    if not _CLASS_WITH_BASES.search(text) and b"Function" not in text:
+        return False  # no class with a base, no mention of Function: nothing to parse
     scan = scan_file(abspath)
     return bool(scan.functions) or scan.unreadable == "mentions Function"
+
+
+_CLASS_WITH_BASES = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(", re.M)
 
 
 def _scan(abspath: str) -> FileScan:
