@@ -245,3 +245,15 @@ def test_an_inputs_file_for_a_torch_function_in_a_real_process(tmp_path):
     assert (result["function"], result["backend"], result["status"]) == ("PickLoss", "torch", "pass")
     x, index = result["inputs"][0]
     assert (x["shape"], x["requires_grad"], index["dtype"], index["value"]) == ([4, 3], True, "int64", [0, 2, 1, 2])
+
+
+def test_without_a_toml_reader_the_table_is_ignored_with_a_warning(tmp_path, monkeypatch):
+    """Python 3.10 without tomli: the run goes on, the user is told why the table had no effect."""
+    from gradcli.check import config as config_module
+
+    write(tmp_path / "pyproject.toml", '[tool.gradcli.inputs]\n"MatMul" = ["a=2x3", "b=3x4"]\n')
+    monkeypatch.setattr(config_module, "_toml_loader", lambda: None)
+    config = find_config([str(tmp_path)])
+    assert config.inputs == {} and config.warnings == [
+        f"{tmp_path / 'pyproject.toml'}: [tool.gradcli] ignored: reading TOML on Python 3.10 needs tomli "
+        f"(pip install tomli)"]
