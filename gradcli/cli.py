@@ -58,6 +58,9 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
               help="Input for forward's parameter NAME. SPEC: 3, [1,2], 3x4, float32[3,4], 3x4@(1,5), "
                    "3x4@positive, none (specs/check.md).")
 @click.option("--at", "at", type=AtParam(), multiple=True, help="Scalar inputs, e.g. --at x=3,y=2.")
+@click.option("--inputs-from", "inputs_from", type=click.Path(exists=True, dir_okay=False), metavar="FILE.py",
+              help="Inputs for Functions you cannot edit: a Python file defining INPUTS = {'module.Class': ...} "
+                   "or functions named after the classes (specs/check.md).")
 @click.option("--shape", type=ShapeParam(), default="3x4", show_default=True, help="Shape of automatic inputs.")
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64", show_default=True)
 @click.option("--mode", type=click.Choice(["auto", "full", "fast"]), help="gradcheck mode.")
@@ -93,13 +96,15 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Files checked in parallel [default: CPUs, max 4].")
 @click.option("-v", "--verbose", is_flag=True, help="Show the inputs of every Function, and tracebacks.")
 @click.option("--debug", is_flag=True, help="Show gradcli's own tracebacks.")
-def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, atol, rtol, eps, seed,
+def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, mode, method, atol, rtol, eps, seed,
           second_order, timeout, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
           junit_path, no_timing, jobs, verbose, debug):
-    """Check every autograd Function in files or directories (default: the current directory).
+    """Check every autograd Function in files, directories or installed modules (default: the current
+    directory).
 
     \b
       gradcli check examples/                 every Function, every file
+      gradcli check torchdiffeq --inputs-from my_inputs.py   an installed package, your inputs
       gradcli check ops.py::MySqrt --at x=3   one Function at a given point
       gradcli check ops/ -k "not slow" --json report.json --junit junit.xml
       gradcli check ops.py --prove            prove each backward, or find a counterexample
@@ -117,15 +122,28 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
         from gradcli.check.reaper import become_subreaper
 
         become_subreaper()
+    from gradcli.check.config import find_config
     from gradcli.check.discovery import UsageError, compile_keyword, expand_paths
+    from gradcli.check.inputs_from import GivenInputs
+    from gradcli.check.paths import locate
     from gradcli.check.runner import RunOptions, run, unsupported_options
     from gradcli.report.check_output import Output, choose_format, write_files
 
+    notes: list = []
     try:
-        items = expand_paths(paths or (".",))
+        config = find_config([locate(p)[0] for p in paths or (".",)])
+        items = expand_paths(paths or (".",), notes, config.norecursedirs)
         match = compile_keyword(keyword) if keyword is not None else None
+        if inputs_from is not None and not inputs_from.endswith(".py"):
+            raise UsageError(f"--inputs-from takes a Python file: {inputs_from}")
     except UsageError as e:
         raise click.UsageError(str(e)) from None
+    for line in config.warnings:
+        click.echo(f"warning: {line}", err=True)
+    for line in notes:
+        click.echo(f"note: {line}", err=True)
+    files = [os.path.realpath(f) for f in (inputs_from, config.inputs_from) if f]
+    given = GivenInputs(tuple(dict.fromkeys(files)), config.inputs)
     specs = dict(pair for group in at for pair in group)
     specs.update(dict(inputs))
     passthrough = {"mode": mode, "method": method, "atol": atol, "rtol": rtol, "eps": eps}
@@ -137,7 +155,7 @@ def check(paths, keyword, collect_only, inputs, at, shape, dtype, mode, method, 
         _check_exprs(exprs, items, exact)
     options = RunOptions(gradcheck=gradcheck_options, seed=seed, dtype=dtype, shape=shape, specs=specs,
                          timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
-                         jobs=jobs or min(4, os.cpu_count() or 1), debug=debug,
+                         jobs=jobs or min(4, os.cpu_count() or 1), debug=debug, given_inputs=given or None,
                          exact={None: "auto", True: "on", False: "off"}[exact], expr=tuple(exprs) or None,
                          prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout, strict=strict)
     fmt = choose_format(fmt)

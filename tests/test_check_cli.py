@@ -179,7 +179,7 @@ def test_exit_3_errors_only_and_5_nothing_collected(tmp_path):
 
 
 def test_import_error_does_not_stop_other_files(tmp_path):
-    write(tmp_path, "a_bad.py", "def f(:\n")
+    write(tmp_path, "a_bad.py", "def f(:\n    Function\n")  # mentions Function: imported, its error reported
     write(tmp_path, "b_good.py", GOOD)
     result, doc = check_json(tmp_path, tmp_path)
     assert result.exit_code == 3
@@ -521,7 +521,7 @@ def test_help_starts_without_heavy_imports():
 
 def test_torch_files_share_a_worker_that_survives_a_dying_file(tmp_path):
     pytest.importorskip("torch")
-    write(tmp_path, "a_dies.py", "import os\nimport torch\nos._exit(9)\n")
+    write(tmp_path, "a_dies.py", "import os\nimport torch\nos._exit(9)\nclass F(torch.autograd.Function):\n    pass\n")
     write(tmp_path, "b_square.py", """
         import torch
         class Square(torch.autograd.Function):
@@ -546,9 +546,10 @@ def test_batches_put_torch_files_together(tmp_path):
     from gradcli.check.discovery import expand_paths
     from gradcli.check.processes import _batches
 
-    for name, text in [("a.py", "x = 1\n"), ("b.py", "import torch\n"), ("c.py", "y = 2\n"),
-                       ("d.py", "from torch import nn\n")]:
-        write(tmp_path, name, text)
+    fn = "class F(Function):\n    pass\n"
+    for name, text in [("a.py", "from gradcli.autograd import Function\n"), ("b.py", "from torch.autograd import Function\n"),
+                       ("c.py", "from gradcli.autograd import Function\n"), ("d.py", "from torch import autograd, nn\nFunction = autograd.Function\n")]:
+        write(tmp_path, name, text + fn)
     items = expand_paths([str(tmp_path)])
     names = lambda batches: [[Path(i.path).name for i in b] for b in batches]  # noqa: E731
     assert names(_batches(items, exitfirst=False)) == [["b.py", "d.py"], ["a.py"], ["c.py"]]

@@ -30,7 +30,7 @@ def test_directories_recurse_skipping_hidden_and_virtualenvs(tmp_path, monkeypat
     for rel in ["b.py", "a.py", "sub/c.py", "sub/deeper/d.py", "notes.txt", ".hidden/e.py", ".f.py",
                 "venv/g.py", "env/h.py", "__pycache__/i.py", "node_modules/j.py", "pkg.egg-info/k.py",
                 "myenv/l.py", "myenv/pyvenv.cfg"]:
-        write(tmp_path / rel)
+        write(tmp_path / rel, "from gradcli.autograd import Function\nclass F(Function):\n    pass\n")
     monkeypatch.chdir(tmp_path)
     assert [i.path for i in expand_paths(["."])] == ["a.py", "b.py", os.path.join("sub", "c.py"),
                                                      os.path.join("sub", "deeper", "d.py")]
@@ -39,7 +39,7 @@ def test_directories_recurse_skipping_hidden_and_virtualenvs(tmp_path, monkeypat
 
 
 def test_selectors_merge_per_file(tmp_path, monkeypatch):
-    write(tmp_path / "ops.py")
+    write(tmp_path / "ops.py", "import torch\nclass A(torch.autograd.Function):\n    pass\n")
     monkeypatch.chdir(tmp_path)
     (item,) = expand_paths(["ops.py::A", "ops.py::B"])
     assert item.names == ["A", "B"]

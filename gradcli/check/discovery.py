@@ -1,94 +1,44 @@
-"""Discovery for ``gradcli check``: paths and selectors, loading a file, collecting its Functions.
+"""Discovery for ``gradcli check``: -k, loading a file, collecting its Functions.
+
+Which files (paths, module names, walking folders): ``paths.py``; which of them define a Function
+(read, not run): ``scan.py``; how a file is imported (by its package's dotted name, or as a
+script): ``imports.py``; which classes cannot run on their own: ``abstract.py``.
 
 Collected: every class *defined in* the file (``cls.__module__`` is the file's module) that
 subclasses gradcli's ``Function`` or ``torch.autograd.Function`` -- the latter only if the file
-imported torch itself (``sys.modules``), so discovery never imports torch. Files are loaded with
-importlib under a unique module name; no expression string is ever evaluated.
+imported torch itself (``sys.modules``), so discovery never imports torch. No expression string
+is ever evaluated.
 """
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
 import re
 import sys
 import traceback
-import zlib
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
-SKIP_DIRS = {"__pycache__", "venv", "env", "site-packages", "node_modules"}
+from gradcli.check.abstract import abstract_reason
+from gradcli.check.paths import FileItem, UsageError, display as _display, expand_paths  # noqa: F401 (API)
+
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../gradcli
 FRAMEWORK_MODULES = ("gradcli.autograd", "torch")
 
 
-class UsageError(Exception):
-    """A bad path, selector or -k expression: one line for the user, exit code 2."""
-
-
-# ----- paths and selectors -----------------------------------------------------------------------
-
-@dataclass
-class FileItem:
-    path: str  # as displayed and reported (relative to the working directory when inside it)
-    abspath: str
-    names: Optional[list] = None  # ``file.py::Name`` selectors; None: every Function
-
-
-def expand_paths(args) -> list:
-    """Files to check, in order: each argument is a file, ``file.py::Name`` or a directory."""
-    items: dict = {}
-    for arg in args:
-        path, sep, name = arg.partition("::")
-        if not os.path.exists(path):
-            raise UsageError(f"file or directory not found: {path}")
-        if os.path.isdir(path):
-            if sep:
-                raise UsageError(f"a ::Name selector needs a file, not a directory: {arg}")
-            files = _walk(path)
-        elif path.endswith(".py"):
-            files = [path]
-        else:
-            raise UsageError(f"not a Python file: {path}")
-        for f in files:
-            key = os.path.realpath(f)
-            item = items.setdefault(key, FileItem(_display(f), key, [] if sep else None))
-            if sep and item.names is not None:
-                if not name or "::" in name:
-                    raise UsageError(f"bad selector {arg!r}: use path/to/file.py::ClassName")
-                item.names.append(name)
-            elif not sep:
-                item.names = None
-    return list(items.values())
-
-
-def _walk(top: str) -> list:
-    found = []
-    for root, dirs, files in os.walk(top):
-        dirs[:] = sorted(d for d in dirs if not _skipped_dir(os.path.join(root, d)))
-        found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".py") and not f.startswith("."))
-    return found
-
-
-def _skipped_dir(path: str) -> bool:
-    name = os.path.basename(path)
-    return (name.startswith(".") or name in SKIP_DIRS or name.endswith(".egg-info")
-            or os.path.exists(os.path.join(path, "pyvenv.cfg")))
-
-
-def _display(path: str) -> str:
-    rel = os.path.relpath(os.path.abspath(path))
-    return path if rel.startswith("..") else rel
-
-
 def imports_torch(abspath: str) -> bool:
-    """Whether the file's text has an ``import torch``/``from torch`` line (read, never run)."""
+    """Whether the file's text has an ``import torch``/``from torch`` line, or its syntax defines a
+    Function on a torch base imported from elsewhere in its package (read, never run)."""
     try:
         with open(abspath, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
         return False
-    return re.search(r"^\s*(import torch\b|from torch[ .])", text, re.M) is not None
+    if re.search(r"^\s*(import torch\b|from torch[ .])", text, re.M) is not None:
+        return True
+    from gradcli.check.scan import scan_file
+
+    return "torch" in scan_file(abspath).functions.values()
 
 
 # ----- -k expressions ----------------------------------------------------------------------------
@@ -164,6 +114,13 @@ class Target:
     backward_line: Optional[int]
     style: str  # static | classmethod | setup_context | legacy
     backend: str  # gradcli | torch
+    backward_file: Optional[str] = None  # where an inherited backward is, when not in ``file``
+    module: str = ""  # the dotted module name (a script's stem): inputs files key by ``module.Class``
+    abstract: Optional[str] = None  # why forward/backward cannot run on their own (a skip), or None
+    # inputs for code the user cannot edit (inputs_from.py): used when the class has no example_inputs
+    given_examples: Optional[Callable] = field(default=None, repr=False)
+    given_specs: dict = field(default_factory=dict, repr=False)
+    given_from: str = ""  # the inputs file whose entry gives the examples (the reproduce line names it)
 
     @property
     def forward(self):
@@ -185,7 +142,8 @@ class Target:
             params = [p.name for p in forward_params(self)[0]]
         except (TypeError, ValueError):  # no signature (a C function, ...)
             params = []
-        return TargetInfo(self.file, self.name, self.line, self.backward_line, self.style, self.backend, params)
+        return TargetInfo(self.file, self.name, self.line, self.backward_line, self.style, self.backend, params,
+                          self.backward_file)
 
 
 @dataclass
@@ -197,6 +155,7 @@ class TargetInfo:
     style: str
     backend: str
     params: list = field(default_factory=list)  # forward's positional parameters (after ctx)
+    backward_file: Optional[str] = None
 
 
 @dataclass
@@ -210,19 +169,15 @@ class LoadError:
 
 
 def load_module(item: FileItem):
-    """Import the file under a unique module name. Returns the module or a LoadError."""
-    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(item.abspath))[0])
-    name = f"gradcli_check_{zlib.crc32(item.abspath.encode()):08x}_{stem}"
-    directory = os.path.dirname(item.abspath)
-    if directory not in sys.path:
-        sys.path.insert(0, directory)  # sibling imports work as with ``python file.py``
-    spec = importlib.util.spec_from_file_location(name, item.abspath)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    """Import the file the way its package does (imports.py). Returns the module or a LoadError."""
+    from gradcli.check.imports import import_file, plan_import
+    from gradcli.check.scan import scan_file
+
+    scan = scan_file(item.abspath)
+    plan = plan_import(item.abspath, scan.relative_level, scan.absolute_tops)
     try:
-        spec.loader.exec_module(module)
+        module = import_file(item.abspath, plan, scan.relative_level)
     except BaseException as e:  # noqa: BLE001 -- user code: SyntaxError, SystemExit, anything
-        sys.modules.pop(name, None)
         if isinstance(e, KeyboardInterrupt):
             raise
         if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "torch":
@@ -230,6 +185,8 @@ def load_module(item: FileItem):
                              describe_exception(e, item.abspath)[1], skip=True)
         message, line = describe_exception(e, item.abspath)
         return LoadError(message, line, traceback=user_traceback(e))
+    item.module = module.__name__ if not module.__name__.startswith("gradcli_check_") else \
+        os.path.splitext(os.path.basename(item.abspath))[0]
     return module
 
 
@@ -275,10 +232,25 @@ def collect(module, item: FileItem) -> list:
         has_bwd = _own(cls, "backward") is not None or _own(cls, "vjp") is not None
         if not has_fwd or (not has_bwd and cls in subclassed) or inspect.isabstract(cls):
             continue  # an abstract helper: a base class without its own forward/backward
-        targets.append(Target(cls, cls.__name__, item.path, _line(cls), _line(_own(cls, "backward")),
-                              _style(cls), backend))
+        backward = _own(cls, "backward")
+        targets.append(Target(cls, cls.__name__, item.path, _line(cls), _line(backward), _style(cls), backend,
+                              backward_file=_elsewhere(backward, item.abspath),
+                              module=getattr(item, "module", "") or module.__name__,
+                              abstract=abstract_reason(cls, [c for c in classes if c is not cls and issubclass(c, cls)],
+                                                       _own)))
     targets.sort(key=lambda t: t.line or 0)
     return targets
+
+
+def _elsewhere(func, abspath: str) -> Optional[str]:
+    """The file defining ``func`` (displayed) when it is not ``abspath`` (an inherited backward)."""
+    if isinstance(func, (staticmethod, classmethod)):
+        func = func.__func__
+    try:
+        path = inspect.getsourcefile(func) if func is not None else None
+    except TypeError:
+        return None
+    return _display(path) if path and os.path.realpath(path) != abspath else None
 
 
 def _framework_bases() -> dict:

@@ -256,6 +256,7 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
     exceptions from user code (example_inputs, or forward failing for other reasons) propagate."""
     be = backend_for(target.backend)
     params, star = forward_params(target)
+    specs = {**getattr(target, "given_specs", {}), **specs}  # [tool.gradcli.inputs] / an inputs file (inputs_from.py)
     seed_global_generators(seed, target.name)
     examples = _example_tuples(target)
     if examples is not None:
@@ -407,7 +408,8 @@ def format_domain(domain) -> str:
 
 
 def _example_tuples(target) -> Optional[list]:
-    fn = getattr(target.cls, "example_inputs", None)
+    # the class's own example_inputs, else an inputs file's entry for it (inputs_from.py)
+    fn = getattr(target.cls, "example_inputs", None) or getattr(target, "given_examples", None)
     if fn is None:
         return None
     value = fn()

@@ -28,6 +28,7 @@ class RunOptions:
     jobs: int = 1  # files checked at the same time
     isolate: bool = True  # fork per file and per Function (needs os.fork)
     debug: bool = False  # tracebacks keep gradcli's own frames
+    given_inputs: Any = None  # inputs_from.GivenInputs: --inputs-from and [tool.gradcli] inputs
     # issue 6 (symbolic_checks.py); the defaults keep API users (assert_gradcheck, the pytest plugin) as they were
     exact: str = "off"  # "auto": engine Functions up to EXACT_AUTO_ELEMENTS, formulas always; "on"; "off"
     expr: Optional[tuple] = None  # --expr: the forward's formula(s), one per differentiable output
@@ -66,6 +67,7 @@ class FunctionResult:
     line: Optional[int] = None  # the class (or, for errors, the failing line) in ``file``
     backward_line: Optional[int] = None
     style: str = ""
+    backward_file: Optional[str] = None  # an inherited backward's file, when not ``file``
     hint: str = ""  # e.g. the migration hint for the legacy style (not in JSON)
     traceback: str = field(default="", repr=False)
     output: str = field(default="", repr=False)  # captured stdout/stderr of user code

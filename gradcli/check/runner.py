@@ -76,7 +76,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
     # the exact check gets what gradcheck leaves of --timeout, less a margin to hand the result over
     deadline = time.monotonic() + options.timeout - min(1.0, 0.1 * options.timeout)
     res = FunctionResult(target.file, target.name, target.backend, "pass", line=target.line,
-                         backward_line=target.backward_line, style=target.style)
+                         backward_line=target.backward_line, style=target.style, backward_file=target.backward_file)
     if target.style == "legacy":
         from gradcli.autograd.function import _legacy_hint
 
@@ -115,7 +115,8 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
             i, case = bad[0]
             res.message = (f"input set {i + 1} of {len(res.cases)}: " if len(res.cases) > 1 else "") + case.message
     if res.status == "error" and any(c.report is not None for c in res.cases if c.status == "error"):
-        res.line = res.backward_line or res.line  # gradcheck ran: the exception came from backward
+        if not res.backward_file:  # gradcheck ran: the exception came from backward (in this file)
+            res.line = res.backward_line or res.line
     _declared_surrogate(target, res)
     if options.prove and res.status not in ("error", "surrogate"):  # a surrogate is no derivative to prove
         from gradcli.check.symbolic_checks import apply_proofs, prove_function
@@ -260,12 +261,21 @@ def file_messages(item, options: RunOptions, check: Callable):
         return
     targets = collect(module, item)
     chosen, deselected, missing = select_targets(targets, item, options.keyword)
+    if options.given_inputs and not options.collect_only:
+        from gradcli.check.inputs_from import attach
+
+        attach(chosen, options.given_inputs)
     yield ("collected", [t.info() for t in chosen], deselected, missing, [t.name for t in targets])
     if options.collect_only:
         return
     for target in chosen:
         yield ("start", target.name)
-        result = check(target, options)
+        result = check(target, options) if not target.abstract else FunctionResult(
+            target.file, target.name, target.backend, "skip", target.abstract, line=target.line, style=target.style)
+        if target.given_from:  # example inputs from an inputs file: the reproduce line names it
+            from gradcli.check.inputs_from import mark
+
+            mark(result, target.given_from)
         yield ("result", result)
         if options.exitfirst and result.status in BAD:
             return

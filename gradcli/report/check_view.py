@@ -221,6 +221,9 @@ def repro_command(result, records, seed: int) -> str:
     for rec in records:
         if rec.get("source") in ("auto", "cli") and rec.get("spec"):
             cmd += ["--input", f"{rec['name']}={rec['spec']}"]
+    inputs_file = next((rec["inputs_from"] for rec in records if rec.get("inputs_from")), None)
+    if inputs_file:  # example inputs from --inputs-from / [tool.gradcli] inputs-from
+        cmd += ["--inputs-from", inputs_file]
     if _needs_exact_flag(result):
         cmd.append("--exact")
     disproved = [p for p in getattr(result, "proofs", None) or () if p["verdict"] == "disproved"]
@@ -273,7 +276,9 @@ def heatmap(r, ascii_only: bool = False) -> Optional[HeatMap]:
 def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -> Detail:
     """The panel for a failed or errored Function."""
     where = f"{result.file}:{result.line}" if result.line else result.file
-    bwd = f", backward at line {result.backward_line}" if result.backward_line and result.status == "fail" else ""
+    bwd_file = getattr(result, "backward_file", None)  # inherited from a base in another file
+    bwd = f", backward at {bwd_file + ':' if bwd_file else 'line '}{result.backward_line}" \
+        if result.backward_line and result.status == "fail" else ""
     title = f"{result.function}  ({where}{bwd})" if result.function else f"importing {where}"
     d = Detail(result.status, f"{result.status.upper()}  {title}")
     if not result.cases:

@@ -114,8 +114,10 @@ def github_annotations(run) -> list:
         level = {"skip": "warning", "partial": "warning", "surrogate": "notice"}.get(verdict, "error")
         if run.strict and verdict in ("skip", "partial"):
             level = "error"
-        line = r.backward_line if r.status in ("fail", "surrogate") and r.backward_line else r.line
-        props = f"file={_escape_prop(r.file)}" + (f",line={line}" if line else "")
+        at_backward = r.status in ("fail", "surrogate") and r.backward_line
+        line = r.backward_line if at_backward else r.line
+        where = (getattr(r, "backward_file", None) or r.file) if at_backward else r.file  # an inherited backward
+        props = f"file={_escape_prop(where)}" + (f",line={line}" if line else "")
         title = f"gradcli check: {r.function or r.file} {_VERB[verdict]}" + (" (--strict)" if level == "error" and
                                                                            verdict in ("skip", "partial") else "")
         body = _detail_text(r, run.seed, verbose=False) if r.status in ("fail", "error") else r.message
