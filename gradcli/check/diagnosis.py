@@ -17,20 +17,30 @@ from typing import Optional
 
 import numpy as np
 
+from gradcli.check import diagnosis_operator as operator
 from gradcli.check import diagnosis_patterns as patterns
 from gradcli.check import diagnosis_region as regions
+from gradcli.check import diagnosis_surrogate as surrogate
+from gradcli.check import diagnosis_terms as terms
+from gradcli.check.diagnosis_backward_terms import terms_for
 from gradcli.check.diagnosis_evidence import Evidence, lazy
 from gradcli.check.diagnosis_hints import hint
 from gradcli.check.diagnosis_probe import Probe, ProbeError, function_class, parameter_name
+from gradcli.check.diagnosis_saved import saved_changed_after_saving
 from gradcli.check.report import CheckReport, Finding
 
 MIN_CONFIDENCE = 0.5
 NO_PATTERN = "none"
-# Most certain first: a kink explains failures away, a zero or a cotangent-blind gradient is
-# unmistakable, region and missing_term are the loosest descriptions.
-PATTERNS = (regions.kink, patterns.zero, patterns.ignores_grad_output, patterns.precision, patterns.scale,
-            patterns.not_reduced_shape,
-            patterns.swapped, patterns.transposed, patterns.not_reduced, regions.region, patterns.missing_term)
+# Most certain and simplest first: a kink explains failures away; a surrogate is a deliberate
+# backward; a zero gradient is unmistakable; a constant factor is simpler than any cotangent story
+# (attention missing its 1/√d is 2× too large, not "ignores grad_output"); whole-operator
+# structures (flips, overwrites, layouts, axes) before the formula-level ones; region and
+# missing_term are the loosest descriptions.
+PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
+            surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
+            patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
+            operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
+            operator.wrong_axis, terms.wrong_variable, terms.term_sign, regions.region, terms.missing_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -187,6 +197,16 @@ class _Diagnosis:
             names = ", ".join(self.names.get(i, f"input{i}") for i in mutated)
             return [Finding("inplace", f"forward modifies input {names} in place",
                             params={"inputs": mutated}, confidence=0.95)]
+        try:
+            changed = saved_changed_after_saving(probe)
+        except Exception:
+            changed = []
+        if changed:
+            first = changed[0]
+            return [Finding("inplace", f"{first['function']}.forward changes saved tensor {first['saved']} in place "
+                            f"after save_for_backward (version {first['at_save']} → {first['at_return']}): backward "
+                            "reads the changed values", params={"saved": changed, "after_save": True},
+                            confidence=0.97)]
         return self._nondeterminism(check_backward=reentrant is None)
 
     def _nondeterminism(self, check_backward: bool) -> list:
@@ -324,6 +344,8 @@ class _Diagnosis:
                 self._add_ones_row(ev, outputs)
             ev.unreduced = lazy(lambda ev=ev: self._unreduced(ev, outputs))
             ev.one_sided = lambda positions, ev=ev: self._one_sided(ev, positions)
+            ev.operator = lazy(lambda ev=ev: operator.operator_matrices(probe, ev, self._numeric))
+            ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):
@@ -370,6 +392,12 @@ class _Diagnosis:
                 # another input's gradient (no analytic at all), or changed this one on its way
                 # to the leaf; either way the user's code is what the finding is about.
                 ev.analytic = np.stack(ev.raw)
+
+    def _backward_terms(self, ev):
+        try:
+            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents)
+        except Exception:  # an unusual backward: term_sign simply has no evidence
+            return None
 
     def _unreduced(self, ev, outputs):
         """The numeric gradient w.r.t. the input broadcast to the output's shape (before reduction)."""
