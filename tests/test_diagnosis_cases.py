@@ -1018,6 +1018,25 @@ def spike_sigmoid_surrogate(B):
     return SpikeSurrogate.apply, (B.tensor(X),)
 
 
+def layernorm_missing_term(B):
+    """LayerNorm over dim 1 whose backward misses −x̂·mean(g·x̂)/σ."""
+    class LayerNormMissingTerm(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            mean = x.mean(1, keepdim=True)
+            std = ((x - mean) ** 2).mean(1, keepdim=True).add(1e-5).sqrt()
+            xhat = (x - mean) / std
+            ctx.save_for_backward(xhat, std)
+            return xhat
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            xhat, std = ctx.saved_tensors
+            return (grad_output - grad_output.mean(1, keepdim=True)) / std
+
+    return LayerNormMissingTerm.apply, (B.tensor(X),)
+
+
 # ----- correct Functions of the same shapes (the structural rules must stay silent) -----------------
 def softmax_ok(B):
     class Softmax(B.Function):
@@ -1120,6 +1139,8 @@ SEEDED = [
          0, {"side": "grad_output"}),
     Case("inplace: saved exp changed by sub_", exp_minus_one_in_place, "inplace", None, {"after_save": True}),
     Case("inplace: saved output shifted by add_", shifted_after_saving, "inplace", None, {"after_save": True}),
+    Case("missing term: LayerNorm's reduction term", layernorm_missing_term, "missing_term", 0,
+         {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
     # issue 14.4: undeclared surrogates still fail, and are named
     Case("straight_through: round", round_straight_through, "straight_through", 0, {"clipped": None}),
     Case("straight_through: clipped sign", sign_clipped_straight_through, "straight_through", 0, {"clipped": 1.0}),

@@ -24,9 +24,9 @@ from gradcli.check import diagnosis_surrogate as surrogate
 from gradcli.check import diagnosis_terms as terms
 from gradcli.check.diagnosis_backward_terms import terms_for
 from gradcli.check.diagnosis_evidence import Evidence, lazy
+from gradcli.check.diagnosis_function_wide import function_wide
 from gradcli.check.diagnosis_hints import hint
 from gradcli.check.diagnosis_probe import Probe, ProbeError, function_class, parameter_name
-from gradcli.check.diagnosis_saved import saved_changed_after_saving
 from gradcli.check.report import CheckReport, Finding
 
 MIN_CONFIDENCE = 0.5
@@ -40,7 +40,8 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
-            operator.wrong_axis, terms.wrong_variable, terms.term_sign, regions.region, terms.missing_term)
+            operator.wrong_axis, terms.wrong_variable, terms.term_sign, regions.region, terms.missing_term,
+            terms.missing_reduction_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -89,7 +90,7 @@ class _Diagnosis:
 
     # ----- the driver -----------------------------------------------------------------------
     def run(self) -> list:
-        found = self._function_level()
+        found = function_wide(self)
         if found:
             return [self._finish(f) for f in found]
         evidence = self._evidence()
@@ -172,75 +173,6 @@ class _Diagnosis:
         if dims and abs(finding.params["factor"] * copies - 1) < 1e-9:
             finding.params["note"] = "mean instead of sum over the broadcast dims"
             finding.message += " — the mean instead of the sum over the broadcast dims"
-
-    # ----- Function-wide findings -------------------------------------------------------------
-    def _function_level(self) -> list:
-        report, probe = self.report, self.probe
-        inplace = report.check("inplace")
-        if inplace is not None and inplace.status == "fail":
-            # gradcheck's message already names the tensor and the fix
-            return [Finding("inplace", f"in-place modification: {inplace.message}",
-                            params={"source_check": "inplace"}, confidence=0.99)]
-        reentrant = report.check("reentrant")
-        if reentrant is not None and reentrant.status == "fail":
-            return [Finding("nondeterministic", reentrant.message, params=dict(reentrant.details), confidence=0.95)]
-        if probe is None:
-            return []
-        # What gradcheck already judged is not re-judged (its nondet_tol may be deliberately loose).
-        mutated = []
-        if inplace is None:
-            try:
-                mutated = probe.mutated_inputs()
-            except Exception:
-                mutated = []
-        if mutated:
-            names = ", ".join(self.names.get(i, f"input{i}") for i in mutated)
-            return [Finding("inplace", f"forward modifies input {names} in place",
-                            params={"inputs": mutated}, confidence=0.95)]
-        try:
-            changed = saved_changed_after_saving(probe)
-        except Exception:
-            changed = []
-        if changed:
-            first = changed[0]
-            return [Finding("inplace", f"{first['function']}.forward changes saved tensor {first['saved']} in place "
-                            f"after save_for_backward (version {first['at_save']} → {first['at_return']}): backward "
-                            "reads the changed values", params={"saved": changed, "after_save": True},
-                            confidence=0.97)]
-        return self._nondeterminism(check_backward=reentrant is None)
-
-    def _nondeterminism(self, check_backward: bool) -> list:
-        probe = self.probe
-        rows = self._own_cotangents()[1]
-        try:
-            first = probe.vjp(rows[-1])
-            second = probe.vjp(rows[-1]) if check_backward else first
-        except ProbeError as err:
-            self.vjp_error = err
-            if err.inplace:
-                return [Finding("inplace", f"a tensor saved for backward was modified in place: {err.exc}",
-                                confidence=0.99)]
-            return []
-        except Exception:
-            return []
-        for i in probe.indices:
-            a, b = first.get(i), second.get(i)
-            if a is None or b is None:
-                continue
-            difference = float(np.max(np.abs(a - b))) if a.size else 0.0
-            if difference > 64 * np.finfo(np.float64).eps * max(float(np.max(np.abs(a))) if a.size else 0, 1e-300):
-                return [Finding("nondeterministic",
-                                f"backward gives different gradients for input {self.names[i]} on two identical "
-                                f"passes (max difference {difference:.3g})",
-                                params={"max_difference": difference, "input": i}, confidence=0.95)]
-        try:
-            out1, out2 = probe.forward(), probe.forward()
-        except Exception:
-            return []
-        if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(out1, out2)):
-            return [Finding("nondeterministic", "forward gives different outputs on two identical calls",
-                            params={"forward": True}, confidence=0.9)]
-        return []
 
     # ----- collecting the evidence -------------------------------------------------------------
     def _own_cotangents(self):

@@ -216,7 +216,7 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("variant") == "wrong_saved":
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
-        verb = "add" if params.get("coefficient", 1) > 0 else "remove"
+        verb = "add" if params.get("coefficient", 1) > 0 or params.get("variant") == "reduction" else "remove"
         return _with_code(f"{verb} the term {params.get('expression', '')}", src, statement, "in ")
     if kind in SURROGATES:
         return _with_code(f"if this surrogate is intended, declare it with `surrogate = True` on the class; "
@@ -302,8 +302,9 @@ def _in_chain(src: Source, statement, expr, names):
         for node in ast.walk(stmt):
             if isinstance(node, ast.Attribute) and node.attr in names:
                 return stmt
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
         if "[]=" in names and isinstance(stmt, (ast.Assign, ast.AugAssign)) and any(
-                isinstance(t, ast.Subscript) for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])):
+                isinstance(t, ast.Subscript) for t in targets):
             return stmt
     return None
 

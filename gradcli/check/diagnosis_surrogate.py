@@ -108,6 +108,6 @@ def gradient_reversal(ev):
     if c >= 0 or not ev.fits(ev.analytic, c * V):
         return None
     lam = nice_number(-c) or float(f"{-c:.6g}")
-    return Finding("gradient_reversal", f"backward for input {ev.name} is −λ·grad_output with λ = {short_number(lam)} "
-                   "where forward is the identity (gradient reversal)",
+    return Finding("gradient_reversal", f"backward for input {ev.name} is −λ·grad_output with "
+                   f"λ = {short_number(lam)} where forward is the identity (gradient reversal)",
                    input=ev.index, params={"factor": -lam, "lambda": lam}, confidence=0.9)

@@ -141,8 +141,8 @@ def wrong_variable(ev: Evidence):
                     if needed != used and ev.fits(want, N, E) and not ev.fits(got, want):
                         got_text, want_text = form.format(z=used.split(" = ")[0]), form.format(z=needed.split(" = ")[0])
                         return Finding("wrong_variable",
-                                       f"backward for input {ev.name} uses {used} where {needed} is needed: it computes "
-                                       f"grad_output·({got_text}) instead of grad_output·({want_text})",
+                                       f"backward for input {ev.name} uses {used} where {needed} is needed: it "
+                                       f"computes grad_output·({got_text}) instead of grad_output·({want_text})",
                                        input=ev.index, params={"used": used, "needed": needed,
                                                                "expression": f"grad_output·({got_text})",
                                                                "expected": f"grad_output·({want_text})"},
@@ -172,4 +172,75 @@ def term_sign(ev: Evidence):
             return Finding("term_sign", f"backward for input {ev.name} has the wrong sign on one term: "
                            f"`{code}` (numeric = analytic − 2·that term, exactly)",
                            input=ev.index, params={"term": code}, confidence=0.9)
+    return None
+
+
+def _scales(ev: Evidence, candidates, shape):
+    """(name, s) divisors a normalization's backward uses: 1, and the standard deviation of an
+    input along one axis — derived exactly as (x − mean)/x̂ from an x̂ candidate, or computed
+    with a usual eps."""
+    found = [("", None)]
+    inputs = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
+    with np.errstate(all="ignore"):
+        for name, x in inputs:
+            if x.shape != tuple(shape):
+                continue
+            for axis in range(x.ndim):
+                if x.shape[axis] < 2:
+                    continue
+                centred = x - x.mean(axis=axis, keepdims=True)
+                for xhat_name, xhat in candidates:
+                    if xhat_name.startswith("x̂ = (") or xhat_name.startswith("x̂ = output/"):
+                        s = centred / xhat
+                        if np.all(np.isfinite(s)) and np.allclose(s, s.mean(axis=axis, keepdims=True), rtol=1e-9):
+                            found.append((f"std_{axis}({name})", s))
+                for eps in (0.0, 1e-5, 1e-6, 1e-8):
+                    found.append((f"std_{axis}({name})", np.sqrt((centred ** 2).mean(axis=axis, keepdims=True) + eps)))
+    return found
+
+
+def missing_reduction_term(ev: Evidence):
+    """Same-shaped input and output (a normalization, a softmax): numeric − analytic =
+    α·a·mean_d(v·b)/s for tensors a, b among the inputs, the output and x̂ (or 1), one axis d and
+    a divisor s (1 or a standard deviation): the backward misses one reduction term, as a LayerNorm
+    backward missing its −x̂·mean(g·x̂)/σ."""
+    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.support() < 3:
+        return None
+    shape = ev.outputs[0].shape
+    if shape != tuple(ev.shape) or len(shape) < 1:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    V = np.stack([np.reshape(row[0], shape) for row in ev.cotangents])
+    candidates = _candidates(ev, shape)[:10]
+    tensors = [("", np.ones(shape))] + candidates
+    residual = N - A
+    with np.errstate(all="ignore"):
+        for axis in range(len(shape)):
+            if shape[axis] < 2:
+                continue
+            for scale_name, s in _scales(ev, candidates, shape):
+                for b_name, b in tensors:
+                    reduced = (V * b).mean(axis=axis + 1, keepdims=True)
+                    for a_name, a in tensors:
+                        T = a * reduced if s is None else a * reduced / s
+                        if not np.all(np.isfinite(T)) or ev.support(T) < 3:
+                            continue
+                        if _cosine(T, N) > 1 - 1e-9 or _cosine(T, A) > 1 - 1e-9:
+                            continue
+                        alpha = float(np.sum(residual * T) / np.sum(T * T))
+                        if not ev.fits(A + alpha * T, N, E):
+                            continue
+                        nice = nice_number(alpha)
+                        coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+                        inner = "grad_output" + (f"·{b_name.split(' = ')[0]}" if b_name else "")
+                        text = (f"{short_number(abs(coefficient))}·" if abs(coefficient) != 1 else "") + (
+                            f"{a_name.split(' = ')[0]}·" if a_name else "") + f"mean_{axis}({inner})" + (
+                            f"/{scale_name}" if scale_name else "")
+                        sign = "" if coefficient > 0 else "−"
+                        return Finding("missing_term",
+                                       f"backward for input {ev.name} misses the term {sign}{text} (numeric − "
+                                       "analytic fits it exactly)", input=ev.index,
+                                       params={"variant": "reduction", "term": text, "coefficient": coefficient,
+                                               "dim": axis, "expression": sign + text},
+                                       confidence=0.8 if nice is not None else 0.7)
     return None
