@@ -1037,6 +1037,40 @@ def layernorm_missing_term(B):
     return LayerNormMissingTerm.apply, (B.tensor(X),)
 
 
+def logsumexp_wrong_dim(B):
+    """logsumexp over dim 1 whose backward normalizes exp(x) over dim 0: A/N = one factor per row
+    times one per column."""
+    class LogSumExpWrongDim(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.exp().sum(1).log()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            e = x.exp()
+            return grad_output.reshape(-1, 1) * e / e.sum(0, keepdim=True)
+
+    return LogSumExpWrongDim.apply, (B.tensor(X),)
+
+
+def rmsnorm_missing_term(B):
+    class RMSNormMissingTerm(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            rms = (x * x).mean(1, keepdim=True).add(1e-6).sqrt()
+            ctx.save_for_backward(rms)
+            return x / rms
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (rms,) = ctx.saved_tensors
+            return grad_output / rms  # misses −y·mean(grad_output·y)/rms
+
+    return RMSNormMissingTerm.apply, (B.tensor(X),)
+
+
 # ----- correct Functions of the same shapes (the structural rules must stay silent) -----------------
 def softmax_ok(B):
     class Softmax(B.Function):
@@ -1140,6 +1174,10 @@ SEEDED = [
     Case("inplace: saved exp changed by sub_", exp_minus_one_in_place, "inplace", None, {"after_save": True}),
     Case("inplace: saved output shifted by add_", shifted_after_saving, "inplace", None, {"after_save": True}),
     Case("missing term: LayerNorm's reduction term", layernorm_missing_term, "missing_term", 0,
+         {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
+    Case("wrong_axis: logsumexp normalized over dim 0", logsumexp_wrong_dim, "wrong_axis", 0,
+         {"form": "ratio", "dims": [0], "expected_dims": [1]}),
+    Case("missing term: RMSNorm's reduction term", rmsnorm_missing_term, "missing_term", 0,
          {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
     # issue 14.4: undeclared surrogates still fail, and are named
     Case("straight_through: round", round_straight_through, "straight_through", 0, {"clipped": None}),

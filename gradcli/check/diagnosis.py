@@ -40,7 +40,8 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
-            operator.wrong_axis, terms.wrong_variable, terms.term_sign, regions.region, terms.missing_term,
+            operator.wrong_axis, terms.wrong_variable, terms.term_sign, operator.wrong_axis_separable,
+            regions.region, terms.missing_term,
             terms.missing_reduction_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 

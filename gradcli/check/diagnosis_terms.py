@@ -195,7 +195,10 @@ def _scales(ev: Evidence, candidates, shape):
                         if np.all(np.isfinite(s)) and np.allclose(s, s.mean(axis=axis, keepdims=True), rtol=1e-9):
                             found.append((f"std_{axis}({name})", s))
                 for eps in (0.0, 1e-5, 1e-6, 1e-8):
-                    found.append((f"std_{axis}({name})", np.sqrt((centred ** 2).mean(axis=axis, keepdims=True) + eps)))
+                    std = np.sqrt((centred ** 2).mean(axis=axis, keepdims=True) + eps)
+                    rms = np.sqrt((x ** 2).mean(axis=axis, keepdims=True) + eps)
+                    found += [(f"std_{axis}({name})", std), (f"rms_{axis}({name})", rms),
+                              (f"rms_{axis}({name})³", rms ** 3)]
     return found
 
 
