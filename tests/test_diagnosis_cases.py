@@ -1071,6 +1071,22 @@ def rmsnorm_missing_term(B):
     return RMSNormMissingTerm.apply, (B.tensor(X),)
 
 
+def spike_triangle_surrogate(B):
+    """A spike whose surrogate derivative is the triangle max(0, 1 − |x|): zero away from the step."""
+    class SpikeTriangle(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x > 0).double()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * (1 - x.abs()).clamp(min=0)
+
+    return SpikeTriangle.apply, (B.tensor(X),)
+
+
 # ----- correct Functions of the same shapes (the structural rules must stay silent) -----------------
 def softmax_ok(B):
     class Softmax(B.Function):
@@ -1184,6 +1200,7 @@ SEEDED = [
     Case("straight_through: clipped sign", sign_clipped_straight_through, "straight_through", 0, {"clipped": 1.0}),
     Case("gradient_reversal: lambda 0.5", gradient_reversal_layer, "gradient_reversal", 0, {"lambda": 0.5}),
     Case("smooth_surrogate: sigmoid' for a spike", spike_sigmoid_surrogate, "smooth_surrogate", 0),
+    Case("smooth_surrogate: a triangle for a spike", spike_triangle_surrogate, "smooth_surrogate", 0),
 ]
 
 NO_PATTERN = [

@@ -4,8 +4,8 @@ surrogate), but the diagnosis names what it sees instead of "no simple pattern":
 
 - ``straight_through``: forward is piecewise constant (the numerical derivative is zero wherever
   it is finite) and backward passes grad_output through, unchanged or clipped to ``|x| ≤ t``;
-- ``smooth_surrogate``: forward piecewise constant, backward is grad_output times a smooth
-  positive bump of x (sigmoid', a fast sigmoid, a triangle...) that peaks at the step;
+- ``smooth_surrogate``: forward piecewise constant, backward is grad_output times a non-negative
+  bump of x (sigmoid', a fast sigmoid, a triangle...) that peaks at the step;
 - ``gradient_reversal``: forward is the identity and backward is −λ·grad_output.
 """
 from __future__ import annotations
@@ -79,8 +79,8 @@ def smooth_surrogate(ev):
         return None
     _, ratio = found
     x, r = ev.values.ravel(), ratio.ravel()
-    if r.size < 3 or np.any(r <= 0) or np.allclose(r, r[0], rtol=1e-6):
-        return None
+    if r.size < 3 or np.any(r < 0) or np.count_nonzero(r > 0) < 2 or np.allclose(r, r[0], rtol=1e-6):
+        return None  # a bump may be zero away from the step (a triangle), never negative
     order = np.argsort(x)
     rs = r[order]
     peak = int(np.argmax(rs))
