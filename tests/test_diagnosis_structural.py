@@ -171,3 +171,42 @@ def test_cli_names_an_undeclared_straight_through_estimator_and_how_to_declare_i
     text = " ".join(result.output.split())
     assert "straight-through estimator" in text
     assert "surrogate = True" in text
+
+
+# ----- the gradient statement's terms are read over a closed vocabulary ---------------------------------
+def backward_of(source):
+    import ast
+
+    from gradcli.check.diagnosis_hints import Source
+
+    text = textwrap.dedent(source)
+    return Source(file="f.py", first_line=1, text=text, tree=ast.parse(text).body[0])
+
+
+def test_terms_of_the_gradient_statement_are_evaluated_with_saved_tensors_and_ctx_attributes():
+    from gradcli.check.diagnosis_backward_terms import gradient_terms
+
+    src = backward_of("""
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            d = x.exp() - ctx.k * y
+            return grad_output * d / 2
+    """)
+    x, y, v = np.array([0.5, -1.0]), np.array([2.0, 3.0]), np.array([1.5, -0.5])
+    _, terms = gradient_terms(src, 0, [(v,)], ["grad_output"], [x, y], {"k": 4.0})
+    assert [code for code, _ in terms] == ["grad_output * x.exp() / 2", "-grad_output * ctx.k * y / 2"]
+    np.testing.assert_allclose(terms[0][1][0], v * np.exp(x) / 2)
+    np.testing.assert_allclose(terms[1][1][0], -v * 4.0 * y / 2)
+
+
+@pytest.mark.parametrize("statement", ["return grad_output * (foo(x) + x)", "return grad_output * (x[0] + x)",
+                                       "return grad_output * (x.unknown() + x)", "return grad_output * x.exp()"])
+def test_terms_are_not_read_outside_the_vocabulary_or_from_a_single_term(statement):
+    from gradcli.check.diagnosis_backward_terms import gradient_terms
+
+    src = backward_of(f"""
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            {statement}
+    """)
+    assert gradient_terms(src, 0, [(np.ones(2),)], ["grad_output"], [np.ones(2)], {}) is None

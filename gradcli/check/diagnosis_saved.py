@@ -26,16 +26,15 @@ def _torch_recording(records):
     from torch.autograd.function import FunctionCtx
 
     save, mark = FunctionCtx.save_for_backward, FunctionCtx.mark_dirty
+    dirty = {}  # id(ctx) -> the tensors it marked dirty (mark_dirty may come before or after the save)
 
     def recording_save(ctx, *tensors):
         records.append({"ctx": ctx, "saved": [(t, None if t is None else t._version) for t in tensors],
-                        "dirty": records_dirty.get(id(ctx), ())})
+                        "dirty": dirty.get(id(ctx), ())})
         return save(ctx, *tensors)
 
-    records_dirty = {}
-
     def recording_mark(ctx, *tensors):
-        records_dirty[id(ctx)] = tensors
+        dirty[id(ctx)] = tensors
         for record in records:
             if record["ctx"] is ctx:
                 record["dirty"] = tensors

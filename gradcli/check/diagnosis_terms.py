@@ -226,7 +226,8 @@ def missing_reduction_term(ev: Evidence):
                     reduced = (V * b).mean(axis=axis + 1, keepdims=True)
                     for a_name, a in tensors:
                         T = a * reduced if s is None else a * reduced / s
-                        if not np.all(np.isfinite(T)) or ev.support(T) < 3:
+                        # cheap screen first: the residual must be collinear with the term
+                        if _cosine(residual, T) < 1 - 1e-8 or not np.all(np.isfinite(T)) or ev.support(T) < 3:
                             continue
                         if _cosine(T, N) > 1 - 1e-9 or _cosine(T, A) > 1 - 1e-9:
                             continue
