@@ -767,6 +767,380 @@ def gelu_rounded_constant(B):
     return GeluRoundedConstant.apply, (B.tensor(X),)
 
 
+# ----- seeded bugs of the structural and formula-level kinds (issue 17) and surrogates (14.4) --------
+PERMUTATION = [2, 0, 1, 5, 3, 4]  # a sort's permutation of 6 elements (not an involution)
+VECTOR = RNG.standard_normal(6)
+EMBEDDING = RNG.standard_normal((3, 4))
+TOKENS = [0, 2, 0, 1, 2]  # rows 0 and 2 (8 elements of the weight) are looked up twice
+
+
+def attention_missing_scale(B):
+    """Attention with d = 4 whose backward forgets the 1/√d = 1/2 for q and k: exactly 2× too large."""
+    class AttentionNoScale(B.Function):
+        @staticmethod
+        def forward(ctx, q, k, v):
+            s = (q @ k.transpose(0, 1)) * 0.5
+            e = (s - s.max(1, keepdim=True)[0]).exp()
+            p = e / e.sum(1, keepdim=True)
+            ctx.save_for_backward(q, k, v, p)
+            return p @ v
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            q, k, v, p = ctx.saved_tensors
+            dp = grad_output @ v.transpose(0, 1)
+            ds = p * (dp - (dp * p).sum(1, keepdim=True))
+            return ds @ k, ds.transpose(0, 1) @ q, p.transpose(0, 1) @ grad_output
+
+    return AttentionNoScale.apply, (B.tensor(X), B.tensor(Y), B.tensor(TALL))
+
+
+def sort_gathers(B):
+    """A sort (a fixed permutation here) whose backward gathers with the permutation instead of scattering."""
+    ns = B.ns
+
+    class SortGather(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            index = ns.tensor(np.array(PERMUTATION))
+            ctx.save_for_backward(index)
+            return x[index]
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (index,) = ctx.saved_tensors
+            return grad_output[index]
+
+    return SortGather.apply, (B.tensor(VECTOR),)
+
+
+def sqrt_plus_inverse_sign(B):
+    """√x + 1/x whose backward writes +1/x² where −1/x² is right."""
+    class SqrtPlusInverse(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sqrt() + 1 / x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * (1 / (2 * x.sqrt()) + 1 / x ** 2)
+
+    return SqrtPlusInverse.apply, (B.tensor(POSITIVE),)
+
+
+def softmax_wrong_dim(B):
+    class SoftmaxWrongDim(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            e = (x - x.max(1, keepdim=True)[0]).exp()
+            y = e / e.sum(1, keepdim=True)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (y,) = ctx.saved_tensors
+            return y * (grad_output - (grad_output * y).sum(0, keepdim=True))
+
+    return SoftmaxWrongDim.apply, (B.tensor(X),)
+
+
+def centering_wrong_dim(B):
+    class CenterWrongDim(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x - x.mean(1, keepdim=True)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output - grad_output.mean(0, keepdim=True)
+
+    return CenterWrongDim.apply, (B.tensor(X),)
+
+
+def batchnorm_dgamma_uses_x(B):
+    """Batch norm over dim 0 whose dgamma uses x where x̂ is needed."""
+    class BatchNormDgammaX(B.Function):
+        @staticmethod
+        def forward(ctx, x, gamma, beta):
+            mean = x.mean(0, keepdim=True)
+            std = ((x - mean) ** 2).mean(0, keepdim=True).add(1e-5).sqrt()
+            xhat = (x - mean) / std
+            ctx.save_for_backward(x, xhat, gamma, std)
+            return gamma * xhat + beta
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, xhat, gamma, std = ctx.saved_tensors
+            g = grad_output * gamma
+            dx = (g - g.mean(0, keepdim=True) - xhat * (g * xhat).mean(0, keepdim=True)) / std
+            return dx, (grad_output * x).sum(0), grad_output.sum(0)
+
+    return BatchNormDgammaX.apply, (B.tensor(X), B.tensor(BIAS), B.tensor(RNG.standard_normal(4)))
+
+
+def embedding_overwrites(B):
+    ns = B.ns
+
+    class EmbeddingOverwrite(B.Function):
+        @staticmethod
+        def forward(ctx, weight, tokens):
+            ctx.save_for_backward(tokens)
+            ctx.rows = weight.shape[0]
+            return weight[tokens]
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (tokens,) = ctx.saved_tensors
+            grad_weight = ns.zeros((ctx.rows, grad_output.shape[1]), dtype=grad_output.dtype)
+            grad_weight[tokens] = grad_output  # duplicates overwrite each other
+            return grad_weight, None
+
+    return EmbeddingOverwrite.apply, (B.tensor(EMBEDDING), B.ns.tensor(np.array(TOKENS)))
+
+
+def cumsum_missing_flips(B):
+    class CumsumNoFlip(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.cumsum(1)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output.cumsum(1)  # needs grad_output.flip(1).cumsum(1).flip(1)
+
+    return CumsumNoFlip.apply, (B.tensor(X),)
+
+
+def transpose_missing_in_backward(B):
+    """Forward returns (x·w)ᵀ; backward reshapes grad_output back instead of transposing it."""
+    class ScaledTranspose(B.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return (x * w).transpose(0, 1)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            grad_x = grad_output.reshape(3, 4) * w
+            return grad_x, (grad_output.transpose(0, 1) * x).sum(0)
+
+    return ScaledTranspose.apply, (B.tensor(X), B.tensor(BIAS))
+
+
+def exp_minus_one_in_place(B):
+    class ExpM1InPlace(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            e = x.exp()
+            ctx.save_for_backward(e)
+            return e.sub_(1)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (e,) = ctx.saved_tensors
+            return grad_output * e
+
+    return ExpM1InPlace.apply, (B.tensor(X),)
+
+
+def shifted_after_saving(B):
+    class ShiftAfterSave(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(x, y)
+            y.add_(1.0)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            return grad_output * y  # y was saved as exp(x), then shifted in place
+
+    return ShiftAfterSave.apply, (B.tensor(POSITIVE),)
+
+
+def round_straight_through(B):
+    class RoundSTE(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.round()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+    return RoundSTE.apply, (B.tensor(X),)
+
+
+def sign_clipped_straight_through(B):
+    class SignClippedSTE(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sign()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * (x.abs() <= 1)
+
+    return SignClippedSTE.apply, (B.tensor(X),)
+
+
+def gradient_reversal_layer(B):
+    class GradReverse(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return -0.5 * grad_output
+
+    return GradReverse.apply, (B.tensor(X),)
+
+
+def spike_sigmoid_surrogate(B):
+    class SpikeSurrogate(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x > 0).double()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            s = (4 * x).sigmoid()
+            return grad_output * 4 * s * (1 - s)
+
+    return SpikeSurrogate.apply, (B.tensor(X),)
+
+
+def layernorm_missing_term(B):
+    """LayerNorm over dim 1 whose backward misses −x̂·mean(g·x̂)/σ."""
+    class LayerNormMissingTerm(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            mean = x.mean(1, keepdim=True)
+            std = ((x - mean) ** 2).mean(1, keepdim=True).add(1e-5).sqrt()
+            xhat = (x - mean) / std
+            ctx.save_for_backward(xhat, std)
+            return xhat
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            xhat, std = ctx.saved_tensors
+            return (grad_output - grad_output.mean(1, keepdim=True)) / std
+
+    return LayerNormMissingTerm.apply, (B.tensor(X),)
+
+
+def logsumexp_wrong_dim(B):
+    """logsumexp over dim 1 whose backward normalizes exp(x) over dim 0: A/N = one factor per row
+    times one per column."""
+    class LogSumExpWrongDim(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.exp().sum(1).log()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            e = x.exp()
+            return grad_output.reshape(-1, 1) * e / e.sum(0, keepdim=True)
+
+    return LogSumExpWrongDim.apply, (B.tensor(X),)
+
+
+def rmsnorm_missing_term(B):
+    class RMSNormMissingTerm(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            rms = (x * x).mean(1, keepdim=True).add(1e-6).sqrt()
+            ctx.save_for_backward(rms)
+            return x / rms
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (rms,) = ctx.saved_tensors
+            return grad_output / rms  # misses −y·mean(grad_output·y)/rms
+
+    return RMSNormMissingTerm.apply, (B.tensor(X),)
+
+
+def spike_triangle_surrogate(B):
+    """A spike whose surrogate derivative is the triangle max(0, 1 − |x|): zero away from the step."""
+    class SpikeTriangle(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x > 0).double()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * (1 - x.abs()).clamp(min=0)
+
+    return SpikeTriangle.apply, (B.tensor(X),)
+
+
+# ----- correct Functions of the same shapes (the structural rules must stay silent) -----------------
+def softmax_ok(B):
+    class Softmax(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            e = (x - x.max(1, keepdim=True)[0]).exp()
+            y = e / e.sum(1, keepdim=True)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (y,) = ctx.saved_tensors
+            return y * (grad_output - (grad_output * y).sum(1, keepdim=True))
+
+    return Softmax.apply, (B.tensor(X),)
+
+
+def cumsum_ok(B):
+    class Cumsum(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.cumsum(1)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output.flip(1).cumsum(1).flip(1)
+
+    return Cumsum.apply, (B.tensor(X),)
+
+
+def sort_ok(B):
+    ns = B.ns
+
+    class SortScatter(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            index = ns.tensor(np.array(PERMUTATION))
+            ctx.save_for_backward(index)
+            return x[index]
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (index,) = ctx.saved_tensors
+            grad = ns.zeros_like(grad_output)
+            grad[index] = grad_output
+            return grad
+
+    return SortScatter.apply, (B.tensor(VECTOR),)
+
+
 SEEDED = [
     Case("scale: factor 2", sin_doubled, "scale", 0, {"factor": 2.0}),
     Case("scale: factor 1/2", square_halved, "scale", 0, {"factor": 0.5}),
@@ -791,10 +1165,8 @@ SEEDED = [
          {"description": "x > 1", "fraction": float(np.mean(AROUND_ONE > 1))}),
     Case("missing term: constant", linear_term_dropped, "missing_term", 0, {"term": "1", "coefficient": 1.0}),
     Case("missing term: product rule", product_rule_dropped, "missing_term", 0, {"term": "sin(x)"}),
-    Case("wrong saved tensor: exp", exp_saves_input, "missing_term", 0,
-         {"variant": "wrong_saved", "term": "x", "needed": "output"}),
-    Case("wrong saved tensor: tanh", tanh_saves_input, "missing_term", 0,
-         {"variant": "wrong_saved", "term": "x", "needed": "output"}),
+    Case("wrong saved tensor: exp", exp_saves_input, "wrong_variable", 0, {"used": "x", "needed": "output"}),
+    Case("wrong saved tensor: tanh", tanh_saves_input, "wrong_variable", 0, {"used": "x", "needed": "output"}),
     Case("zero: None", product_none, "zero", 1, {"returned": "None"}),
     Case("zero: zeros", sin_zeros, "zero", 0, {"returned": "zeros"}),
     Case("zero: too few gradients", product_too_few, "zero", 1, {"returned": "missing", "count": 1}),
@@ -803,6 +1175,36 @@ SEEDED = [
     Case("inplace: saved output modified", exp_output_modified, "inplace", None),
     Case("kink: abs at 0", abs_at_zero, "kink", 0, {"count": 2}, gradcheck_fails=False),
     Case("precision: a constant rounded to 5 digits", gelu_rounded_constant, "precision", 0, {"dtype": "float32"}),
+    # issue 17: a constant factor is simpler than a cotangent story; structural and formula-level kinds
+    Case("scale: attention missing 1/sqrt(d)", attention_missing_scale, "scale", 0, {"factor": 2.0}),
+    Case("transposed Jacobian: sort gathers instead of scattering", sort_gathers, "transposed", 0,
+         {"jacobian": True}),
+    Case("term_sign: +1/x² where -1/x² is right", sqrt_plus_inverse_sign, "term_sign", 0,
+         {"term": "grad_output / (x ** 2)"}),
+    Case("wrong_axis: softmax summed over dim 0", softmax_wrong_dim, "wrong_axis", 0,
+         {"dims": [0], "expected_dims": [1]}),
+    Case("wrong_axis: mean over dim 0", centering_wrong_dim, "wrong_axis", 0, {"dims": [0], "expected_dims": [1]}),
+    Case("wrong_variable: batch-norm dgamma uses x", batchnorm_dgamma_uses_x, "wrong_variable", 1, {"used": "x"}),
+    Case("not_accumulated: embedding overwrites duplicates", embedding_overwrites, "not_accumulated", 0,
+         {"kept": "last", "duplicates": 8}),
+    Case("missing_flip: cumsum backward without flips", cumsum_missing_flips, "missing_flip", 0,
+         {"dim": 1, "missing": "both"}),
+    Case("missing_reshape: reshape where a transpose is needed", transpose_missing_in_backward, "missing_reshape",
+         0, {"side": "grad_output"}),
+    Case("inplace: saved exp changed by sub_", exp_minus_one_in_place, "inplace", None, {"after_save": True}),
+    Case("inplace: saved output shifted by add_", shifted_after_saving, "inplace", None, {"after_save": True}),
+    Case("missing term: LayerNorm's reduction term", layernorm_missing_term, "missing_term", 0,
+         {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
+    Case("wrong_axis: logsumexp normalized over dim 0", logsumexp_wrong_dim, "wrong_axis", 0,
+         {"form": "ratio", "dims": [0], "expected_dims": [1]}),
+    Case("missing term: RMSNorm's reduction term", rmsnorm_missing_term, "missing_term", 0,
+         {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
+    # issue 14.4: undeclared surrogates still fail, and are named
+    Case("straight_through: round", round_straight_through, "straight_through", 0, {"clipped": None}),
+    Case("straight_through: clipped sign", sign_clipped_straight_through, "straight_through", 0, {"clipped": 1.0}),
+    Case("gradient_reversal: lambda 0.5", gradient_reversal_layer, "gradient_reversal", 0, {"lambda": 0.5}),
+    Case("smooth_surrogate: sigmoid' for a spike", spike_sigmoid_surrogate, "smooth_surrogate", 0),
+    Case("smooth_surrogate: a triangle for a spike", spike_triangle_surrogate, "smooth_surrogate", 0),
 ]
 
 NO_PATTERN = [
@@ -824,6 +1226,9 @@ CORRECT = [
     Case("two outputs", sincos_two_outputs_ok, None, gradcheck_fails=False),
     Case("tanh", tanh_ok, None, gradcheck_fails=False),
     Case("sum of squares", sum_of_squares_ok, None, gradcheck_fails=False),
+    Case("softmax", softmax_ok, None, gradcheck_fails=False),
+    Case("cumsum", cumsum_ok, None, gradcheck_fails=False),
+    Case("sort (scatter)", sort_ok, None, gradcheck_fails=False),
 ]
 
 

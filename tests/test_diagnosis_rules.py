@@ -6,6 +6,7 @@ import pytest
 
 from gradcli.check import diagnosis_patterns as patterns
 from gradcli.check import diagnosis_region as regions
+from gradcli.check import diagnosis_terms as terms
 from gradcli.check.diagnosis_evidence import Evidence, nice_number, short_number
 
 RNG = np.random.default_rng(5)
@@ -156,21 +157,20 @@ def test_missing_term_needs_three_positions_and_an_exact_fit():
     y = np.sin(X)
     numeric = elementwise(np.cos(X) + X)
     ev = evidence(elementwise(np.cos(X)), numeric, outputs=[y])
-    finding = patterns.missing_term(ev)
+    finding = terms.missing_term(ev)
     assert (finding.params["term"], finding.params["coefficient"]) == ("x", 1.0)
     ev = evidence(elementwise(np.cos(X)), elementwise(np.cos(X) + 0.3 * np.tanh(X)), outputs=[y])
-    assert patterns.missing_term(ev) is None  # tanh is not a simple term: no guess
+    assert terms.missing_term(ev) is None  # tanh is not a simple term: no guess
 
 
 def test_wrong_saved_tensor_needs_the_same_form_in_both():
     y = np.exp(X)
     ev = evidence(elementwise(1 - X * X), elementwise(1 - y * y), outputs=[y])
-    finding = patterns.missing_term(ev)
-    assert (finding.params["variant"], finding.params["term"], finding.params["needed"]) == ("wrong_saved", "x",
-                                                                                             "output")
+    finding = terms.wrong_variable(ev)
+    assert (finding.kind, finding.params["used"], finding.params["needed"]) == ("wrong_variable", "x", "output")
     # an analytic gradient that is merely *some* simple expression is no evidence of a wrong tensor
     ev = evidence(elementwise(np.sin(X)), elementwise(np.sin(X) + X * np.cos(X) ** 3), outputs=[y])
-    assert patterns.missing_term(ev) is None
+    assert terms.wrong_variable(ev) is None and terms.missing_term(ev) is None
 
 
 def test_broadcast_dims():

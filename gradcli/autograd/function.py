@@ -28,6 +28,7 @@ class FunctionCtx:
 
     _to_save = ()
     _saved_versions = ()
+    _versions_at_save = ()
     _non_differentiable = ()
     _dirty = ()
     _materialize_grads = True
@@ -39,7 +40,9 @@ class FunctionCtx:
                 raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
                                 f"{type(t).__name__}")
         self._to_save = tensors
-        # versions are recorded by _apply once forward has returned (after mark_dirty's bump), as torch does
+        # versions are recorded by _apply once forward has returned (after mark_dirty's bump), as torch does;
+        # the versions at save time let the diagnosis tell a tensor changed in place *after* it was saved
+        self._versions_at_save = tuple(None if t is None else t._vc[0] for t in tensors)
 
     def save_for_forward(self, *tensors):
         self._saved_for_forward = tensors  # forward-mode AD is out of scope; accepted so such code runs

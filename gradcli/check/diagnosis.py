@@ -17,20 +17,32 @@ from typing import Optional
 
 import numpy as np
 
+from gradcli.check import diagnosis_operator as operator
 from gradcli.check import diagnosis_patterns as patterns
 from gradcli.check import diagnosis_region as regions
+from gradcli.check import diagnosis_surrogate as surrogate
+from gradcli.check import diagnosis_terms as terms
+from gradcli.check.diagnosis_backward_terms import terms_for
 from gradcli.check.diagnosis_evidence import Evidence, lazy
+from gradcli.check.diagnosis_function_wide import function_wide
 from gradcli.check.diagnosis_hints import hint
 from gradcli.check.diagnosis_probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
 MIN_CONFIDENCE = 0.5
 NO_PATTERN = "none"
-# Most certain first: a kink explains failures away, a zero or a cotangent-blind gradient is
-# unmistakable, region and missing_term are the loosest descriptions.
-PATTERNS = (regions.kink, patterns.zero, patterns.ignores_grad_output, patterns.precision, patterns.scale,
-            patterns.not_reduced_shape,
-            patterns.swapped, patterns.transposed, patterns.not_reduced, regions.region, patterns.missing_term)
+# Most certain and simplest first: a kink explains failures away; a surrogate is a deliberate
+# backward; a zero gradient is unmistakable; a constant factor is simpler than any cotangent story
+# (attention missing its 1/√d is 2× too large, not "ignores grad_output"); whole-operator
+# structures (flips, overwrites, layouts, axes) before the formula-level ones; region and
+# missing_term are the loosest descriptions.
+PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
+            surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
+            patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
+            operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
+            operator.wrong_axis, terms.wrong_variable, terms.term_sign, operator.wrong_axis_separable,
+            regions.region, terms.missing_term,
+            terms.missing_reduction_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -79,7 +91,7 @@ class _Diagnosis:
 
     # ----- the driver -----------------------------------------------------------------------
     def run(self) -> list:
-        found = self._function_level()
+        found = function_wide(self)
         if found:
             return [self._finish(f) for f in found]
         evidence = self._evidence()
@@ -162,65 +174,6 @@ class _Diagnosis:
         if dims and abs(finding.params["factor"] * copies - 1) < 1e-9:
             finding.params["note"] = "mean instead of sum over the broadcast dims"
             finding.message += " — the mean instead of the sum over the broadcast dims"
-
-    # ----- Function-wide findings -------------------------------------------------------------
-    def _function_level(self) -> list:
-        report, probe = self.report, self.probe
-        inplace = report.check("inplace")
-        if inplace is not None and inplace.status == "fail":
-            # gradcheck's message already names the tensor and the fix
-            return [Finding("inplace", f"in-place modification: {inplace.message}",
-                            params={"source_check": "inplace"}, confidence=0.99)]
-        reentrant = report.check("reentrant")
-        if reentrant is not None and reentrant.status == "fail":
-            return [Finding("nondeterministic", reentrant.message, params=dict(reentrant.details), confidence=0.95)]
-        if probe is None:
-            return []
-        # What gradcheck already judged is not re-judged (its nondet_tol may be deliberately loose).
-        mutated = []
-        if inplace is None:
-            try:
-                mutated = probe.mutated_inputs()
-            except Exception:
-                mutated = []
-        if mutated:
-            names = ", ".join(self.names.get(i, f"input{i}") for i in mutated)
-            return [Finding("inplace", f"forward modifies input {names} in place",
-                            params={"inputs": mutated}, confidence=0.95)]
-        return self._nondeterminism(check_backward=reentrant is None)
-
-    def _nondeterminism(self, check_backward: bool) -> list:
-        probe = self.probe
-        rows = self._own_cotangents()[1]
-        try:
-            first = probe.vjp(rows[-1])
-            second = probe.vjp(rows[-1]) if check_backward else first
-        except ProbeError as err:
-            self.vjp_error = err
-            if err.inplace:
-                return [Finding("inplace", f"a tensor saved for backward was modified in place: {err.exc}",
-                                confidence=0.99)]
-            return []
-        except Exception:
-            return []
-        for i in probe.indices:
-            a, b = first.get(i), second.get(i)
-            if a is None or b is None:
-                continue
-            difference = float(np.max(np.abs(a - b))) if a.size else 0.0
-            if difference > 64 * np.finfo(np.float64).eps * max(float(np.max(np.abs(a))) if a.size else 0, 1e-300):
-                return [Finding("nondeterministic",
-                                f"backward gives different gradients for input {self.names[i]} on two identical "
-                                f"passes (max difference {difference:.3g})",
-                                params={"max_difference": difference, "input": i}, confidence=0.95)]
-        try:
-            out1, out2 = probe.forward(), probe.forward()
-        except Exception:
-            return []
-        if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(out1, out2)):
-            return [Finding("nondeterministic", "forward gives different outputs on two identical calls",
-                            params={"forward": True}, confidence=0.9)]
-        return []
 
     # ----- collecting the evidence -------------------------------------------------------------
     def _own_cotangents(self):
@@ -324,6 +277,8 @@ class _Diagnosis:
                 self._add_ones_row(ev, outputs)
             ev.unreduced = lazy(lambda ev=ev: self._unreduced(ev, outputs))
             ev.one_sided = lambda positions, ev=ev: self._one_sided(ev, positions)
+            ev.operator = lazy(lambda ev=ev: operator.operator_matrices(probe, ev, self._numeric))
+            ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):
@@ -370,6 +325,12 @@ class _Diagnosis:
                 # another input's gradient (no analytic at all), or changed this one on its way
                 # to the leaf; either way the user's code is what the finding is about.
                 ev.analytic = np.stack(ev.raw)
+
+    def _backward_terms(self, ev):
+        try:
+            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents)
+        except Exception:  # an unusual backward: term_sign simply has no evidence
+            return None
 
     def _unreduced(self, ev, outputs):
         """The numeric gradient w.r.t. the input broadcast to the output's shape (before reduction)."""

@@ -47,6 +47,8 @@ class Evidence:
     position: Optional[int] = None  # position of this input's gradient in backward's return
     unreduced: Optional[Callable[[], Any]] = None  # lazily: (numeric before broadcast reduction, shape)
     one_sided: Optional[Callable[[Any], Any]] = None  # flat positions -> (left, right), NaN elsewhere
+    operator: Optional[Callable[[], Any]] = None  # lazily: (J, J's error, G), both (m, n); see diagnosis_operator
+    backward_terms: Optional[Callable[[], Any]] = None  # lazily: [(code, values per row)] of the gradient statement
 
     @property
     def rho(self) -> float:

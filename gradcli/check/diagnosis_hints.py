@@ -160,8 +160,10 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
                 "or check the Function at float32 with --dtype float32"), None
     if kind == "inplace":
         advice = "clone a tensor before modifying it in place, or save the copy for backward"
+        if params.get("after_save"):
+            advice = "modify a copy (or save the tensor after the in-place change), not a tensor already saved"
         for where, src in (("forward", forward_source(cls)), ("backward", backward_source(cls))):
-            stmt = src and _inplace_statement(src)
+            stmt = src and _inplace_statement(src, after_save=bool(params.get("after_save")) and where == "forward")
             if stmt:
                 return _with_code(advice, src, stmt, f"in {where}: ")
         return advice, None
@@ -187,7 +189,9 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         advice = "multiply by grad_output (the chain rule)" if not uses else "check how grad_output is used"
         return _with_code(advice, src, statement, "in ")
     if kind == "transposed":
-        if "operand" in params:
+        if params.get("jacobian"):
+            advice = "apply the transpose of forward's map: scatter where forward gathers, or invert the permutation"
+        elif "operand" in params:
             advice = f"use {params['expected']}"
         elif "reshape" in params:
             advice = "reshape the gradient to the input's shape"
@@ -212,8 +216,21 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("variant") == "wrong_saved":
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
-        verb = "add" if params.get("coefficient", 1) > 0 else "remove"
+        verb = "add" if params.get("coefficient", 1) > 0 or params.get("variant") == "reduction" else "remove"
         return _with_code(f"{verb} the term {params.get('expression', '')}", src, statement, "in ")
+    if kind in SURROGATES:
+        return _with_code(f"if this surrogate is intended, declare it with `surrogate = True` on the class; "
+                          f"else {SURROGATES[kind]}", src, statement, "in ")
+    if kind == "term_sign":
+        return _with_code(f"flip the sign of `{params.get('term', 'that term')}`", src, statement, "in ")
+    if kind == "wrong_variable":
+        needed = params.get("needed", "the right tensor").split(" = ")[-1]
+        return _with_code(f"use {needed} instead of {params.get('used', 'that tensor').split(' = ')[-1]}",
+                          src, statement, "in ")
+    if kind in CHAIN_ADVICE:
+        names, advice = CHAIN_ADVICE[kind]
+        stmt = src and expr is not None and _in_chain(src, statement, expr, names) or statement
+        return _with_code(advice.format(**{k: _dims_text(v) for k, v in params.items()}), src, stmt, "in ")
     if kind == "zero":
         if params.get("returned") == "missing":
             return _with_code("return one gradient per forward input (None only where no gradient flows)",
@@ -223,9 +240,85 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
     return "", None
 
 
-def _inplace_statement(src: Source):
-    """The first simple statement that modifies a tensor in place: ``x.mul_(2)``, ``x += 1``, ``x[0] = 0``."""
+SURROGATES = {
+    "straight_through": "return the true derivative (zero almost everywhere: the function is piecewise constant)",
+    "smooth_surrogate": "return the true derivative (zero almost everywhere: the function is a step)",
+    "gradient_reversal": "return grad_output (forward is the identity)",
+}
+# kind -> (calls that mark the statement to quote among those computing the gradient, advice)
+CHAIN_ADVICE = {
+    "missing_flip": (("cumsum", "cumprod", "flip", "flipud", "fliplr"),
+                     "flip grad_output along dim {dim} before the cumulative op and flip the result back"),
+    "not_accumulated": (("index_add", "index_add_", "scatter_add", "scatter_add_", "index_copy", "index_copy_",
+                         "scatter", "scatter_", "index_put", "index_put_", "[]="),
+                        "accumulate repeated indices (index_add_ / scatter_add_ / +=) instead of assigning"),
+    "missing_reshape": (("reshape", "view", "transpose", "permute", "fold", "unfold", "flatten", "T", "mT"),
+                        "transpose/permute to forward's layout before reshaping"),
+    "wrong_axis": (("sum", "mean", "softmax", "log_softmax", "norm", "var", "std", "amax", "max", "logsumexp",
+                    "cumsum"), "reduce over dim {expected_dims} (forward's dim), not dim {dims}"),
+}
+
+
+def _dims_text(value):
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _chain(src: Source, statement, expr):
+    """The gradient's statement and, transitively, the assignments that feed it, in source order."""
+    found, frontier = [statement], [statement]
+    end = getattr(_last_return(src), "lineno", statement.lineno)
+    while frontier:
+        node = frontier.pop()
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        for stmt in _feeding_assignments(src, node) + _index_writes(src, names):
+            if stmt not in found and stmt.lineno <= end:
+                found.append(stmt)
+                frontier.append(stmt.value)
+    return sorted(found, key=lambda n: n.lineno)
+
+
+def _index_writes(src: Source, names):
+    """``g[idx] = …``, ``g[idx] += …`` and ``g.index_add_(…)``-style statements on one of ``names``."""
+    found = []
     for stmt in _statements(src.tree):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, ast.AugAssign) else []
+        if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names
+               for t in targets):
+            found.append(stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(
+                stmt.value.func, ast.Attribute) and isinstance(stmt.value.func.value, ast.Name) and \
+                stmt.value.func.value.id in names:
+            found.append(stmt)
+    return found
+
+
+def _in_chain(src: Source, statement, expr, names):
+    """The first statement of the gradient's chain that calls one of ``names`` (or assigns into an
+    index, for "[]=")."""
+    for stmt in _chain(src, statement, expr):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr in names:
+                return stmt
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        if "[]=" in names and isinstance(stmt, (ast.Assign, ast.AugAssign)) and any(
+                isinstance(t, ast.Subscript) for t in targets):
+            return stmt
+    return None
+
+
+def _inplace_statement(src: Source, after_save: bool = False):
+    """The first simple statement that modifies a tensor in place: ``x.mul_(2)``, ``x += 1``, ``x[0] = 0``
+    (with ``after_save``: the first after the ``save_for_backward`` call)."""
+    start = 0
+    if after_save:
+        saves = [n.lineno for n in ast.walk(src.tree) if isinstance(n, ast.Attribute) and n.attr == "save_for_backward"]
+        start = min(saves) if saves else 0
+    for stmt in _statements(src.tree):
+        if stmt.lineno < start or (after_save and "save_for_backward" in src.code(stmt)):
+            continue
         if isinstance(stmt, ast.AugAssign):
             return stmt
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Subscript) for t in stmt.targets):

@@ -1,5 +1,6 @@
 """Whole-gradient patterns: zero, ignores_grad_output, scale/sign, swapped, transposed,
-not_reduced, missing_term. Each takes an ``Evidence`` and returns a ``Finding`` (without its hint)
+not_reduced (the formula-level ones, missing_term, term_sign and wrong_variable, are in
+``diagnosis_terms``). Each takes an ``Evidence`` and returns a ``Finding`` (without its hint)
 or None; every rule demands a near-exact fit (``Evidence.fits``), so a pattern is named only when
 the numbers leave no doubt.
 """
@@ -41,8 +42,8 @@ def zero(ev: Evidence):
 
 
 def ignores_grad_output(ev: Evidence):
-    """Right for a cotangent of ones, wrong for random ones (the issue's definition); strongest
-    when the backward's result does not change with the cotangent at all."""
+    """The backward's result does not change with the cotangent (while the true vᵀJ does), or it
+    is right for ones and otherwise the ones-row gradient times one number per cotangent."""
     o = ev.ones_row
     if ev.analytic is None or o is None or len(ev.kinds) < 2:
         return None
@@ -65,12 +66,28 @@ def ignores_grad_output(ev: Evidence):
                        f"cotangent{extra}",
                        input=ev.index, params={"ones_ok": ones_ok, "uses_grad_output": False},
                        confidence=0.95 if ones_ok else 0.8)
-    if ones_ok:
+    if ones_ok and _rows_proportional(ev, A, o, others):
+        # Right for ones alone is no evidence (a permutation, softmax rows and many wrong formulas
+        # are right for ones): it must be the ones-row gradient scaled by one number per cotangent,
+        # i.e. grad_output reduced to a scalar (grad_output.sum(), .mean()) where it is needed whole.
         return Finding("ignores_grad_output",
-                       f"backward for input {ev.name} is right for a cotangent of ones but wrong for random ones: "
-                       "it does not multiply by grad_output correctly",
-                       input=ev.index, params={"ones_ok": True, "uses_grad_output": True}, confidence=0.75)
+                       f"backward for input {ev.name} uses grad_output reduced to one number (its gradient is the "
+                       "ones-cotangent gradient times a scalar): it must multiply by grad_output elementwise",
+                       input=ev.index, params={"ones_ok": True, "uses_grad_output": True, "reduced": True},
+                       confidence=0.8)
     return None
+
+
+def _rows_proportional(ev, A, o, others) -> bool:
+    base = A[o]
+    denominator = float(np.sum(base * base))
+    if denominator == 0 or ev.support(A) < 2:
+        return False
+    for k in others:
+        c = float(np.sum(A[k] * base)) / denominator
+        if not ev.fits(A[k], c * base):
+            return False
+    return True
 
 
 def precision(ev: Evidence):
@@ -318,95 +335,4 @@ def not_reduced(ev: Evidence, values_only: bool = True):
                            input=ev.index, params={"dims": dims, "taken": which, "broadcast_shape": list(full),
                                                    "expected_shape": list(ev.shape)},
                            confidence=0.85)
-    return None
-
-
-def _variables(ev: Evidence):
-    """(name, values) of the inputs and the output that are shaped like this input."""
-    variables = [(ev.name, ev.values)]
-    for other in ev.others.values():
-        if other.values is not None and other.values.shape == ev.values.shape:
-            variables.append((other.name, other.values))
-    if len(ev.outputs) == 1 and ev.outputs[0].shape == ev.values.shape:
-        variables.append(("output", ev.outputs[0]))
-    return variables
-
-
-def _term_library(variables):
-    """(description, array) for the simple terms a derivative is made of: constants, powers,
-    elementary functions of one variable, their product-rule partners z·f(z), and products of
-    two variables."""
-    terms = [("1", np.ones(np.shape(variables[0][1])))]
-    with np.errstate(all="ignore"):
-        for name, z in variables:
-            terms += [(name, z), (f"{name}²", z * z), (f"1/{name}", 1.0 / z), (f"1/{name}²", 1.0 / (z * z)),
-                      (f"sin({name})", np.sin(z)), (f"cos({name})", np.cos(z)), (f"exp({name})", np.exp(z)),
-                      (f"{name}·sin({name})", z * np.sin(z)), (f"{name}·cos({name})", z * np.cos(z)),
-                      (f"{name}·exp({name})", z * np.exp(z))]
-        for (n1, z1), (n2, z2) in itertools.combinations(variables, 2):
-            terms.append((f"{n1}·{n2}", z1 * z2))
-    return [(d, t) for d, t in terms if np.all(np.isfinite(t))]
-
-
-# Local derivatives written in terms of one saved tensor z: using the wrong z (the input where
-# the output is needed, as in exp, tanh or sigmoid) keeps the form and changes the tensor.
-SAVED_FORMS = (("{z}", lambda z: z), ("{z}²", lambda z: z * z), ("1 − {z}²", lambda z: 1 - z * z),
-               ("{z}·(1 − {z})", lambda z: z * (1 - z)), ("1/{z}", lambda z: 1 / z), ("2·{z}", lambda z: 2 * z))
-
-
-def _cosine(a, b):
-    # sums of products rather than np.linalg.norm: BLAS dot on these small arrays is slower under load
-    na, nb = float(np.sqrt(np.sum(a * a))), float(np.sqrt(np.sum(b * b)))
-    return 0.0 if na == 0 or nb == 0 else abs(float(np.sum(a * b)) / (na * nb))
-
-
-def missing_term(ev: Evidence):
-    """Elementwise functions only (one output shaped like the input), best effort:
-
-    - wrong saved tensor: analytic = v·h(z₁) and numeric = v·h(z₂) for one local-derivative form
-      h and two different tensors (e.g. 1 − x² where 1 − y² is needed);
-    - missing (or extra) term: numeric − analytic = α·v·t for one simple term t.
-    Both demand a near-exact fit over at least 3 positions; merely finding that analytic is
-    *some* simple expression is no evidence (a dropped term leaves one), so it is not reported.
-    """
-    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.outputs[0].shape != ev.values.shape:
-        return None
-    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
-    V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
-    if ev.support() < 3:
-        return None
-    variables = _variables(ev)
-    with np.errstate(all="ignore"):
-        for form, h in SAVED_FORMS:
-            for (used, z1), (needed, z2) in itertools.permutations(variables, 2):
-                got, want = V * h(z1), V * h(z2)
-                if np.all(np.isfinite(got)) and ev.fits(A, got) and ev.fits(want, N, E) and not ev.fits(got, want):
-                    got_text, want_text = form.format(z=used), form.format(z=needed)
-                    return Finding("missing_term",
-                                   f"backward for input {ev.name} uses {used} where {needed} is needed: it computes "
-                                   f"grad_output·({got_text}) instead of grad_output·({want_text})",
-                                   input=ev.index, params={"variant": "wrong_saved", "term": used, "needed": needed,
-                                                           "expression": f"grad_output·({got_text})",
-                                                           "expected": f"grad_output·({want_text})"},
-                                   confidence=0.85)
-    residual = N - A
-    for description, term in _term_library(variables):
-        T = V * term
-        if ev.support(T) < 3 or _cosine(T, N) > 1 - 1e-9 or _cosine(T, A) > 1 - 1e-9:
-            continue  # a term proportional to the gradient itself is a scale, not a term
-        alpha = float(np.sum(residual * T) / np.sum(T * T))
-        if not ev.fits(A + alpha * T, N, E):
-            continue
-        nice = nice_number(alpha)
-        coefficient = nice if nice is not None else float(f"{alpha:.6g}")
-        # the residual is what is missing: a negative coefficient is a term too many
-        size = abs(coefficient)
-        text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
-            "" if description == "1" else f"·{description}")
-        what = "misses the term" if coefficient > 0 else "has an extra term"
-        return Finding("missing_term",
-                       f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
-                       input=ev.index, params={"variant": "missing", "term": description, "coefficient": coefficient,
-                                               "expression": text},
-                       confidence=0.85 if nice is not None else 0.75)
     return None
