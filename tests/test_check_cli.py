@@ -188,7 +188,7 @@ def test_strict_turns_skips_into_failure():
     path = EXAMPLES / "torch_style.py"
     assert check(path).exit_code == 0
     result = check(path, "--strict")
-    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("1 passed, 1 skipped in ")
+    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("2 passed, 1 skipped in ")
 
 
 # ----- selection ---------------------------------------------------------------------------------
@@ -409,13 +409,14 @@ EXPECTED = {
     ("linear.py", "Linear"): "pass", ("real_torch.py", "Square"): "pass", ("real_torch.py", "Swish"): "pass",
     ("seed_exp.py", "Exp"): "pass", ("seed_exp.py", "MyFunction"): "pass",
     ("seed_legacy.py", "SqrtAndInverse"): "pass", ("seed_legacy.py", "SqrtXSquaredMinusOne"): "pass",
-    ("torch_style.py", "Sigmoid"): "pass", ("torch_style.py", "MatMul"): "skip",
+    ("torch_style.py", "Sigmoid"): "pass", ("torch_style.py", "MatMul"): "pass",
+    ("torch_style.py", "Blockwise"): "skip",
     ("two_outputs.py", "PolarToCartesian"): "pass",
 }
 
 RECORD = {"name": str, "source": ("cli", "example", "default", "auto"), "spec": (str, None), "type": str,
           "?case": int, "?dtype": str, "?shape": list, "?requires_grad": bool, "value": object,
-          "?shape_from": ("backward",), "?number": (True,)}
+          "?shape_from": ("backward",), "?number": (True,), "?inferred": str}
 RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
           "status": ("pass", "fail", "error", "skip"), "message": str, "inputs": [[RECORD]], "checks": [(dict, None)],
           "proofs": (list, None)}

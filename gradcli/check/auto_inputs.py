@@ -139,11 +139,14 @@ class Builder:
         return out
 
     def _none_as_tensor(self, base: Case, i: int, p) -> Optional[Case]:
-        shapes = [t for t in (a for a in base.args) if self.be.is_tensor(t)]
-        first = tuple(shapes[0].shape) if shapes else self.base_shape
+        tensors = [tuple(a.shape) for a in base.args if self.be.is_tensor(a)]
+        first = tensors[0] if tensors else self.base_shape
+        out_shape = self._output_shape(base.args) or first
         candidates = [shape_search.hinted_shape(p.hint, first)] if p.hint and (p.hint.shape or p.hint.ndim) else []
-        candidates += [first[-1:], first, (first[0],) if first else (), (1,) + first[-1:]]
-        candidates += shape_search.variants_of_one(first)
+        # a bias has the output's trailing size
+        candidates += [out_shape[-1:], (1,) + out_shape[-1:], out_shape, first[-1:], first]
+        sizes = [k for shape in reversed(tensors) for k in reversed(shape)]
+        candidates += shape_search.variants_of_one(first, list(dict.fromkeys(sizes)))
         domain = _domain_of(base) or AUTO_DOMAINS[0]
         nograd = bool(p.hint and p.hint.backward_none)
         seen = []
@@ -170,6 +173,17 @@ class Builder:
         base.not_checked.append({"input": p.name, "reason": f"defaults to None, and no tensor of the shapes tried "
                                  f"made forward run: give --input {p.name}=SPEC to check it as a tensor"})
         return None
+
+    def _output_shape(self, args) -> Optional[tuple]:
+        from gradcli.check.backends import flatten_outputs
+
+        try:
+            with self.be.no_grad():
+                out = self.target.fn(*args)
+        except Exception:  # noqa: BLE001 -- it ran in search(); if not now, fall back to the inputs' shapes
+            return None
+        shapes = [tuple(o.shape) for o in flatten_outputs(out) if self.be.is_tensor(o)]
+        return shapes[0] if shapes else None
 
     def _other_choices(self, base: Case, i: int, p) -> list:
         current = base.args[i]

@@ -72,12 +72,14 @@ def _shape_why(hint) -> str:
     return ""
 
 
-def variants_of_one(base: tuple) -> list:
-    """Shapes to try for one tensor parameter, given the shape all others have (3x4 by default)."""
+def variants_of_one(base: tuple, sizes=()) -> list:
+    """Shapes to try for one tensor parameter, given its planned shape (3x4 by default) and the sizes
+    the other tensors have (a bias is usually 1-d with one of them, the trailing ones first)."""
     n = base[-1] if base else 4
     m = base[0] if base else 3
-    shapes = [(n,), (m,), (1, n), (m, 1), (n, n), (m, m), (n, m), (2, m, n), (), (1,), (2, m, m), (2, n, n),
-              (2, m, n, n), (5, n), (n, 5), (m, 5), (5, m), (2, n, 5), (2, 5, m)]
+    shapes = [(k,) for k in sizes] + [(n,), (m,), (1, n)] + [(1, k) for k in sizes]
+    shapes += [(n, n), (m, m), (n, m), (2, m, n), (), (1,), (m, 1), (2, m, m), (2, n, n),
+               (2, m, n, n), (5, n), (n, 5), (m, 5), (5, m), (2, n, 5), (2, 5, m)]
     out = []
     for s in shapes:
         if s != tuple(base) and s not in out:
@@ -124,7 +126,12 @@ def alternatives(plans: dict, hints: dict, base_shape: tuple):
                 yield c
     tensors = [n for n in reversed(names) if plans[n].kind == "tensor"]
     for name in tensors:  # one tensor's shape at a time
-        for s in variants_of_one(plans[name].shape):
+        sizes = []
+        for other in reversed(names):
+            for k in reversed(plans[other].shape or ()) if other != name and plans[other].kind == "tensor" else ():
+                if k not in sizes:
+                    sizes.append(k)
+        for s in variants_of_one(plans[name].shape, sizes):
             c = dict(plans, **{name: replace(plans[name], shape=s, why="a shape forward accepts (shape search)")})
             if fresh(c):
                 yield c
