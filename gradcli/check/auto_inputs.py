@@ -7,6 +7,7 @@ Every value built here is recorded with a SPEC that rebuilds it (``--input NAME=
 """
 from __future__ import annotations
 
+import shlex
 from typing import Optional
 
 from gradcli.check import shape_search
@@ -54,7 +55,7 @@ class Builder:
         found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
                           f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
         raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. Give "
-                       f"{' '.join(f'--input {n}={suggested_spec(self.by_name[n].hint, plans[n])}' for n in names)}"
+                       f"{' '.join('--input ' + shlex.quote(f'{n}={suggested_spec(self.by_name[n], plans[n])}') for n in names)}"
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
 
@@ -233,14 +234,15 @@ def value_spec(param, value) -> str:
     return format_value_spec(value)
 
 
-def suggested_spec(hint, plan: Plan) -> str:
+def suggested_spec(param, plan: Plan) -> str:
     """A SPEC that parses for the parameter's kind (the skip message's hint)."""
+    hint = param.hint
     if plan.kind == "index":
         return "int64[3]@[0,4)"
     if plan.kind == "mask":
         return "bool[3,4]"
     if plan.kind in ("int", "float"):
-        return format_value_spec(plan.value)
+        return value_spec(param, plan.value)
     if plan.kind == "bool":
         return "true"
     if plan.kind == "str":
