@@ -24,6 +24,7 @@ class Builder:
         self.target, self.be, self.params, self.specs = target, be, params, specs
         self.seed, self.dtype, self.base_shape = seed, dtype, base_shape
         self.by_name = {p.name: p for p in params}
+        self.raised = None
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
@@ -52,6 +53,7 @@ class Builder:
         numbers = self._trailing_numbers(args, records, auto, plans)
         if numbers is not None:
             return numbers
+        self._raise_as_before(args, records, auto)
         found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
                           f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
         raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. Give "
@@ -59,12 +61,27 @@ class Builder:
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
 
+    def _raise_as_before(self, args, records, auto):
+        """Nothing worked. When forward, given plain ``--shape`` tensors everywhere (what gradcli tried
+        before it read sources), raises something other than UNSUITABLE_INPUT_ERRORS, that exception is
+        the result (error), as it was; a guess of ours that made forward raise never is."""
+        plain = {args[i][0].name: Plan("tensor", shape=tuple(self.base_shape)) for i in auto}
+        trial, _ = self.materialize(args, records, auto, plain, AUTO_DOMAINS[0])
+        try:
+            forward_problem(self.be, self.target.fn, trial)
+        except UNSUITABLE_INPUT_ERRORS:
+            pass
+
     def _try(self, args, records, auto, plans, domain, numbers_from=None):
-        """(Case or None, why not, whether every output element was non-finite)."""
+        """(Case or None, why not, whether every output element was non-finite). Any exception from
+        forward means the plan does not fit (``self.raised`` keeps one that is not a ValueError & co.)."""
         trial, trial_records = self.materialize(args, records, auto, plans, domain, numbers_from)
+        self.raised = None
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
-        except UNSUITABLE_INPUT_ERRORS as e:
+        except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
+            if not isinstance(e, UNSUITABLE_INPUT_ERRORS):
+                self.raised = e
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
             return None, f"forward raised {type(e).__name__}: {text}", False
         if why is not None:
@@ -161,7 +178,7 @@ class Builder:
             args[i] = value
             try:
                 why, _ = forward_problem(self.be, self.target.fn, args)
-            except UNSUITABLE_INPUT_ERRORS:
+            except Exception:  # noqa: BLE001 -- a shape of ours that forward refuses
                 continue
             if why is None:
                 records = list(base.records)
@@ -197,7 +214,7 @@ class Builder:
             args[i] = value
             try:
                 why, _ = forward_problem(self.be, self.target.fn, args)
-            except UNSUITABLE_INPUT_ERRORS as e:
+            except Exception as e:  # noqa: BLE001 -- that mode does not run here: say so, not an error
                 why = f"forward raised {type(e).__name__}"
             if why is None:
                 records = list(base.records)

@@ -234,9 +234,26 @@ class _Uses(ast.NodeVisitor):
         self._shape_condition(node, negated=False)
         self.generic_visit(node)
 
+    def _int_tests(self, test):
+        """``if mode == 1`` / ``assert split_dim == 0``: an int, with those values to try first."""
+        for cond in list(_conjuncts(test, ast.And)) + list(_conjuncts(test, ast.Or)):
+            if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
+                continue
+            a, b = cond.left, cond.comparators[0]
+            for name_node, other in ((a, b), (b, a)):
+                values = [other] if not isinstance(other, (ast.Tuple, ast.List, ast.Set)) else other.elts
+                ints = [v.value for v in values if isinstance(v, ast.Constant) and type(v.value) is int]
+                name = _name(name_node)
+                if name in self.hints and ints and len(ints) == len(values):
+                    self._set(name, "int", "compared with ints in forward")
+                    hint = self.hints[name]
+                    if hint.kind == "int":
+                        hint.choices += [v for v in ints if v not in hint.choices]
+
     def visit_If(self, node: ast.If):
         if _name(node.test) in self.hints:
             self._set(_name(node.test), "bool", "used as a condition in forward")
+        self._int_tests(node.test)
         raises = any(isinstance(s, ast.Raise) for s in node.body)
         if raises:  # if x.dim() != 3: raise ...  -> x.dim() == 3
             for cond in _conjuncts(node.test, ast.Or):
@@ -247,9 +264,11 @@ class _Uses(ast.NodeVisitor):
     def visit_IfExp(self, node: ast.IfExp):
         if _name(node.test) in self.hints:
             self._set(_name(node.test), "bool", "used as a condition in forward")
+        self._int_tests(node.test)
         self.generic_visit(node)
 
     def visit_Assert(self, node: ast.Assert):
+        self._int_tests(node.test)
         for cond in _conjuncts(node.test, ast.And):
             if isinstance(cond, ast.Compare):
                 self._shape_condition(cond, negated=False)

@@ -31,7 +31,7 @@ def first_plan(hint, base_shape: tuple) -> Plan:
     """The first guess for one parameter from its hint."""
     kind = hint.kind if hint is not None else None
     if kind == "int":
-        return Plan("int", value=INT_CHOICES[0], why=hint.why)
+        return Plan("int", value=hint.choices[0] if hint.choices else INT_CHOICES[0], why=hint.why)
     if kind == "float":
         return Plan("float", value=FLOAT_CHOICE, why=hint.why)
     if kind == "bool":
@@ -118,7 +118,7 @@ def alternatives(plans: dict, hints: dict, base_shape: tuple):
 
     for name in reversed(names):  # other Python values, one parameter at a time
         p = plans[name]
-        values = (INT_CHOICES if p.kind == "int" else hints[name].choices if p.kind == "str" else
+        values = (list(hints[name].choices) + list(INT_CHOICES) if p.kind == "int" else hints[name].choices if p.kind == "str" else
                   (True,) if p.kind == "bool" else ())
         for v in values:
             c = dict(plans, **{name: replace(p, value=v)})
