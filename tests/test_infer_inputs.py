@@ -15,11 +15,13 @@ from gradcli.check.inputs import NoInputs, build_cases, parse_spec
 from gradcli.cli import main
 
 ENGINE = """
+    from typing import Optional
     import gradcli as torch
     from gradcli.autograd import Function
     import gradcli.nn.functional as F
 """
 TORCH = """
+    from typing import Optional
     import torch
     from torch.autograd import Function
     import torch.nn.functional as F
@@ -182,6 +184,25 @@ FUNCTIONS = """
         def backward(ctx, g):
             return g.reshape(ctx.k, -1, g.shape[-1]).sum(0), None
 
+    class AddMaybe(Function):          # no default, but forward checks for None: both are checked
+        @staticmethod
+        def forward(ctx, x, y: Optional[torch.Tensor]):
+            ctx.has_y = y is not None
+            return x * 2 if y is None else x * 2 + y
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, g if ctx.has_y else None
+
+    class SumFirst(Function):          # only dim 0 is supported, as its assert says
+        @staticmethod
+        def forward(ctx, x, split_dim):
+            assert split_dim == 0
+            ctx.shape = x.shape
+            return x.sum(split_dim)
+        @staticmethod
+        def backward(ctx, g):
+            return g.unsqueeze(0).expand(ctx.shape), None
+
     class Refuses(Function):           # no automatic shape has 7 rows
         @staticmethod
         def forward(ctx, x, target, mode, dim, mask):
@@ -339,3 +360,11 @@ def test_torch_backend_index_none_bias_and_constant(tmp_path):
         assert doc["status"] == status, (name, result.output)
     result, doc = check_json(tmp_path, f"{path}::MulConstant", "--input", "constant=3")
     assert doc["status"] == "pass" and doc["inputs"][0][1]["value"] == 3.0
+
+
+def test_optional_parameters_and_asserted_ints(targets):
+    with_y, without_y = build_cases(targets["AddMaybe"], {}, seed=0)
+    assert with_y.args[1].data.shape == (3, 4) and without_y.args[1] is None
+    assert without_y.records[1]["spec"] == "none"
+    (case,) = build_cases(targets["SumFirst"], {}, seed=0)
+    assert case.args[1] == 0 and case.records[1]["inferred"] == "compared with ints in forward"

@@ -154,7 +154,25 @@ class Builder:
                     out.append(case)
             elif rec.get("source") == "auto" and rec.get("type") in ("str", "bool") and "inferred" in rec:
                 out += self._other_choices(base, i, p)
+            elif rec.get("source") == "auto" and rec.get("type") == "tensor" and p.hint and p.hint.optional:
+                case = self._as_none(base, i, p)  # Optional[Tensor] / `if p is None:` with no default
+                if case is not None:
+                    out.append(case)
         return out
+
+    def _as_none(self, base: Case, i: int, p) -> Optional[Case]:
+        args = list(base.args)
+        args[i] = None
+        try:
+            why, _ = forward_problem(self.be, self.target.fn, args)
+        except Exception:  # noqa: BLE001 -- forward does not take None there after all
+            return None
+        if why is not None:
+            return None
+        records = list(base.records)
+        records[i] = dict(_record(self.be, p.name, None, source="auto", spec="none"),
+                          inferred="None: forward checks for it")
+        return Case(args, records, [dict(n) for n in base.not_checked])
 
     def _none_as_tensor(self, base: Case, i: int, p) -> Optional[Case]:
         tensors = [tuple(a.shape) for a in base.args if self.be.is_tensor(a)]
