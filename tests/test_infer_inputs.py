@@ -368,3 +368,14 @@ def test_optional_parameters_and_asserted_ints(targets):
     assert without_y.records[1]["spec"] == "none"
     (case,) = build_cases(targets["SumFirst"], {}, seed=0)
     assert case.args[1] == 0 and case.records[1]["inferred"] == "compared with ints in forward"
+
+
+def test_the_shape_search_handles_many_parameters():
+    from gradcli.check.infer import Hint
+    from gradcli.check.shape_search import alternatives, chains, first_plan
+
+    assert chains(10)[0][:3] == [(3, 4), (4, 5), (5, 2)] and len(chains(10)[0]) == 10
+    names = [f"p{i}" for i in range(13)]
+    plans = {n: first_plan(Hint(), (3, 4)) for n in names}
+    tried = list(alternatives(plans, {n: Hint() for n in names}, (3, 4)))
+    assert 100 <= len(tried) <= 160 and all(set(t) == set(names) for t in tried)

@@ -93,7 +93,7 @@ FAMILIES = ((4, 4), (2, 3, 3), (4,), (2, 3, 4), (2, 3, 4, 4), (3,), ())
 def chains(count: int) -> list:
     """(n,k)·(k,m)·...: parameter i has shape (d_i, d_{i+1}); batched, and each transposed pair."""
     dims = (3, 4, 5, 2, 6, 7, 8)
-    plain = [(dims[i], dims[i + 1]) for i in range(count)]
+    plain = [(dims[i % 7], dims[(i + 1) % 7]) for i in range(count)]
     out = [plain, [(2,) + s for s in plain]]
     if count >= 2:  # x @ w.t(): (3,4) and (5,4), bias (5,)
         out.append([(3, 4), (5, 4)] + [(5,)] * (count - 2))
