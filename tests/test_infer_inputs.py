@@ -203,6 +203,17 @@ FUNCTIONS = """
         def backward(ctx, g):
             return g.unsqueeze(0).expand(ctx.shape), None
 
+    class Clamp(Function):             # annotated Python floats: ascending values, a real range
+        @staticmethod
+        def forward(ctx, x, min_val: float, max_val: float):
+            ctx.save_for_backward(x)
+            ctx.low, ctx.high = min_val, max_val
+            return torch.clamp(x, min_val, max_val)
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ((x > ctx.low) & (x < ctx.high)).to(g.dtype), None, None
+
     class Refuses(Function):           # no automatic shape has 7 rows
         @staticmethod
         def forward(ctx, x, target, mode, dim, mask):
@@ -379,3 +390,11 @@ def test_the_shape_search_handles_many_parameters():
     plans = {n: first_plan(Hint(), (3, 4)) for n in names}
     tried = list(alternatives(plans, {n: Hint() for n in names}, (3, 4)))
     assert 100 <= len(tried) <= 160 and all(set(t) == set(names) for t in tried)
+
+
+def test_annotated_floats_get_ascending_values(targets, tmp_path):
+    (case,) = build_cases(targets["Clamp"], {}, seed=0)
+    assert case.args[1:] == [0.5, 1.5] and [r["spec"] for r in case.records[1:]] == ["0.5", "1.5"]
+    assert case.records[1]["inferred"] == "annotated float"
+    result, doc = check_json(tmp_path, f"{write(tmp_path)}::Clamp")
+    assert doc["status"] == "pass", result.output

@@ -29,8 +29,8 @@ class Builder:
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
         names = [args[i][0].name for i in auto]
-        plans = {n: shape_search.first_plan(self.by_name[n].hint, self.base_shape) for n in names}
         hints = {n: self.by_name[n].hint for n in names}
+        plans = shape_search.first_plans(hints, self.base_shape)
         problems: dict = {}
         storm = True
         for domain in AUTO_DOMAINS:

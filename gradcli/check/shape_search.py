@@ -14,7 +14,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 INT_CHOICES = (1, 0, 2, -1)
-FLOAT_CHOICE = 1.5  # not 1.0: a backward that forgets the factor would pass at 1
+# not 1.0: a backward that forgets the factor would pass at 1. The k-th float parameter gets the k-th
+# value (ascending: clamp(x, low, high) gets a real range)
+FLOAT_CHOICES = (0.5, 1.5, 2.5, -0.5)
+FLOAT_CHOICE = FLOAT_CHOICES[0]
 MAX_ALTERNATIVES = 160
 
 
@@ -25,6 +28,15 @@ class Plan:
     value: Any = None  # Python values
     why: str = ""  # what in the source chose this (shown with -v)
     requires_grad: bool = True
+
+
+def first_plans(hints: dict, base_shape: tuple) -> dict:
+    """{name: Plan}: each parameter's first guess; float parameters get ascending values."""
+    plans = {n: first_plan(h, base_shape) for n, h in hints.items()}
+    floats = [n for n, p in plans.items() if p.kind == "float"]
+    for k, n in enumerate(floats):
+        plans[n] = replace(plans[n], value=FLOAT_CHOICES[k % len(FLOAT_CHOICES)])
+    return plans
 
 
 def first_plan(hint, base_shape: tuple) -> Plan:
@@ -118,7 +130,8 @@ def alternatives(plans: dict, hints: dict, base_shape: tuple):
 
     for name in reversed(names):  # other Python values, one parameter at a time
         p = plans[name]
-        values = (list(hints[name].choices) + list(INT_CHOICES) if p.kind == "int" else hints[name].choices if p.kind == "str" else
+        values = (list(hints[name].choices) + list(INT_CHOICES) if p.kind == "int" else
+                  hints[name].choices if p.kind == "str" else FLOAT_CHOICES if p.kind == "float" else
                   (True,) if p.kind == "bool" else ())
         for v in values:
             c = dict(plans, **{name: replace(p, value=v)})
