@@ -398,3 +398,41 @@ def test_annotated_floats_get_ascending_values(targets, tmp_path):
     assert case.records[1]["inferred"] == "annotated float"
     result, doc = check_json(tmp_path, f"{write(tmp_path)}::Clamp")
     assert doc["status"] == "pass", result.output
+
+
+HINTED = """
+    import gradcli as torch
+    from gradcli.autograd import Function
+    import gradcli.nn.functional as F
+
+    class Hinted(Function):
+        @staticmethod
+        def forward(ctx, a, b, c, x, w, bias, m, flag, n, scale, mask, k):
+            if x.dim() != 4:
+                raise ValueError("NCHW")
+            assert len(m.shape) == 2 and m.size(0) == m.size(1)
+            ctx.n, ctx.scale = n, scale
+            y = torch.einsum("ij,jk->ik", a, b) + c.sum()
+            z = F.linear(w, bias, k) if flag else x.masked_fill(mask, 0.0)
+            return y, z, m.softmax(n)
+        @staticmethod
+        def backward(ctx, *g):
+            return None, None, None, None, None, None, None, None, None, None, None, None
+"""
+
+
+def test_what_the_source_says_about_each_parameter(tmp_path):
+    from gradcli.check.infer import read_hints
+
+    path = tmp_path / "hinted.py"
+    path.write_text(textwrap.dedent(HINTED))
+    item = discovery.expand_paths([str(path)])[0]
+    (target,) = discovery.collect(discovery.load_module(item), item)
+    hints = read_hints(target, ["a", "b", "c", "x", "w", "bias", "m", "flag", "n", "scale", "mask", "k"])
+    assert (hints["a"].shape, hints["b"].shape, hints["c"].shape) == ((3, 4), (4, 5), None)
+    assert hints["x"].ndim == 4 and (hints["m"].ndim, hints["m"].square) == (2, True)
+    assert (hints["w"].shape, hints["bias"].shape, hints["k"].shape) == ((3, 4), (5, 4), (5,))
+    assert (hints["flag"].kind, hints["n"].kind, hints["mask"].kind, hints["mask"].mask_of) == (
+        "bool", "int", "mask", "x")
+    assert hints["n"].ctx_attribute and hints["scale"].ctx_attribute and hints["scale"].backward_none
+    assert hints["c"].kind is None and hints["c"].tensor_use

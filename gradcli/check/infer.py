@@ -62,10 +62,13 @@ def read_hints(target, names: list) -> dict:
     forward = _function_node(getattr(target.cls, "forward", None))
     if forward is None:
         return hints
-    _annotations(target.cls.forward, hints)
-    _Uses(hints).visit(forward)
-    _backward_nones(getattr(target.cls, "backward", None), names, hints)
-    _matmul_shapes(forward, hints)
+    try:
+        _annotations(target.cls.forward, hints)
+        _Uses(hints).visit(forward)
+        _backward_nones(getattr(target.cls, "backward", None), names, hints)
+        _matmul_shapes(forward, hints)
+    except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before
+        return {n: Hint() for n in names}
     return hints
 
 
@@ -189,7 +192,10 @@ class _Uses(ast.NodeVisitor):
         for subscripts, arg in zip(operands, args[1:]):
             if "." in subscripts or _name(arg) not in self.hints:
                 continue
-            shape = tuple(sizes.setdefault(c, next(pool, 2)) for c in subscripts)
+            for c in subscripts:
+                if c not in sizes:
+                    sizes[c] = next(pool, 2)
+            shape = tuple(sizes[c] for c in subscripts)
             self.hints[_name(arg)].shape = shape
 
     def visit_Subscript(self, node: ast.Subscript):
@@ -209,10 +215,13 @@ class _Uses(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign):
-        value = _name(node.value)
-        for t in node.targets:
-            if value in self.hints and isinstance(t, ast.Attribute) and _name(t.value) == "ctx":
-                self.hints[value].ctx_attribute = True
+        pairs = [(t, node.value) for t in node.targets]
+        for t in node.targets:  # ctx.n, ctx.scale = n, scale
+            if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(t.elts) == len(node.value.elts):
+                pairs += list(zip(t.elts, node.value.elts))
+        for t, v in pairs:
+            if _name(v) in self.hints and isinstance(t, ast.Attribute) and _name(t.value) == "ctx":
+                self.hints[_name(v)].ctx_attribute = True
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare):
