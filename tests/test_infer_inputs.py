@@ -214,6 +214,16 @@ FUNCTIONS = """
             (x,) = ctx.saved_tensors
             return g * ((x > ctx.low) & (x < ctx.high)).to(g.dtype), None, None
 
+    class SquareBackward(Function):    # forward takes any shape; backward only square ones
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2 + (x @ x - x @ x).sum() * 0
+
     class Refuses(Function):           # no automatic shape has 7 rows
         @staticmethod
         def forward(ctx, x, target, mode, dim, mask):
@@ -436,3 +446,10 @@ def test_what_the_source_says_about_each_parameter(tmp_path):
         "bool", "int", "mask", "x")
     assert hints["n"].ctx_attribute and hints["scale"].ctx_attribute and hints["scale"].backward_none
     assert hints["c"].kind is None and hints["c"].tensor_use
+
+
+def test_a_plan_whose_backward_raises_is_a_last_resort(targets, tmp_path):
+    (case,) = build_cases(targets["SquareBackward"], {}, seed=0)
+    assert case.args[0].data.shape != (3, 4)  # 3x4 @ 3x4 raises in backward: a shape where it runs
+    result, doc = check_json(tmp_path, f"{write(tmp_path)}::SquareBackward")
+    assert doc["status"] == "pass", result.output

@@ -7,6 +7,7 @@ Every value built here is recorded with a SPEC that rebuilds it (``--input NAME=
 """
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Optional
 
@@ -25,6 +26,7 @@ class Builder:
         self.seed, self.dtype, self.base_shape = seed, dtype, base_shape
         self.by_name = {p.name: p for p in params}
         self.raised = None
+        self.backward_refused = None  # the first Case whose forward ran but whose backward raised
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
@@ -53,6 +55,8 @@ class Builder:
         numbers = self._trailing_numbers(args, records, auto, plans)
         if numbers is not None:
             return numbers
+        if self.backward_refused is not None:  # forward ran, backward raised on every plan: check that one
+            return self.backward_refused
         self._raise_as_before(args, records, auto)
         found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
                           f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
@@ -86,6 +90,12 @@ class Builder:
             return None, f"forward raised {type(e).__name__}: {text}", False
         if why is not None:
             return None, "forward's output is NaN/Inf", everywhere
+        if not backward_runs(self.be, self.target.fn, trial):
+            # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further;
+            # if no plan's backward runs, this one is checked (and its error reported)
+            if self.backward_refused is None:
+                self.backward_refused = Case(trial, trial_records, [])
+            return None, "backward raised", False
         not_checked = [{"input": r["name"], "reason": f"guessed the number {r['value']} for {r['name']}: forward "
                         f"refused tensors there; give --input {r['name']}=SPEC for another value"}
                        for r in trial_records if r and r.get("number")]
@@ -241,6 +251,34 @@ class Builder:
             else:
                 base.not_checked.append({"input": p.name, "reason": f"{p.name}={text} not checked: {why.split(' (')[0]}"})
         return out
+
+
+def backward_runs(be, fn, args) -> bool:
+    """Whether backward runs (any exception: no) for ones as cotangents, on fresh leaves."""
+    import warnings
+
+    import numpy as np
+
+    from gradcli.check.backends import flatten_outputs
+
+    leaves = [be.fresh_leaf(a) if be.is_tensor(a) and a.requires_grad else a for a in args]
+    inputs = [a for a, b in zip(leaves, args) if be.is_tensor(b) and b.requires_grad]
+    if not inputs:
+        return True
+    try:
+        with be.enable_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outs = [o for o in flatten_outputs(fn(*leaves))
+                    if be.is_tensor(o) and be.requires_grad(o) and be.is_floating(o)]
+            if outs:
+                be.grad(outs, inputs, [np.ones(be.to_numpy(o).shape) for o in outs])
+    except Exception as e:  # noqa: BLE001 -- the question is only whether it runs
+        # gradients of the wrong shape or number: backward ran, and the structure check says what is wrong
+        return bool(_GRADIENT_STRUCTURE.search(str(e)))
+    return True
+
+
+_GRADIENT_STRUCTURE = re.compile(r"returned an (?:invalid gradient|incorrect number of gradients)", re.I)
 
 
 def _may_be_tensor(hint) -> bool:
