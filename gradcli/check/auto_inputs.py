@@ -18,6 +18,7 @@ from gradcli.check.shape_search import Plan
 from gradcli.check.spec import format_value_spec
 
 MAX_CHOICE_SETS = 3  # other string modes / the other bool, each one more input set
+MAX_BACKWARD_CHECKS = 24  # plans whose forward ran but whose backward raised, before the search stops
 
 
 class Builder:
@@ -26,7 +27,8 @@ class Builder:
         self.seed, self.dtype, self.base_shape = seed, dtype, base_shape
         self.by_name = {p.name: p for p in params}
         self.raised = None
-        self.backward_refused = None  # the first Case whose forward ran but whose backward raised
+        self.backward_refused = None  # (Case, plain --shape tensors?, why) of the first plan whose backward raised
+        self.backward_checks = 0
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
@@ -55,8 +57,16 @@ class Builder:
         numbers = self._trailing_numbers(args, records, auto, plans)
         if numbers is not None:
             return numbers
-        if self.backward_refused is not None:  # forward ran, backward raised on every plan: check that one
-            return self.backward_refused
+        if self.backward_refused is not None:  # forward ran, backward raised on every plan
+            case, plain, why = self.backward_refused
+            if plain:  # plain --shape tensors, as gradcli always built: check them (backward's error is the result)
+                return case
+            specs = " ".join("--input " + shlex.quote(f"{r['name']}={r['spec']}")
+                             for r in case.records if r and r.get("source") == "auto")
+            raise NoInputs(f"cannot build inputs automatically: forward runs at {specs} but backward raises "
+                           f"there ({why}), and at every other plan tried. Give the inputs with --input "
+                           f"NAME=SPEC (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() "
+                           f"to {self.target.name}")
         self._raise_as_before(args, records, auto)
         found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
                           f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
@@ -90,11 +100,15 @@ class Builder:
             return None, f"forward raised {type(e).__name__}: {text}", False
         if why is not None:
             return None, "forward's output is NaN/Inf", everywhere
-        if not backward_runs(self.be, self.target.fn, trial):
-            # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further;
-            # if no plan's backward runs, this one is checked (and its error reported)
+        if self.backward_checks >= MAX_BACKWARD_CHECKS:
+            return None, "backward raised", False  # enough plans whose backward raised: stop looking
+        ok, why = backward_runs(self.be, self.target.fn, trial)
+        if not ok:
+            # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
+            self.backward_checks += 1
             if self.backward_refused is None:
-                self.backward_refused = Case(trial, trial_records, [])
+                plain = all(p.kind == "tensor" and tuple(p.shape) == tuple(self.base_shape) for p in plans.values())
+                self.backward_refused = (Case(trial, trial_records, []), plain and numbers_from is None, why)
             return None, "backward raised", False
         not_checked = [{"input": r["name"], "reason": f"guessed the number {r['value']} for {r['name']}: forward "
                         f"refused tensors there; give --input {r['name']}=SPEC for another value"}
@@ -253,8 +267,8 @@ class Builder:
         return out
 
 
-def backward_runs(be, fn, args) -> bool:
-    """Whether backward runs (any exception: no) for ones as cotangents, on fresh leaves."""
+def backward_runs(be, fn, args) -> tuple:
+    """(whether backward runs for ones as cotangents on fresh leaves, the exception's line if not)."""
     import warnings
 
     import numpy as np
@@ -264,7 +278,7 @@ def backward_runs(be, fn, args) -> bool:
     leaves = [be.fresh_leaf(a) if be.is_tensor(a) and a.requires_grad else a for a in args]
     inputs = [a for a, b in zip(leaves, args) if be.is_tensor(b) and b.requires_grad]
     if not inputs:
-        return True
+        return True, ""
     try:
         with be.enable_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -274,8 +288,9 @@ def backward_runs(be, fn, args) -> bool:
                 be.grad(outs, inputs, [np.ones(be.to_numpy(o).shape) for o in outs])
     except Exception as e:  # noqa: BLE001 -- the question is only whether it runs
         # gradients of the wrong shape or number: backward ran, and the structure check says what is wrong
-        return bool(_GRADIENT_STRUCTURE.search(str(e)))
-    return True
+        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return bool(_GRADIENT_STRUCTURE.search(str(e))), f"{type(e).__name__}: {text}"
+    return True, ""
 
 
 _GRADIENT_STRUCTURE = re.compile(r"returned an (?:invalid gradient|incorrect number of gradients)", re.I)

@@ -144,7 +144,11 @@ def alternatives(plans: dict, hints: dict, base_shape: tuple):
             for k in reversed(plans[other].shape or ()) if other != name and plans[other].kind == "tensor" else ():
                 if k not in sizes:
                     sizes.append(k)
-        for s in variants_of_one(plans[name].shape, sizes):
+        shapes = variants_of_one(plans[name].shape, sizes)
+        if len(plans[name].shape or ()) >= 2 and hints[name] is not None and hints[name].shape is not None:
+            # a matmul operand stays a matrix: square ones with the others' sizes first
+            shapes = [(k, k) for k in sizes] + [(j, k) for j in sizes for k in sizes if j != k] + shapes
+        for s in shapes:
             c = dict(plans, **{name: replace(plans[name], shape=s, why="a shape forward accepts (shape search)")})
             if fresh(c):
                 yield c
