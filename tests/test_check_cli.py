@@ -465,7 +465,7 @@ def test_examples_verdicts_json_junit(tmp_path):
     assert len(cases) == 21 and root.get("failures") == "6" and root.get("skipped") == "1"
     assert sorted(c.get("name") for c in cases if c.find("failure") is not None) == sorted(
         f for (_, f), s in EXPECTED.items() if s == "fail")
-    assert result.output.splitlines()[-1].startswith("13 passed, 6 failed, 1 skipped in ")
+    assert result.output.splitlines()[-1].startswith("14 passed, 6 failed, 1 skipped in ")
 
 
 def test_github_format_points_at_the_failing_backward():
