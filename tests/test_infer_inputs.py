@@ -453,3 +453,31 @@ def test_a_plan_whose_backward_raises_is_a_last_resort(targets, tmp_path):
     assert case.args[0].data.shape != (3, 4)  # 3x4 @ 3x4 raises in backward: a shape where it runs
     result, doc = check_json(tmp_path, f"{write(tmp_path)}::SquareBackward")
     assert doc["status"] == "pass", result.output
+
+
+SETUP_CONTEXT = """
+    import gradcli as torch
+    from gradcli.autograd import Function
+
+    class Procrustes(Function):        # setup_context style: eps is kept on ctx there
+        @staticmethod
+        def forward(M, eps):
+            assert M.dim() == 3 and M.shape[1] == M.shape[2], "BxDxD"
+            return M * 2
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            M, eps = inputs
+            ctx.eps = eps
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+"""
+
+
+def test_setup_context_style_number_and_square_batch(tmp_path):
+    path = tmp_path / "sc.py"
+    path.write_text(textwrap.dedent(SETUP_CONTEXT))
+    item = discovery.expand_paths([str(path)])[0]
+    (target,) = discovery.collect(discovery.load_module(item), item)
+    (case,) = build_cases(target, {}, seed=0)
+    assert case.args[0].data.shape == (2, 3, 3) and case.args[1] == 0.5

@@ -26,7 +26,6 @@ class Builder:
         self.target, self.be, self.params, self.specs = target, be, params, specs
         self.seed, self.dtype, self.base_shape = seed, dtype, base_shape
         self.by_name = {p.name: p for p in params}
-        self.raised = None
         self.backward_refused = None  # (Case, plain --shape tensors?, why) of the first plan whose backward raised
         self.backward_checks = 0
 
@@ -88,14 +87,11 @@ class Builder:
 
     def _try(self, args, records, auto, plans, domain, numbers_from=None):
         """(Case or None, why not, whether every output element was non-finite). Any exception from
-        forward means the plan does not fit (``self.raised`` keeps one that is not a ValueError & co.)."""
+        forward means the plan does not fit."""
         trial, trial_records = self.materialize(args, records, auto, plans, domain, numbers_from)
-        self.raised = None
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
         except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
-            if not isinstance(e, UNSUITABLE_INPUT_ERRORS):
-                self.raised = e
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
             return None, f"forward raised {type(e).__name__}: {text}", False
         if why is not None:

@@ -66,6 +66,7 @@ def read_hints(target, names: list) -> dict:
         _annotations(target.cls.forward, hints)
         _Uses(hints).visit(forward)
         _backward_nones(getattr(target.cls, "backward", None), names, hints)
+        _setup_context(target.cls, names, hints)
         _matmul_shapes(forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before
         return {n: Hint() for n in names}
@@ -296,8 +297,28 @@ class _Uses(ast.NodeVisitor):
             if name in self.hints and isinstance(b, ast.Constant) and isinstance(b.value, int):
                 self.hints[name].ndim = b.value
         la, lb = _size_of(left), _size_of(right)
-        if la and lb and la[0] == lb[0] and la[0] in self.hints and {la[1], lb[1]} in ({-1, -2}, {0, 1}):
+        if la and lb and la[0] == lb[0] and la[0] in self.hints and abs(la[1] - lb[1]) == 1:  # M.shape[1] == M.shape[2]
             self.hints[la[0]].square = True
+
+
+def _setup_context(cls, names: list, hints: dict):
+    """``setup_context(ctx, inputs, output)``: ``M, eps = inputs`` then ``ctx.eps = eps`` keeps ``eps`` on ctx."""
+    if "setup_context" not in vars(cls):
+        return
+    node = _function_node(vars(cls)["setup_context"])
+    if node is None or len(node.args.args) < 2:
+        return
+    inputs = node.args.args[1].arg
+    local = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and _name(n.value) == inputs:
+            for t in n.targets:
+                if isinstance(t, ast.Tuple):
+                    local.update({_name(e): names[i] for i, e in enumerate(t.elts) if _name(e) and i < len(names)})
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and _name(n.value) in local:
+            if any(isinstance(t, ast.Attribute) and _name(t.value) == "ctx" for t in n.targets):
+                hints[local[_name(n.value)]].ctx_attribute = True
 
 
 def _conjuncts(node, op_type):
