@@ -480,4 +480,5 @@ def test_setup_context_style_number_and_square_batch(tmp_path):
     item = discovery.expand_paths([str(path)])[0]
     (target,) = discovery.collect(discovery.load_module(item), item)
     (case,) = build_cases(target, {}, seed=0)
-    assert case.args[0].data.shape == (2, 3, 3) and case.args[1] == 0.5
+    assert case.args[0].data.shape == (2, 3, 3) and case.args[1] == 1e-6  # a tolerance's name: a small number
+    assert case.records[1]["spec"] == "1e-06"

@@ -10,6 +10,7 @@ without hints (in case the source read wrong).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -18,6 +19,7 @@ INT_CHOICES = (1, 0, 2, -1)
 # value (ascending: clamp(x, low, high) gets a real range)
 FLOAT_CHOICES = (0.5, 1.5, 2.5, -0.5)
 FLOAT_CHOICE = FLOAT_CHOICES[0]
+TOLERANCE_CHOICE = 1e-6  # a float parameter named eps/epsilon/tol/tolerance (gradient_eps, ...)
 MAX_ALTERNATIVES = 160
 
 
@@ -33,10 +35,17 @@ class Plan:
 def first_plans(hints: dict, base_shape: tuple) -> dict:
     """{name: Plan}: each parameter's first guess; float parameters get ascending values."""
     plans = {n: first_plan(h, base_shape) for n, h in hints.items()}
-    floats = [n for n, p in plans.items() if p.kind == "float"]
+    floats = [n for n, p in plans.items() if p.kind == "float" and not _is_tolerance(n)]
     for k, n in enumerate(floats):
         plans[n] = replace(plans[n], value=FLOAT_CHOICES[k % len(FLOAT_CHOICES)])
+    for n, p in plans.items():
+        if p.kind == "float" and _is_tolerance(n):  # eps, tol: a small number, as their defaults are
+            plans[n] = replace(p, value=TOLERANCE_CHOICE)
     return plans
+
+
+def _is_tolerance(name: str) -> bool:
+    return bool(re.search(r"(^|_)(eps|epsilon|tol|tolerance)($|_)", name.lower()))
 
 
 def first_plan(hint, base_shape: tuple) -> Plan:
