@@ -191,7 +191,7 @@ def test_strict_turns_skips_into_failure():
     path = EXAMPLES / "torch_style.py"
     assert check(path).exit_code == 0
     result = check(path, "--strict")
-    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("1 passed, 1 skipped (strict: fails) in ")
+    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("2 passed, 1 skipped (strict: fails) in ")
 
 
 # ----- selection ---------------------------------------------------------------------------------
@@ -212,9 +212,9 @@ def test_collect_only_lists_in_file_order():
         "examples/seed_exp.py::MyFunction  (static, gradcli)",  # "exp" matches its file's name
     ]
     if HAS_TORCH:
-        assert lines[-1].startswith("7 Functions collected, 13 deselected in ")
+        assert lines[-1].startswith("7 Functions collected, 14 deselected in ")
     else:  # the torch files' Functions are unknown without importing them: neither collected nor deselected
-        assert lines[-1].startswith("6 Functions collected, 11 deselected in ")
+        assert lines[-1].startswith("6 Functions collected, 12 deselected in ")
 
 
 @pytest.fixture(autouse=True)
@@ -277,7 +277,7 @@ def test_spec_forms_reach_forward_and_are_recorded(tmp_path, args, expected):
     path = write(tmp_path, "scale.py", SCALE)
     result, doc = check_json(tmp_path, path, *args)
     assert result.exit_code == 0, result.output
-    (case,) = doc["results"][0]["inputs"]
+    case = doc["results"][0]["inputs"][0]  # (a None default left to its default is also checked as a tensor)
     assert [r["name"] for r in case] == [e[0] for e in expected]
     for rec, (name, kind, shape, value) in zip(case, expected):
         if kind == "literal":
@@ -417,13 +417,14 @@ EXPECTED = {
     ("linear.py", "Linear"): "pass", ("real_torch.py", "Square"): "pass", ("real_torch.py", "Swish"): "pass",
     ("seed_exp.py", "Exp"): "pass", ("seed_exp.py", "MyFunction"): "pass",
     ("seed_legacy.py", "SqrtAndInverse"): "pass", ("seed_legacy.py", "SqrtXSquaredMinusOne"): "pass",
-    ("torch_style.py", "Sigmoid"): "pass", ("torch_style.py", "MatMul"): "skip",
+    ("torch_style.py", "Sigmoid"): "pass", ("torch_style.py", "MatMul"): "pass",
+    ("torch_style.py", "Blockwise"): "skip",
     ("two_outputs.py", "PolarToCartesian"): "pass",
 }
 
 RECORD = {"name": str, "source": ("cli", "example", "default", "auto"), "spec": (str, None), "type": str,
           "?case": int, "?dtype": str, "?shape": list, "?requires_grad": bool, "value": object,
-          "?shape_from": ("backward",), "?number": (True,)}
+          "?shape_from": ("backward",), "?number": (True,), "?inferred": str}
 NOT_CHECKED = {"input": str, "reason": str, "input_set": (int, None), "partial": bool}
 RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
           "status": ("pass", "fail", "error", "skip", "surrogate"), "message": str, "inputs": [[RECORD]],
@@ -463,7 +464,7 @@ def test_examples_verdicts_json_junit(tmp_path):
     assert result.exit_code == 1
     assert verdicts(doc) == EXPECTED
     validate(doc, SCHEMA)
-    assert doc["summary"] == {"passed": 13, "partial": 0, "failed": 6, "errors": 0, "skipped": 1, "surrogates": 0}
+    assert doc["summary"] == {"passed": 14, "partial": 0, "failed": 6, "errors": 0, "skipped": 1, "surrogates": 0}
     linear = next(r for r in doc["results"] if r["function"] == "Linear")
     assert len(linear["inputs"]) == len(linear["checks"]) == 2  # example_inputs gave two sets
     assert linear["inputs"][1][2] == {"name": "bias", "source": "example", "spec": None, "case": 1,
@@ -472,10 +473,10 @@ def test_examples_verdicts_json_junit(tmp_path):
     assert "legacy" in legacy["message"] and "@staticmethod" in legacy["message"]
     root = ET.parse(junit).getroot()
     cases = root.findall("./testsuite/testcase")
-    assert len(cases) == 20 and root.get("failures") == "6" and root.get("skipped") == "1"
+    assert len(cases) == 21 and root.get("failures") == "6" and root.get("skipped") == "1"
     assert sorted(c.get("name") for c in cases if c.find("failure") is not None) == sorted(
         f for (_, f), s in EXPECTED.items() if s == "fail")
-    assert result.output.splitlines()[-1].startswith("13 passed, 6 failed, 1 skipped in ")
+    assert result.output.splitlines()[-1].startswith("14 passed, 6 failed, 1 skipped in ")
 
 
 def test_github_format_points_at_the_failing_backward():
@@ -508,7 +509,7 @@ def test_real_process_exit_codes_and_no_color(tmp_path):
     bad = run("examples/seed_exp.py", "--input", "i=float8[2]")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == (
         "Error: Invalid value for '--input': unknown dtype 'float8' in 'float8[2]': use one of float64, float32, "
-        "float16")
+        "float16, int64, int32, int16, int8, uint8, bool")
 
 
 def test_help_starts_without_heavy_imports():

@@ -418,12 +418,29 @@ def test_not_traceable_is_reported_and_leaves_the_verdict(tmp_path):
 
 
 def test_skipped_function_can_still_be_proved_on_prove_shape_symbols(tmp_path):
-    """MatMul's automatic 3x4 inputs do not fit; its proof at 2x2 does."""
-    result, doc = check_json(tmp_path, f"{EXAMPLES / 'torch_style.py'}::MatMul", "--prove")
+    """SquareOnly refuses its automatic inputs (3x4 and every shape the search tries); its proof at 2x2 works."""
+    path = tmp_path / "square_only.py"
+    path.write_text(textwrap.dedent('''
+        import gradcli as torch
+
+        class SquareOnly(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                if tuple(a.shape) != (2, 2):
+                    raise ValueError("2x2 only")
+                ctx.save_for_backward(a)
+                return a * a
+
+            @staticmethod
+            def backward(ctx, g):
+                (a,) = ctx.saved_tensors
+                return 2 * g * a
+    '''))
+    result, doc = check_json(tmp_path, f"{path}::SquareOnly", "--prove")
     assert result.exit_code == 0
     r = doc["results"][0]
-    assert r["status"] == "skip" and [p["verdict"] for p in r["proofs"]] == ["proved", "proved"]
-    rows = table(result.output, "MatMul")
+    assert r["status"] == "skip" and [p["verdict"] for p in r["proofs"]] == ["proved"]
+    rows = table(result.output, "SquareOnly")
     assert rows["a"]["proof"] == "proved" and rows["a"]["shape"] == "2x2" and rows["a"]["status"] == "SKIP"
 
 

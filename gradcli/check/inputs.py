@@ -1,209 +1,31 @@
-"""Inputs for ``gradcli check``: the SPEC grammar, and the arguments each Function is checked with.
+"""Inputs for ``gradcli check``: the arguments each Function is checked with.
 
 Precedence, per forward parameter: ``--input NAME=SPEC`` / ``--at`` on the command line, then the
 Function's ``example_inputs()`` (one tuple, or a list of tuples: one check each), then the
-parameter's default, then an automatic random tensor drawn from the first domain of
-``AUTO_DOMAINS`` on which forward's outputs are finite.
+parameter's default, then automatic inputs (``auto_inputs.py``: what forward's source says about
+each parameter, ``infer.py``, then a search over domains and shapes, ``shape_search.py``).
 
-Parsing (``parse_spec`` and the click types) is pure Python so that the CLI starts without numpy;
-``build_cases`` (run in the checking process) imports numpy and the Function's own framework.
-Random draws depend only on (seed, Function, parameter, shape, domain), so ``--input x=3x4@(a,b)``
-with the same ``--seed`` reproduces an automatic input exactly.
+The SPEC grammar lives in ``spec.py`` (pure Python, so the CLI starts without numpy; its names are
+importable from here too); ``build_cases`` (run in the checking process) imports numpy and the
+Function's own framework. Random draws depend only on (seed, Function, parameter, SPEC), so
+``--input x=float64[3,4]@(a,b)`` with the same ``--seed`` reproduces an automatic input exactly.
 """
 from __future__ import annotations
 
-import math
-import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import click
+from gradcli.check.spec import (DTYPES, FLOAT_DTYPES, INT_DTYPES, NAMED_DOMAINS, TENSOR_DTYPES,  # noqa: F401
+                                AtParam, InputParam, ShapeParam, Spec, SpecError, format_tensor_spec,
+                                _short, format_value_spec, parse_assignment, parse_at, parse_shape, parse_spec)
 
-DTYPES = ("float64", "float32", "float16")
-NAMED_DOMAINS = {"positive": (0.1, 2.0), "negative": (-2.0, -0.1), "unit": (-0.9, 0.9)}
 AUTO_DOMAINS = ((-2.0, 2.0), (0.1, 2.0), (1.1, 3.0), (-0.9, 0.9), (-2.0, -0.1))
 DEFAULT_SHAPE = (3, 4)
 MAX_RECORDED_ELEMENTS = 10_000  # larger tensors are recorded by spec + seed only
 # Exceptions a forward raises when it is merely given unsuitable inputs (a shape mismatch in a
 # matmul, a scalar where it wants an int, ...): automatic inputs then give "skip", not "error".
 UNSUITABLE_INPUT_ERRORS = (ValueError, TypeError, IndexError, RuntimeError)
-
-_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
-_NUMBER_RE = re.compile(rf"^{_NUMBER}$")
-_DIMS_X_RE = re.compile(r"^\d+(?:x\d+)+$")
-_DTYPE_BRACKET_RE = re.compile(r"^(\w+)\[([\d,\s]*)\]$")
-_DOMAIN_RE = re.compile(rf"^\(\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\)$")
-_NAME_RE = re.compile(r"^[A-Za-z_]\w*$")
-
-
-class SpecError(ValueError):
-    """A SPEC that does not parse; the message is one line meant for the user."""
-
-
-@dataclass(frozen=True)
-class Spec:
-    """A parsed SPEC: ``kind`` is "none", "literal" or "tensor"."""
-
-    kind: str
-    text: str
-    value: Any = None  # literal: a number or a (nested, rectangular) list of numbers
-    shape: tuple = ()
-    dtype: Optional[str] = None  # tensor/literal dtype; None means --dtype
-    domain: Optional[tuple] = None  # tensor: (low, high); None means automatic
-
-
-def format_tensor_spec(shape, dtype, domain) -> str:
-    dims = "[" + ",".join(str(d) for d in shape) + "]"
-    text = f"{dtype or 'float64'}{dims}"
-    if domain is not None:
-        text += "@(" + ",".join(_short(v) for v in domain) + ")"
-    return text
-
-
-def _short(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else repr(float(v))
-
-
-def parse_shape(text: str) -> tuple:
-    """``3x4``, ``3,4``, ``5`` or ``[3,4]`` -> a shape tuple."""
-    t = text.strip().strip("[]()").replace(" ", "")
-    if t == "":
-        return ()
-    parts = re.split(r"[x,]", t)
-    if not all(p.isdigit() for p in parts):
-        raise SpecError(f"bad shape {text!r}: expected sizes like 3x4, 3,4 or 5")
-    return tuple(int(p) for p in parts)
-
-
-def parse_spec(text: str) -> Spec:
-    """Parse one SPEC (grammar in specs/check.md). Raises SpecError with a one-line message."""
-    t = text.strip()
-    if not t:
-        raise SpecError("empty SPEC: give a literal (3, 2.5, [2,3,4]), a shape (3x4, float32[3,4]) or none")
-    if t.lower() == "none":
-        return Spec("none", t)
-    if _NUMBER_RE.match(t):
-        return Spec("literal", t, value=float(t) if any(c in t for c in ".eE") else int(t))
-    if t.startswith("["):
-        return Spec("literal", t, value=_parse_list(t), shape=_list_shape(_parse_list(t), t))
-    body, domain = t, None
-    if "@" in t:
-        body, _, dom = t.partition("@")
-        domain = _parse_domain(dom.strip(), t)
-    body = body.strip()
-    dtype = None
-    if _DIMS_X_RE.match(body):
-        shape = tuple(int(p) for p in body.split("x"))
-    elif m := _DTYPE_BRACKET_RE.match(body):
-        dtype = m.group(1)
-        if dtype not in DTYPES:
-            raise SpecError(f"unknown dtype {dtype!r} in {t!r}: use one of {', '.join(DTYPES)}")
-        shape = parse_shape(m.group(2)) if m.group(2).strip() else ()
-    else:
-        raise SpecError(f"cannot read SPEC {t!r}: expected a number, a list like [2,3,4], a shape like 3x4 "
-                        f"or float32[3,4] (optionally @(low,high) or @positive), or none")
-    if any(d == 0 for d in shape):
-        raise SpecError(f"empty shape in {t!r}: every size must be at least 1")
-    return Spec("tensor", t, shape=shape, dtype=dtype, domain=domain)
-
-
-def _parse_domain(dom: str, whole: str) -> tuple:
-    if dom in NAMED_DOMAINS:
-        return NAMED_DOMAINS[dom]
-    m = _DOMAIN_RE.match(dom)
-    if not m:
-        raise SpecError(f"bad range {dom!r} in {whole!r}: use @(low,high) or one of "
-                        f"{', '.join('@' + n for n in NAMED_DOMAINS)}")
-    low, high = float(m.group(1)), float(m.group(2))
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise SpecError(f"bad range {dom!r} in {whole!r}: need finite low < high")
-    return (low, high)
-
-
-def _parse_list(t: str):
-    import json
-
-    try:
-        value = json.loads(t)
-    except ValueError:
-        raise SpecError(f"cannot read list {t!r}: write numbers like [2,3,4] or [[1,2],[3,4]]") from None
-    return value
-
-
-def _list_shape(value, t: str) -> tuple:
-    if isinstance(value, bool) or not isinstance(value, (list, int, float)):
-        raise SpecError(f"list {t!r} must contain only numbers")
-    if not isinstance(value, list):
-        return ()
-    if not value:
-        raise SpecError(f"empty list {t!r}: give at least one number")
-    shapes = {_list_shape(v, t) for v in value}
-    if len(shapes) != 1:
-        raise SpecError(f"ragged list {t!r}: every row must have the same length")
-    return (len(value),) + shapes.pop()
-
-
-def parse_assignment(text: str) -> tuple:
-    """``NAME=SPEC`` -> (name, Spec)."""
-    name, sep, spec = text.partition("=")
-    name = name.strip()
-    if not sep or not _NAME_RE.match(name):
-        raise SpecError(f"expected NAME=SPEC (e.g. x=3x4), got {text!r}")
-    return name, parse_spec(spec)
-
-
-def parse_at(text: str) -> list:
-    """``x=3,y=2`` -> [(name, literal Spec), ...]."""
-    pairs = []
-    for part in text.split(","):
-        name, sep, value = part.partition("=")
-        name, value = name.strip(), value.strip()
-        if not sep or not _NAME_RE.match(name) or not _NUMBER_RE.match(value):
-            raise SpecError(f"--at takes NAME=NUMBER pairs separated by commas (e.g. x=3,y=2), got {text!r}")
-        pairs.append((name, parse_spec(value)))
-    return pairs
-
-
-class InputParam(click.ParamType):
-    """click type for ``--input NAME=SPEC``: a bad SPEC is a usage error (exit 2), one line."""
-
-    name = "NAME=SPEC"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            return parse_assignment(value)
-        except SpecError as e:
-            self.fail(str(e), param, ctx)
-
-
-class AtParam(click.ParamType):
-    name = "NAME=NUMBER,..."
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, list):
-            return value
-        try:
-            return parse_at(value)
-        except SpecError as e:
-            self.fail(str(e), param, ctx)
-
-
-class ShapeParam(click.ParamType):
-    name = "SHAPE"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            shape = parse_shape(value)
-        except SpecError as e:
-            self.fail(str(e), param, ctx)
-        if any(size < 1 for size in shape):
-            self.fail(f"empty shape in {value!r}: every size must be at least 1", param, ctx)
-        return shape
 
 
 # ----- building the arguments (checking process only) ------------------------------------------
@@ -213,6 +35,7 @@ class Param:
     name: str
     has_default: bool = False
     default: Any = None
+    hint: Any = None  # infer.Hint: what forward's source says about it
 
 
 @dataclass
@@ -254,10 +77,16 @@ def forward_params(target) -> tuple:
 def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape=DEFAULT_SHAPE) -> list:
     """The argument sets to check ``target`` with (a list of Case). Raises NoInputs (-> skip);
     exceptions from user code (example_inputs, or forward failing for other reasons) propagate."""
+    from gradcli.check import auto_inputs
+    from gradcli.check.infer import read_hints
+
     be = backend_for(target.backend)
     params, star = forward_params(target)
     specs = {**getattr(target, "given_specs", {}), **specs}  # [tool.gradcli.inputs] / an inputs file (inputs_from.py)
     seed_global_generators(seed, target.name)
+    hints = read_hints(target, [p.name for p in params])
+    for p in params:
+        p.hint = hints.get(p.name)
     examples = _example_tuples(target)
     if examples is not None:
         return [_case_from_example(target, be, params, ex, i, specs, seed, dtype) for i, ex in enumerate(examples)]
@@ -276,67 +105,9 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
             value, rec = (p, key), None
         args.append(value)
         records.append(rec)
-    if not auto:
-        return [Case(args, records)]
-    problems: dict = {}  # why forward was unusable -> the domains where it happened
-    storm = True  # every output element non-finite on every domain: forward itself is broken
-    for domain in AUTO_DOMAINS:
-        trial, trial_records = _trial(be, args, records, auto, shape, dtype, domain, seed)
-        try:
-            why, everywhere = forward_problem(be, target.fn, trial)
-            reason = why and "forward's output is NaN/Inf"
-        except UNSUITABLE_INPUT_ERRORS as e:
-            text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            reason, everywhere = f"forward raised {type(e).__name__}: {text}", False
-        if reason is None:
-            return [Case(trial, trial_records)]
-        storm = storm and everywhere
-        problems.setdefault(reason, []).append(format_domain(domain))
-    dims = "x".join(str(d) for d in shape)
-    if storm:
-        raise ForwardBroken(f"forward returns NaN/Inf for every element of its output, for {dims} inputs in every "
-                            f"domain tried: {', '.join(format_domain(d) for d in AUTO_DOMAINS)}")
-    with_numbers = _trailing_numbers(be, target, args, records, auto, shape, dtype, seed)
-    if with_numbers is not None:
-        return [with_numbers]
-    found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
-                      f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
-    names = [args[i][0].name for i in auto]
-    raise NoInputs(f"cannot build inputs automatically: {found}. Give them with "
-                   f"{' '.join(f'--input {n}=SPEC' for n in names)} (SPEC like 3x4, float32[2,5], 3x4@(1,5) or "
-                   f"[1,2,3]; see specs/check.md), or add a staticmethod example_inputs() to {target.name} "
-                   f"returning ({', '.join(p.name for p in params)})")
-
-
-def _trial(be, args, records, auto, shape, dtype, domain, seed, numbers_from=None):
-    """``args`` with the automatic parameters filled in: tensors of ``shape`` drawn from ``domain``,
-    except those from position ``numbers_from`` of ``auto`` on, which become the int 1."""
-    trial, trial_records = list(args), list(records)
-    for position, i in enumerate(auto):
-        p, key = args[i]
-        if numbers_from is not None and position >= numbers_from:
-            trial[i] = 1
-            trial_records[i] = dict(_record(be, p.name, 1, source="auto", spec="1"), number=True)
-        else:
-            spec = Spec("tensor", "", shape=tuple(shape), dtype=dtype, domain=domain)
-            trial[i], trial_records[i] = _from_spec(be, spec, key, seed, dtype, p, source="auto")
-    return trial, trial_records
-
-
-def _trailing_numbers(be, target, args, records, auto, shape, dtype, seed) -> Optional[Case]:
-    """forward(ctx, x, dim) or forward(ctx, x, k): a later parameter that must be a number, not a
-    tensor. Tried once tensors everywhere failed: the last automatic parameters (as few as work)
-    become the Python int 1, the others tensors as usual. None if that does not make forward run."""
-    for cut in range(len(auto) - 1, 0, -1):
-        for domain in AUTO_DOMAINS:
-            trial, trial_records = _trial(be, args, records, auto, shape, dtype, domain, seed, numbers_from=cut)
-            try:
-                why, _ = forward_problem(be, target.fn, trial)
-            except Exception:  # noqa: BLE001 -- any exception: numbers there do not work (x @ 1, ...)
-                break  # and it does not depend on the domain: try more numbers
-            if why is None:
-                return Case(trial, trial_records)
-    return None
+    found = auto_inputs.Builder(target, be, params, specs, seed, dtype, tuple(shape))
+    base = Case(args, records) if not auto else found.search(args, records, auto)
+    return [base] + found.variants(base)
 
 
 def reduced_shapes(case: Case, returned_shapes) -> dict:
@@ -367,7 +138,8 @@ def reshape_auto(target, case: Case, shapes: dict, *, seed: int, dtype: str) -> 
     args, records = list(case.args), list(case.records)
     for i, shape in shapes.items():
         old = parse_spec(records[i]["spec"])
-        spec = Spec("tensor", "", shape=tuple(shape), dtype=old.dtype or dtype, domain=old.domain)
+        spec = Spec("tensor", "", shape=tuple(shape), dtype=old.dtype or dtype, domain=old.domain,
+                    requires_grad=old.requires_grad)
         args[i], records[i] = _from_spec(be, spec, f"{target.name}.{params[i].name}", seed, dtype, params[i],
                                          source="auto")
         records[i]["shape_from"] = "backward"
@@ -375,7 +147,7 @@ def reshape_auto(target, case: Case, shapes: dict, *, seed: int, dtype: str) -> 
         why, _ = forward_problem(be, target.fn, args)
     except UNSUITABLE_INPUT_ERRORS:
         return None
-    return Case(args, records) if why is None else None
+    return Case(args, records, list(case.not_checked)) if why is None else None
 
 
 def forward_problem(be, fn, args) -> tuple:
@@ -484,19 +256,47 @@ def _from_spec(be, spec: Spec, key: str, seed: int, dtype: str, param: Param, so
 
     if spec.kind == "none":
         return None, {"name": param.name, "source": source, "spec": "none", "type": "none", "value": None}
+    if spec.kind == "value":
+        return spec.value, _record(be, param.name, spec.value, source=source, spec=spec.text)
+    requires_grad = spec.requires_grad
     if spec.kind == "literal":
-        if param.has_default and isinstance(param.default, (int, float)) and not isinstance(spec.value, list):
-            value = type(param.default)(spec.value)  # a Python scalar option (dim=1, k=3.0, ...)
-            return value, _record(be, param.name, value, source=source, spec=spec.text)
+        if not spec.as_tensor and not isinstance(spec.value, list):
+            number = python_number(param, spec.value)
+            if number is not None:  # a Python scalar option (dim=1, k=3.0, constant=3, ...)
+                return number, _record(be, param.name, number, source=source, spec=spec.text)
         array = np.asarray(spec.value, dtype=spec.dtype or dtype)
         text = spec.text
     else:
         domain = spec.domain or AUTO_DOMAINS[0]
         rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
-        array = rng.uniform(domain[0], domain[1], size=spec.shape).astype(spec.dtype or dtype)
-        text = format_tensor_spec(spec.shape, spec.dtype or dtype, domain)
-    value = be.leaf(array, True)
+        kind = spec.dtype or dtype
+        if kind in INT_DTYPES:
+            array = rng.integers(int(domain[0]), int(domain[1]), size=spec.shape).astype(kind)
+        elif kind == "bool":
+            array = rng.integers(0, 2, size=spec.shape).astype(bool)
+        else:
+            array = rng.uniform(domain[0], domain[1], size=spec.shape).astype(kind)
+        text = format_tensor_spec(spec.shape, kind, None if kind == "bool" else domain, requires_grad)
+    value = be.leaf(array, requires_grad and array.dtype.kind in "fc")
     return value, _record(be, param.name, value, source=source, spec=text)
+
+
+def python_number(param: Param, number):
+    """What a NUMBER SPEC is for ``param`` when it is a Python number there (specs/check.md §2), else
+    None (a 0-d tensor). The parameter is one when its default is a Python number/bool, its
+    annotation or its use in forward says int/float/bool, or backward returns None in its place."""
+    default = param.default if param.has_default else None
+    if isinstance(default, (bool, int, float)):
+        return type(default)(number)
+    hint = param.hint
+    kind = getattr(hint, "kind", None)
+    if kind == "int":
+        return int(number) if float(number).is_integer() else number
+    if kind == "bool":
+        return bool(number)
+    if kind == "float" or getattr(hint, "backward_none", False) and kind not in ("index", "mask"):
+        return float(number)
+    return None
 
 
 def _record(be, name: str, value, source: str, spec: Optional[str] = None, case: Optional[int] = None) -> dict:
@@ -511,6 +311,8 @@ def _record(be, name: str, value, source: str, spec: Optional[str] = None, case:
                    value=array.tolist() if array.size <= MAX_RECORDED_ELEMENTS else None)
     elif value is None or isinstance(value, (bool, int, float, str)):
         rec.update(type="none" if value is None else type(value).__name__, value=value)
+    elif isinstance(value, tuple) and all(v is None or isinstance(v, (bool, int, float, str)) for v in value):
+        rec.update(type="tuple", value=list(value))
     else:
         rec.update(type=type(value).__name__, value=repr(value)[:200])
     return rec

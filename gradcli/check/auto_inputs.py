@@ -1,0 +1,337 @@
+"""Automatic inputs: the parameters nobody gave a value, built from what forward's source says
+(``infer.py``) and checked by running forward (``shape_search.py``), plus the second input sets
+that exercise what the first leaves out (a None default as a tensor, the other string modes).
+
+Every value built here is recorded with a SPEC that rebuilds it (``--input NAME=SPEC``, same
+``--seed``): the ``reproduce:`` line works as printed. specs/check.md §2 is the contract.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Optional
+
+from gradcli.check import shape_search
+from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, ForwardBroken, NoInputs, Spec,
+                                  _from_spec, _record, format_domain, forward_problem, parse_spec)
+from gradcli.check.shape_search import Plan
+from gradcli.check.spec import format_value_spec
+
+MAX_CHOICE_SETS = 3  # other string modes / the other bool, each one more input set
+MAX_BACKWARD_CHECKS = 24  # plans whose forward ran but whose backward raised, before the search stops
+
+
+class Builder:
+    def __init__(self, target, be, params, specs, seed, dtype, base_shape):
+        self.target, self.be, self.params, self.specs = target, be, params, specs
+        self.seed, self.dtype, self.base_shape = seed, dtype, base_shape
+        self.by_name = {p.name: p for p in params}
+        self.backward_refused = None  # (Case, plain --shape tensors?, why) of the first plan whose backward raised
+        self.backward_checks = 0
+
+    # ----- the first input set ----------------------------------------------------------------
+    def search(self, args, records, auto) -> Case:
+        names = [args[i][0].name for i in auto]
+        hints = {n: self.by_name[n].hint for n in names}
+        plans = shape_search.first_plans(hints, self.base_shape)
+        problems: dict = {}
+        storm = True
+        for domain in AUTO_DOMAINS:
+            case, reason, everywhere = self._try(args, records, auto, plans, domain)
+            if case is not None:
+                return case
+            storm = storm and everywhere
+            problems.setdefault(reason, []).append(format_domain(domain))
+        dims = "x".join(str(d) for d in self.base_shape)
+        if storm:
+            raise ForwardBroken(f"forward returns NaN/Inf for every element of its output, for {dims} inputs in "
+                                f"every domain tried: {', '.join(format_domain(d) for d in AUTO_DOMAINS)}")
+        for alternative in shape_search.alternatives(plans, hints, self.base_shape):
+            for domain in AUTO_DOMAINS:
+                case, reason, _ = self._try(args, records, auto, alternative, domain)
+                if case is not None:
+                    return case
+                if reason.startswith("forward raised"):
+                    break  # the shapes do not fit: another domain will not help
+        numbers = self._trailing_numbers(args, records, auto, plans)
+        if numbers is not None:
+            return numbers
+        if self.backward_refused is not None:  # forward ran, backward raised on every plan
+            case, plain, why = self.backward_refused
+            if plain:  # plain --shape tensors, as gradcli always built: check them (backward's error is the result)
+                return case
+            specs = " ".join("--input " + shlex.quote(f"{r['name']}={r['spec']}")
+                             for r in case.records if r and r.get("source") == "auto")
+            raise NoInputs(f"cannot build inputs automatically: forward runs at {specs} but backward raises "
+                           f"there ({why}), and at every other plan tried. Give the inputs with --input "
+                           f"NAME=SPEC (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() "
+                           f"to {self.target.name}")
+        self._raise_as_before(args, records, auto)
+        found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
+                          f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
+        raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. Give "
+                       f"{' '.join('--input ' + shlex.quote(f'{n}={suggested_spec(self.by_name[n], plans[n])}') for n in names)}"
+                       f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
+                       f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
+
+    def _raise_as_before(self, args, records, auto):
+        """Nothing worked. When forward, given plain ``--shape`` tensors everywhere (what gradcli tried
+        before it read sources), raises something other than UNSUITABLE_INPUT_ERRORS, that exception is
+        the result (error), as it was; a guess of ours that made forward raise never is."""
+        plain = {args[i][0].name: Plan("tensor", shape=tuple(self.base_shape)) for i in auto}
+        trial, _ = self.materialize(args, records, auto, plain, AUTO_DOMAINS[0])
+        try:
+            forward_problem(self.be, self.target.fn, trial)
+        except UNSUITABLE_INPUT_ERRORS:
+            pass
+
+    def _try(self, args, records, auto, plans, domain, numbers_from=None):
+        """(Case or None, why not, whether every output element was non-finite). Any exception from
+        forward means the plan does not fit."""
+        trial, trial_records = self.materialize(args, records, auto, plans, domain, numbers_from)
+        try:
+            why, everywhere = forward_problem(self.be, self.target.fn, trial)
+        except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
+            text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            return None, f"forward raised {type(e).__name__}: {text}", False
+        if why is not None:
+            return None, "forward's output is NaN/Inf", everywhere
+        if self.backward_checks >= MAX_BACKWARD_CHECKS:
+            return None, "backward raised", False  # enough plans whose backward raised: stop looking
+        ok, why = backward_runs(self.be, self.target.fn, trial)
+        if not ok:
+            # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
+            self.backward_checks += 1
+            if self.backward_refused is None:
+                plain = all(p.kind == "tensor" and tuple(p.shape) == tuple(self.base_shape) for p in plans.values())
+                self.backward_refused = (Case(trial, trial_records, []), plain and numbers_from is None, why)
+            return None, "backward raised", False
+        not_checked = [{"input": r["name"], "reason": f"guessed the number {r['value']} for {r['name']}: forward "
+                        f"refused tensors there; give --input {r['name']}=SPEC for another value"}
+                       for r in trial_records if r and r.get("number")]
+        return Case(trial, trial_records, not_checked), "", False
+
+    def materialize(self, args, records, auto, plans, domain, numbers_from=None):
+        """``args`` with the automatic parameters filled in from ``plans`` (float tensors from
+        ``domain``); from position ``numbers_from`` of ``auto`` on, the guessed Python int 1."""
+        trial, trial_records = list(args), list(records)
+        shapes = {p.name: tuple(a.shape) for p, a in zip(self.params, args) if self.be.is_tensor(a)}
+        shapes.update({n: p.shape for n, p in plans.items() if p.kind == "tensor"})
+        for position, i in enumerate(auto):
+            p, key = args[i]
+            if numbers_from is not None and position >= numbers_from:
+                trial[i] = 1
+                trial_records[i] = dict(_record(self.be, p.name, 1, source="auto", spec="int(1)"), number=True)
+                continue
+            plan = plans[p.name]
+            spec = self.plan_spec(plan, p, shapes, domain)
+            trial[i], trial_records[i] = _from_spec(self.be, spec, key, self.seed, self.dtype, p, source="auto")
+            if plan.why:
+                trial_records[i]["inferred"] = plan.why
+        return trial, trial_records
+
+    def plan_spec(self, plan: Plan, param, shapes: dict, domain) -> Spec:
+        hint = param.hint
+        if plan.kind in ("int", "float", "bool", "str"):
+            text = value_spec(param, plan.value)
+            return parse_spec(text)
+        if plan.kind == "index":
+            shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape)
+            return Spec("tensor", "", shape=shape, dtype="int64", domain=bounds)
+        if plan.kind == "mask":
+            return Spec("tensor", "", shape=shapes.get(hint.mask_of) or self.base_shape, dtype="bool")
+        return Spec("tensor", "", shape=tuple(plan.shape), dtype=self.dtype, domain=domain,
+                    requires_grad=plan.requires_grad)
+
+    def _trailing_numbers(self, args, records, auto, plans) -> Optional[Case]:
+        """forward(ctx, x, dim) with nothing in the source saying so: the last automatic parameters
+        (as few as work) become the guessed int 1, the others as planned. Each is listed in
+        ``not_checked``. None if that does not make forward run either."""
+        for cut in range(len(auto) - 1, 0, -1):
+            for domain in AUTO_DOMAINS:
+                trial, trial_records = self.materialize(args, records, auto, plans, domain, numbers_from=cut)
+                try:
+                    why, _ = forward_problem(self.be, self.target.fn, trial)
+                except Exception:  # noqa: BLE001 -- any exception: numbers there do not work (x @ 1, ...)
+                    break
+                if why is None:
+                    case, _, _ = self._try(args, records, auto, plans, domain, numbers_from=cut)
+                    return case
+        return None
+
+    # ----- more input sets: what the first one leaves out ---------------------------------------
+    def variants(self, base: Case) -> list:
+        """A tensor for each None default (and the other string modes / bool of automatic choices),
+        each as one more input set; a None default no tensor can replace goes to ``not_checked``."""
+        out = []
+        for i, p in enumerate(self.params):
+            if i >= len(base.args) or p.name in self.specs:
+                continue
+            rec = base.records[i] or {}
+            if rec.get("source") == "default" and p.default is None and _may_be_tensor(p.hint):
+                case = self._none_as_tensor(base, i, p)
+                if case is not None:
+                    out.append(case)
+            elif rec.get("source") == "auto" and rec.get("type") in ("str", "bool") and "inferred" in rec:
+                out += self._other_choices(base, i, p)
+            elif rec.get("source") == "auto" and rec.get("type") == "tensor" and p.hint and p.hint.optional:
+                case = self._as_none(base, i, p)  # Optional[Tensor] / `if p is None:` with no default
+                if case is not None:
+                    out.append(case)
+        return out
+
+    def _as_none(self, base: Case, i: int, p) -> Optional[Case]:
+        args = list(base.args)
+        args[i] = None
+        try:
+            why, _ = forward_problem(self.be, self.target.fn, args)
+        except Exception:  # noqa: BLE001 -- forward does not take None there after all
+            return None
+        if why is not None:
+            return None
+        records = list(base.records)
+        records[i] = dict(_record(self.be, p.name, None, source="auto", spec="none"),
+                          inferred="None: forward checks for it")
+        return Case(args, records, [dict(n) for n in base.not_checked])
+
+    def _none_as_tensor(self, base: Case, i: int, p) -> Optional[Case]:
+        tensors = [tuple(a.shape) for a in base.args if self.be.is_tensor(a)]
+        first = tensors[0] if tensors else self.base_shape
+        out_shape = self._output_shape(base.args) or first
+        candidates = [shape_search.hinted_shape(p.hint, first)] if p.hint and (p.hint.shape or p.hint.ndim) else []
+        # a bias has the output's trailing size
+        candidates += [out_shape[-1:], (1,) + out_shape[-1:], out_shape, first[-1:], first]
+        sizes = [k for shape in reversed(tensors) for k in reversed(shape)]
+        candidates += shape_search.variants_of_one(first, list(dict.fromkeys(sizes)))
+        domain = _domain_of(base) or AUTO_DOMAINS[0]
+        nograd = bool(p.hint and p.hint.backward_none)
+        seen = []
+        for shape in candidates:
+            if shape in seen:
+                continue
+            seen.append(shape)
+            spec = Spec("tensor", "", shape=tuple(shape), dtype=self.dtype, domain=domain, requires_grad=not nograd)
+            value, rec = _from_spec(self.be, spec, f"{self.target.name}.{p.name}", self.seed, self.dtype, p, "auto")
+            args = list(base.args)
+            args[i] = value
+            try:
+                why, _ = forward_problem(self.be, self.target.fn, args)
+            except Exception:  # noqa: BLE001 -- a shape of ours that forward refuses
+                continue
+            if why is None:
+                records = list(base.records)
+                records[i] = dict(rec, inferred="a tensor for its None default (a second input set)")
+                not_checked = [dict(n) for n in base.not_checked]
+                if nograd:
+                    not_checked.append({"input": p.name, "reason": f"backward returns None for {p.name}: checked "
+                                        f"as a tensor that does not require grad ({rec['spec']})"})
+                return Case(args, records, not_checked)
+        base.not_checked.append({"input": p.name, "reason": f"defaults to None, and no tensor of the shapes tried "
+                                 f"made forward run: give --input {p.name}=SPEC to check it as a tensor"})
+        return None
+
+    def _output_shape(self, args) -> Optional[tuple]:
+        from gradcli.check.backends import flatten_outputs
+
+        try:
+            with self.be.no_grad():
+                out = self.target.fn(*args)
+        except Exception:  # noqa: BLE001 -- it ran in search(); if not now, fall back to the inputs' shapes
+            return None
+        shapes = [tuple(o.shape) for o in flatten_outputs(out) if self.be.is_tensor(o)]
+        return shapes[0] if shapes else None
+
+    def _other_choices(self, base: Case, i: int, p) -> list:
+        current = base.args[i]
+        others = [c for c in (p.hint.choices if p.hint.kind == "str" else [not current]) if c != current]
+        out = []
+        for choice in others[:MAX_CHOICE_SETS]:
+            text = value_spec(p, choice)
+            value, rec = _from_spec(self.be, parse_spec(text), "", self.seed, self.dtype, p, "auto")
+            args = list(base.args)
+            args[i] = value
+            try:
+                why, _ = forward_problem(self.be, self.target.fn, args)
+            except Exception as e:  # noqa: BLE001 -- that mode does not run here: say so, not an error
+                why = f"forward raised {type(e).__name__}"
+            if why is None:
+                records = list(base.records)
+                records[i] = dict(rec, inferred=base.records[i]["inferred"])
+                out.append(Case(args, records, [dict(n) for n in base.not_checked]))
+            else:
+                base.not_checked.append({"input": p.name, "reason": f"{p.name}={text} not checked: {why.split(' (')[0]}"})
+        return out
+
+
+def backward_runs(be, fn, args) -> tuple:
+    """(whether backward runs for ones as cotangents on fresh leaves, the exception's line if not)."""
+    import warnings
+
+    import numpy as np
+
+    from gradcli.check.backends import flatten_outputs
+
+    leaves = [be.fresh_leaf(a) if be.is_tensor(a) and a.requires_grad else a for a in args]
+    inputs = [a for a, b in zip(leaves, args) if be.is_tensor(b) and b.requires_grad]
+    if not inputs:
+        return True, ""
+    try:
+        with be.enable_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outs = [o for o in flatten_outputs(fn(*leaves))
+                    if be.is_tensor(o) and be.requires_grad(o) and be.is_floating(o)]
+            if outs:
+                be.grad(outs, inputs, [np.ones(be.to_numpy(o).shape) for o in outs])
+    except Exception as e:  # noqa: BLE001 -- the question is only whether it runs
+        # gradients of the wrong shape or number: backward ran, and the structure check says what is wrong
+        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return bool(_GRADIENT_STRUCTURE.search(str(e))), f"{type(e).__name__}: {text}"
+    return True, ""
+
+
+_GRADIENT_STRUCTURE = re.compile(r"returned an (?:invalid gradient|incorrect number of gradients)", re.I)
+
+
+def _may_be_tensor(hint) -> bool:
+    return hint is None or hint.kind in (None, "index", "mask")
+
+
+def _domain_of(case: Case):
+    for rec in case.records:
+        if rec and rec.get("source") == "auto" and rec.get("type") == "tensor" and rec.get("spec"):
+            spec = parse_spec(rec["spec"])
+            if spec.dtype in (None, "float64", "float32", "float16") and spec.domain:
+                return spec.domain
+    return None
+
+
+def value_spec(param, value) -> str:
+    """The SPEC that gives ``value`` for ``param`` again: plain (``1``, ``1.5``) where a NUMBER is a
+    Python number for this parameter, else the cast form (``int(1)``)."""
+    from gradcli.check.inputs import python_number
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        plain = repr(value)
+        again = python_number(param, parse_spec(plain).value)
+        if again is not None and type(again) is type(value) and again == value:
+            return plain
+    return format_value_spec(value)
+
+
+def suggested_spec(param, plan: Plan) -> str:
+    """A SPEC that parses for the parameter's kind (the skip message's hint)."""
+    hint = param.hint
+    if plan.kind == "index":
+        return "int64[3]@[0,4)"
+    if plan.kind == "mask":
+        return "bool[3,4]"
+    if plan.kind in ("int", "float"):
+        return value_spec(param, plan.value)
+    if plan.kind == "bool":
+        return "true"
+    if plan.kind == "str":
+        return format_value_spec(hint.choices[0]) if hint and hint.choices else "'VALUE'"
+    shape = plan.shape if plan.shape else (3, 4)
+    return "x".join(str(d) for d in shape) if len(shape) > 1 else f"float64[{','.join(map(str, shape))}]"
+
+
