@@ -12,6 +12,7 @@ from typing import Optional
 from gradcli.symbolic import caveats, formatting
 from gradcli.symbolic.budget import Budgeted
 from gradcli.symbolic.calculus import choose_variables, differentiate, natural_key
+from gradcli.symbolic.formatting import label
 from gradcli.symbolic.errors import ExpressionError
 from gradcli.symbolic.exact_jobs import difference_is_zero, exact_values, simplified
 from gradcli.symbolic.model import DiffResult, Formula, Note
@@ -126,7 +127,8 @@ def _jobs(request, derivs, answers):
     jobs = []
     by_key = {entry.key: entry for entry in derivs.entries}
     for name, (_, answer) in (answers or {}).items():
-        jobs.append((("proof", name), difference_is_zero, (answer - by_key[(0, (name,))].expr,)))
+        if (0, (name,)) in by_key:
+            jobs.append((("proof", name), difference_is_zero, (answer - by_key[(0, (name,))].expr,)))
     if request.simplify and not derivs.definitions:
         for entry in derivs.entries:
             if entry.wrt:
@@ -145,29 +147,59 @@ def _numbers(derivs, points, engine_process):
             engine_process.close()
         return [PointNumbers(unavailable=f"a constant is not real ({error})") for _ in points]
     job = NumericJob(program, [entry.key for entry in derivs.entries],
-                     [[float(point[s]) for s in derivs.symbols] for point, _ in points], bool(derivs.definitions))
+                     [[_float(point[s]) for s in derivs.symbols] for point, _ in points], bool(derivs.definitions))
     if engine_process is not None:
         engine_process.submit(job)
         return engine_process
     return run_numeric(job)
 
 
-def run(request, engine_process=None):
+def _float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
+def _engine_numbers(numbers, points, deadline):
+    """The PointNumbers list, waiting for the engine process no longer than the budget allows."""
+    from gradcli.symbolic.numeric_side import PointNumbers
+    if isinstance(numbers, list):
+        return numbers
+    delivered = numbers.results(timeout=max(0.0, deadline.remaining() - 0.2))
+    if delivered is None:
+        return [PointNumbers(unavailable="the engine did not finish within the budget") for _ in points]
+    return delivered
+
+
+def run(request, engine_process=None, deadline=None, progress=None):
     """Compute everything ``gradcli diff`` reports. Raises ExpressionError for bad input (exit 2).
 
     ``engine_process``: an EngineProcess forked before SymPy was imported (the CLI does this when there
-    are points); without one, the engine side runs in this process.
+    are points); without one, the engine side runs in this process. ``deadline``: a deadline.Deadline
+    (armed by the caller); phases it cuts are listed in a "budget" warning and make the exit code 2.
     """
+    from gradcli.symbolic.deadline import CUT, NoDeadline
+    deadline = deadline or NoDeadline()
+    progress = progress or (lambda phase: None)
+    progress("parsing")
     exprs, variables, points, answers = _parse_inputs(request)
     if request.emit_function:
         from gradcli.symbolic.emit import check_name
         check_name(request.emit_function)
-    derivs = differentiate(exprs, variables, request.order, request.hessian)
+    progress("differentiating")
+    derivs = differentiate(exprs, variables, request.order, request.hessian, deadline)
     if answers and derivs.definitions:
         raise ExpressionError("--check needs an expression small enough for sympy.diff (this one is in CSE form)")
-    numbers = _numbers(derivs, points, engine_process) if points else []
-    worker = Budgeted(_jobs(request, derivs, answers), request.simplify_timeout)
+    progress("evaluating at the points")
+    numbers = deadline.attempt("the engine and finite-difference columns", _numbers, derivs, points,
+                               engine_process) if points else []
+    def symbolic_budget():   # a budgeted child never outlives the total budget
+        return max(0.0, min(request.simplify_timeout, deadline.remaining() - 0.5))
 
+    worker = Budgeted(_jobs(request, derivs, answers), symbolic_budget())
+
+    progress("printing the expressions")
     result = DiffResult(list(request.expressions), {s: [formatting.form(e, s) for e in exprs]
                                                     for s in request.styles},
                         derivs.names, derivs.variable_names, request.assumptions, derivs.method,
@@ -177,50 +209,102 @@ def run(request, engine_process=None):
     exact_worker = None
     if points:
         from gradcli.symbolic.evaluate import PointEvaluator
+        progress("evaluating at the points")
         evaluator = PointEvaluator(derivs)
-        prepared = [evaluator.prepare(point) for point, _ in points]   # SymPy side, while the engine runs
-        exact_jobs = _exact_jobs(request, derivs, points, prepared)
-        exact_worker = Budgeted(exact_jobs, request.simplify_timeout)
-        if not isinstance(numbers, list):
-            numbers = numbers.results()
+        prepared = []   # SymPy side, while the engine runs
+        for point, _ in points:
+            values = deadline.attempt(f"values at {len(points) - len(prepared)} point(s)", evaluator.prepare, point)
+            if values is CUT:
+                break
+            prepared.append(values)
+        exact_jobs = _exact_jobs(request, derivs, points[:len(prepared)], prepared)
+        exact_seconds = symbolic_budget()
+        exact_worker = Budgeted(exact_jobs, exact_seconds)
+        if numbers is not CUT:
+            numbers = deadline.attempt("the engine column", _engine_numbers, numbers, points, deadline)
+        if numbers is CUT:
+            numbers = _unavailable(points, "not computed within the budget")
         for (point, text), exact, point_numbers in zip(points, prepared, numbers):
-            point_result, notes = evaluator.evaluate(point, text, point_numbers, exact)
+            outcome = deadline.attempt(f"the comparison at {text}", evaluator.evaluate, point, text,
+                                       point_numbers, exact)
+            if outcome is CUT:
+                break
+            point_result, notes = outcome
             result.points.append(point_result)
             result.warnings += notes
-        skipped = len(points) - len(exact_jobs) if not derivs.definitions else 0
+        skipped = len(prepared) - len(exact_jobs) if not derivs.definitions else 0
         if skipped:
             result.info.append(f"exact values not shown at {skipped} point(s): numbers beyond 1e300")
-    searches = _counterexamples(derivs, answers, request) if answers else {}
-    found = worker.collect()
+    progress("checking your answer" if answers else "simplifying")
+    searches = deadline.attempt("the --check counterexample search", _counterexamples, derivs, answers,
+                                request) if answers else {}
+    if searches is CUT:
+        searches = {}
+    found = _collected(deadline, "simplification and proofs", worker)
     if exact_worker is not None:
-        found.update(exact_worker.collect())
+        found.update(_collected(deadline, "exact values", exact_worker))
 
-    final = _apply_simplification(request, derivs, found, result)
+    progress("printing the derivatives")
+    final = _apply_simplification(request, derivs, found, result, worker.seconds)
     for k, point_result in enumerate(result.points):
         status, exact = found.get(("exact", k), (None, None))
         if status == "ok":
             for cell in point_result.cells:
                 cell.exact = exact.get(cell.key)
     if exact_worker is not None and exact_worker.timed_out:
-        result.warnings.append(Note("budget", {s: f"exact values not computed within {request.simplify_timeout:g} s"
+        result.warnings.append(Note("budget", {s: f"exact values not computed within {exact_seconds:.3g} s"
                                                " (the floats are exact to the digits shown)"
                                                for s in ("unicode", "ascii")}))
     if answers:
         _checks(result, derivs, answers, found, searches, request)
     if request.python_code:
         from gradcli.symbolic.codegen import numpy_module
-        result.python_code = numpy_module(derivs, [(entry, final[entry.key]) for entry in derivs.entries])
-    if request.emit_function:
+        code = deadline.attempt("the Python code", numpy_module, derivs,
+                                [(entry, final[entry.key]) for entry in derivs.entries])
+        result.python_code = None if code is CUT else code
+    if request.emit_function and derivs.cut:
+        deadline.cut.append("the emitted Function (it needs every first derivative)")
+    elif request.emit_function:
         from gradcli.symbolic.emit import emit_function
         jacobian = [[final[(i, (str(v),))] for v in variables] for i in range(len(exprs))]
-        result.python_code = emit_function(request.emit_function, derivs, jacobian, request.style,
-                                           request.assumptions)
+        code = deadline.attempt("the emitted Function", emit_function, request.emit_function, derivs, jacobian,
+                                request.style, request.assumptions)
+        result.python_code = None if code is CUT else code
     failed = any(not p.ok for p in result.points) or any(c.verdict == "refuted" for c in result.checks)
     result.exit_code = 1 if failed else 0
+    if derivs.cut or deadline.cut:
+        _cut_warning(result, derivs, deadline)
+        result.exit_code = 1 if failed else 2
     return result
 
 
-def _apply_simplification(request, derivs, found, result):
+def _collected(deadline, what, worker):
+    found = deadline.attempt(what, worker.collect)
+    return {} if found is deadline_cut() else found
+
+
+def deadline_cut():
+    from gradcli.symbolic.deadline import CUT
+    return CUT
+
+
+def _unavailable(points, why):
+    from gradcli.symbolic.numeric_side import PointNumbers
+    return [PointNumbers(unavailable=why) for _ in points]
+
+
+def _cut_warning(result, derivs, deadline):
+    parts = []
+    if derivs.cut:
+        labels = [label("f" if len(derivs.names) == 1 else derivs.names[o], wrt, "ascii") for o, wrt in derivs.cut]
+        shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+        parts.append(f"derivatives not computed: {shown}")
+    parts += [f"not done: {what}" for what in deadline.cut if what != "differentiation"]
+    text = f"the {deadline.budget:g} s budget (--budget) ran out; " + "; ".join(parts)
+    result.warnings.append(Note("budget", {"unicode": text, "ascii": text}))
+
+
+def _apply_simplification(request, derivs, found, result, seconds):
     """Formulas from the simplified forms where simplify finished and helped; notes where it did not."""
     final, unfinished = {}, []
     for entry in derivs.entries:
@@ -236,9 +320,11 @@ def _apply_simplification(request, derivs, found, result):
             result.formulas.append(Formula(entry.key, {s: entry.label(s) for s in ("unicode", "ascii", "latex")},
                                            _styles(expr, request.styles), was_simplified))
     if unfinished:
-        labels = {s: ", ".join(e.label(s) for e in unfinished) for s in ("unicode", "ascii")}
+        shown = unfinished[:6]
+        more = f" and {len(unfinished) - 6} more" if len(unfinished) > 6 else ""
+        labels = {s: ", ".join(e.label(s) for e in shown) + more for s in ("unicode", "ascii")}
         result.warnings.append(Note("simplify", {
-            s: f"simplification did not finish within {request.simplify_timeout:g} s for {labels[s]}: "
+            s: f"simplification did not finish within {seconds:.3g} s for {labels[s]}: "
                "showing the unsimplified form" for s in ("unicode", "ascii")}))
     if derivs.definitions:
         result.definitions = [(str(symbol), _styles(value, request.styles)) for symbol, value in derivs.definitions]
@@ -252,13 +338,15 @@ def _counterexamples(derivs, answers, request):
     from gradcli.symbolic.verify import search_counterexample
     by_key = {entry.key: entry for entry in derivs.entries}
     return {name: search_counterexample(by_key[(0, (name,))].expr, answer, derivs.symbols, request.assumptions)
-            for name, (_text, answer) in answers.items()}
+            for name, (_text, answer) in answers.items() if (0, (name,)) in by_key}
 
 
 def _checks(result, derivs, answers, found, searches, request):
     from gradcli.symbolic.verify import verdict
     by_key = {entry.key: entry for entry in derivs.entries}
     for name, (_text, answer) in answers.items():
-        entry = by_key[(0, (name,))]
+        entry = by_key.get((0, (name,)))
+        if entry is None or name not in searches:
+            continue   # cut by the budget (the budget warning says so)
         result.checks.append(verdict(name, entry.label("ascii"), formatting.ascii(answer), searches[name],
                                      found.get(("proof", name)), request.simplify_timeout))

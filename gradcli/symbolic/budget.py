@@ -12,6 +12,8 @@ import signal
 import sys
 import time
 
+from gradcli.symbolic import lifeline
+
 _HEADER = 8
 
 
@@ -28,6 +30,9 @@ class Budgeted:
         self._fd = None
         if not self.jobs:
             return
+        if seconds <= 0:   # no time left in the total budget: nothing is started
+            self.timed_out = True
+            return
         if not hasattr(os, "fork"):  # pragma: no cover - no fork: run inline, without a budget
             for key, function, args in self.jobs:
                 self.results[key] = _run_one(function, args)
@@ -35,10 +40,11 @@ class Budgeted:
         sys.stdout.flush()
         sys.stderr.flush()
         read_end, write_end = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # child: never returns into the caller's code
             os.close(read_end)
-            _child(self.jobs, write_end)
+            _child(self.jobs, write_end, parent)
         os.close(write_end)
         self._pid, self._fd = pid, read_end
 
@@ -94,8 +100,10 @@ def _run_one(function, args):
         return ("error", f"{type(error).__name__}: {error}")
 
 
-def _child(jobs, write_end):
+def _child(jobs, write_end, parent):
     try:
+        lifeline.bind_to_parent(parent)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)   # the parent's total-budget alarm is not ours
         for key, function, args in jobs:
             result = _run_one(function, args)
             try:

@@ -45,6 +45,7 @@ class Derivatives:
     definitions: list = field(default_factory=list)  # CSE form: [(symbol, expr)] shared by entries
     method: str = "sympy.diff"
     parameters: list = field(default_factory=list)   # free symbols not differentiated by (see --wrt)
+    cut: list = field(default_factory=list)          # planned keys the budget left uncomputed
 
     def of_order(self, order):
         return [entry for entry in self.entries if len(entry.wrt) == order]
@@ -102,15 +103,19 @@ def plan(n_outputs, variables, order, hessian):
     return keys
 
 
-def differentiate(exprs, variables, order=1, hessian=False):
-    """All planned derivatives. Large expressions: gradient only, in reverse mode (CSE form)."""
-    derivs = _differentiate(exprs, variables, order, hessian)
+def differentiate(exprs, variables, order=1, hessian=False, deadline=None):
+    """All planned derivatives. Large expressions: gradient only, in reverse mode (CSE form).
+
+    With a ``deadline`` (deadline.Deadline), derivatives still missing when it passes are listed in
+    ``cut`` instead of computed (lower orders come first, so what is shown is complete per order).
+    """
+    derivs = _differentiate(exprs, variables, order, hessian, deadline)
     free = set().union(*(expr.free_symbols for expr in exprs)) - set(variables)
     derivs.parameters = sorted(free, key=lambda s: natural_key(s.name))
     return derivs
 
 
-def _differentiate(exprs, variables, order, hessian):
+def _differentiate(exprs, variables, order, hessian, deadline):
     names = output_names(len(exprs))
     keys = plan(len(exprs), variables, order, hessian)
     by_name = {str(v): v for v in variables}
@@ -131,5 +136,13 @@ def _differentiate(exprs, variables, order, hessian):
             cache[(i, wrt)] = exprs[i] if not wrt else sympy.diff(derivative(i, wrt[:-1]), by_name[wrt[-1]])
         return cache[(i, wrt)]
 
-    entries = [Entry(i, wrt, derivative(i, wrt), names[i]) for i, wrt in keys]
-    return Derivatives(list(exprs), names, list(variables), entries)
+    from gradcli.symbolic.deadline import CUT
+    entries, cut = [], []
+    for i, wrt in keys:
+        expr = deadline.attempt("differentiation", derivative, i, wrt) if deadline and not cut else \
+            (CUT if cut else derivative(i, wrt))
+        if expr is CUT:
+            cut.append((i, wrt))
+            continue
+        entries.append(Entry(i, wrt, expr, names[i]))
+    return Derivatives(list(exprs), names, list(variables), entries, cut=cut)
