@@ -279,6 +279,8 @@ def run(request, engine_process=None, deadline=None, progress=None):
 
 
 def _collected(deadline, what, worker):
+    if not worker.jobs:
+        return {}
     found = deadline.attempt(what, worker.collect)
     return {} if found is deadline_cut() else found
 
