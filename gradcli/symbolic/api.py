@@ -16,6 +16,7 @@ from gradcli.symbolic.formatting import label
 from gradcli.symbolic.errors import ExpressionError
 from gradcli.symbolic.exact_jobs import difference_is_zero, exact_values, simplified
 from gradcli.symbolic.model import DiffResult, Formula, Note
+from gradcli.symbolic.precise import OUT_OF_RANGE
 from gradcli.symbolic.parser import make_symbol, parse, parse_value, split_assignments
 
 MAX_POINTS = 50
@@ -117,7 +118,8 @@ def _exact_jobs(request, derivs, points, prepared):
     items = [(entry.key, entry.expr) for entry in derivs.entries]
     jobs = []
     for k, ((point, _), (statuses, _values)) in enumerate(zip(points, prepared)):
-        if all(status != "ok" or abs(value) < EXACT_LIMIT for status, value in statuses):
+        if all(status not in ("ok", OUT_OF_RANGE) or (status == "ok" and abs(value) < EXACT_LIMIT)
+               for status, value in statuses):
             jobs.append((("exact", k), exact_values, (items, derivs.definitions, point, request.styles)))
     return jobs
 
@@ -195,7 +197,7 @@ def run(request, engine_process=None, deadline=None, progress=None):
     numbers = deadline.attempt("the engine and finite-difference columns", _numbers, derivs, points,
                                engine_process) if points else []
     def symbolic_budget():   # a budgeted child never outlives the total budget
-        return max(0.0, min(request.simplify_timeout, deadline.remaining() - 0.5))
+        return max(0.0, min(request.simplify_timeout, deadline.remaining() - 0.2))
 
     worker = Budgeted(_jobs(request, derivs, answers), symbolic_budget())
 

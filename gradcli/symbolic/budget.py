@@ -56,11 +56,8 @@ class Budgeted:
         buffer = b""
         try:
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.timed_out = True
-                    break
-                ready, _, _ = select.select([self._fd], [], [], remaining)
+                remaining = max(0.0, deadline - time.monotonic())
+                ready, _, _ = select.select([self._fd], [], [], remaining)   # 0: what has already arrived
                 if not ready:
                     self.timed_out = True
                     break

@@ -103,6 +103,17 @@ def plan(n_outputs, variables, order, hessian):
     return keys
 
 
+def _diff(expr, variable):
+    """sympy.diff, except that 0**u (0 where u > 0, its only differentiable region) has derivative 0:
+    SymPy's 0**u*log(0) is nan, which would turn the exact 0 of d/dx 0^x into "undefined"."""
+    zero_powers = [p for p in expr.atoms(sympy.Pow) if p.base == 0 and p.exp.free_symbols]
+    if not zero_powers:
+        return sympy.diff(expr, variable)
+    held = {p: sympy.Dummy(f"zero_power{k}") for k, p in enumerate(zero_powers)}
+    derivative = sympy.diff(expr.xreplace(held), variable)
+    return derivative.xreplace({dummy: p for p, dummy in held.items()})
+
+
 def differentiate(exprs, variables, order=1, hessian=False, deadline=None):
     """All planned derivatives. Large expressions: gradient only, in reverse mode (CSE form).
 
@@ -133,7 +144,7 @@ def _differentiate(exprs, variables, order, hessian, deadline):
 
     def derivative(i, wrt):
         if (i, wrt) not in cache:
-            cache[(i, wrt)] = exprs[i] if not wrt else sympy.diff(derivative(i, wrt[:-1]), by_name[wrt[-1]])
+            cache[(i, wrt)] = exprs[i] if not wrt else _diff(derivative(i, wrt[:-1]), by_name[wrt[-1]])
         return cache[(i, wrt)]
 
     from gradcli.symbolic.deadline import CUT

@@ -30,13 +30,16 @@ class Deadline:
         self.expired = False
         self.cut = []          # what did not finish, in order
         self._armed = False
+        self._alarm_at = end
 
     def remaining(self):
-        return max(0.0, self.end - time.monotonic())
+        """Seconds until the alarm (the end minus the reserve given to ``arm``)."""
+        return max(0.0, self._alarm_at - time.monotonic())
 
     def arm(self, reserve=0.0):
         """Deliver BudgetExceeded at ``end - reserve`` (main thread only; a no-op elsewhere)."""
-        left = self.end - reserve - time.monotonic()
+        self._alarm_at = self.end - reserve
+        left = self._alarm_at - time.monotonic()
         try:
             signal.signal(signal.SIGALRM, _raise)
             signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
@@ -51,7 +54,7 @@ class Deadline:
 
     def attempt(self, what, function, *args):
         """``function(*args)``, or CUT if the budget ran out before or during it (``what`` is recorded)."""
-        if self.expired or (self._armed and time.monotonic() >= self.end):
+        if self.expired or (self._armed and time.monotonic() >= self._alarm_at):
             self.expired = True
             self.cut.append(what)
             return CUT

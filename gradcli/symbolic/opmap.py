@@ -77,7 +77,10 @@ class NotReal(Exception):
 
 
 def _constant(expr):
-    value = complex(expr.evalf(20))
+    try:
+        value = complex(expr.evalf(20))
+    except (OverflowError, TypeError, ValueError):   # beyond float64 (exp(10^1000)) or not a number
+        return math.inf if expr.is_extended_positive else -math.inf if expr.is_extended_negative else math.nan
     if value.imag != 0:
         raise NotReal(str(expr))
     return value.real

@@ -21,6 +21,8 @@ MAX_DEPTH = 100              # builder recursion; sums and products are flattene
 MAX_EXPONENT = 10_000        # |n| in x**n for symbolic x (evaluating x**n exactly at a point must stay cheap)
 MAX_NUMBER_BITS = 10_000     # any exact number (a power such as 2**1000, a product): ~3,000 digits
 MAX_LITERAL_EXPONENT = 1_000  # 1e1000 is allowed, 1e100000 is not
+MAX_ROOT_BITS = 2_000        # SymPy factors the base of an exact root: (2^9999+1)^(1/2) takes ~9 s
+MAX_COMPARED_ARGS = 64       # max/min compare their arguments pairwise (2,000 of them: minutes)
 
 ASSUMPTIONS = {
     "real": {"real": True},
@@ -129,6 +131,8 @@ class _Builder:
         if base.is_Rational:
             if abs(base) in (0, 1):
                 return
+            if not exponent.is_Integer and max(abs(base.p), base.q).bit_length() > MAX_ROOT_BITS:
+                self.fail(f"refused: an exact root of {_short(base)} (over {MAX_ROOT_BITS} bits) is too costly", node)
             bits = float(size) * max(1.0, math.log2(max(abs(base.p), base.q)))
             if bits > MAX_NUMBER_BITS:
                 self.fail(f"power too large: {_short(base)}**{_short(exponent)} has about {bits:.3g} bits", node)
@@ -156,8 +160,22 @@ class _Builder:
         if count < low or (high is not None and count > high):
             wanted = f"{low}" if low == high else (f"at least {low}" if high is None else f"{low} or {high}")
             self.fail(f"{name}() takes {wanted} argument{'s' if wanted != '1' else ''}, got {count}", node)
+        if name in COMPARING and self.assumptions == "complex":
+            self.fail(f"{name}() compares its arguments, and with --complex they are not real", node)
+        if name in COMPARING and count > MAX_COMPARED_ARGS:
+            self.fail(f"refused: {name}() of {count} arguments (at most {MAX_COMPARED_ARGS}: they are compared "
+                      "pairwise)", node)
         args = [self.build(arg, depth + 1) for arg in node.args]
-        return self._checked(BUILDERS[name](*args), node)
+        try:
+            built = BUILDERS[name](*args)
+        except (ValueError, TypeError) as error:
+            if name not in COMPARING:
+                raise
+            bad = next((a for a in args if a.is_extended_real is False or (not a.free_symbols and a.is_comparable
+                                                                            is False)), None)
+            what = f"{_short_text(bad)} is not real" if bad is not None else f"({error})"
+            self.fail(f"{name}() compares its arguments, and {what}", node)
+        return self._checked(built, node)
 
     def _name(self, node):
         if not isinstance(node.ctx, ast.Load) or node.id.startswith("_"):
@@ -179,6 +197,14 @@ class _Builder:
             return sympy.Integer(int(mantissa))
         # Decimal literals are exact rationals (0.1 is 1/10), so "exact" results stay exact.
         return sympy.Rational(literal)
+
+
+COMPARING = ("max", "min")
+
+
+def _short_text(expr):
+    text = str(expr)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _short(number):
