@@ -77,12 +77,14 @@ def parse_point(text, variables, assumptions):
 
 
 def _parse_inputs(request):
-    exprs = []
+    exprs, notes = [], []
     for k, text in enumerate(request.expressions):
         try:
-            exprs.append(parse(text, request.assumptions).expr)
+            parsed = parse(text, request.assumptions, request.wrt or ())
         except ExpressionError as error:
             raise error.in_source("expression" if len(request.expressions) == 1 else f"expression {k + 1}")
+        exprs.append(parsed.expr)
+        notes += [note for note in parsed.notes if note not in notes]
     import sympy
     for k, expr in enumerate(exprs):
         if expr.has(sympy.zoo, sympy.nan):
@@ -101,11 +103,11 @@ def _parse_inputs(request):
         if len(exprs) > 1:
             raise ExpressionError("--check works with one expression")
         from gradcli.symbolic.verify import parse_answers
-        answers = parse_answers(request.check, variables, request.assumptions)
+        answers = parse_answers(request.check, variables, request.assumptions, parameters)
     if request.emit_function and parameters:
         raise ExpressionError(f"--emit-function differentiates by every variable; "
                               f"{', '.join(map(str, parameters))} not in --wrt")
-    return exprs, variables, points, answers
+    return exprs, variables, points, answers, notes
 
 
 EXACT_LIMIT = 10 ** 300   # beyond this an exact value is a page of digits (or takes forever to build)
@@ -185,7 +187,7 @@ def run(request, engine_process=None, deadline=None, progress=None):
     deadline = deadline or NoDeadline()
     progress = progress or (lambda phase: None)
     progress("parsing")
-    exprs, variables, points, answers = _parse_inputs(request)
+    exprs, variables, points, answers, reading_notes = _parse_inputs(request)
     if request.emit_function:
         from gradcli.symbolic.emit import check_name
         check_name(request.emit_function)
@@ -207,6 +209,7 @@ def run(request, engine_process=None, deadline=None, progress=None):
                         derivs.names, derivs.variable_names, request.assumptions, derivs.method,
                         order=request.order, hessian=request.hessian,
                         parameters=[str(p) for p in derivs.parameters])
+    result.info += reading_notes
     result.warnings += caveats.scan(derivs.entries)
     exact_worker = None
     if points:
@@ -259,19 +262,11 @@ def run(request, engine_process=None, deadline=None, progress=None):
                                                for s in ("unicode", "ascii")}))
     if answers:
         _checks(result, derivs, answers, found, searches, request)
-    if request.python_code:
-        from gradcli.symbolic.codegen import numpy_module
-        code = deadline.attempt("the Python code", numpy_module, derivs,
-                                [(entry, final[entry.key]) for entry in derivs.entries])
-        result.python_code = None if code is CUT else code
-    if request.emit_function and derivs.cut:
-        deadline.cut.append("the emitted Function (it needs every first derivative)")
-    elif request.emit_function:
-        from gradcli.symbolic.emit import emit_function
-        jacobian = [[final[(i, (str(v),))] for v in variables] for i in range(len(exprs))]
-        code = deadline.attempt("the emitted Function", emit_function, request.emit_function, derivs, jacobian,
-                                request.style, request.assumptions)
-        result.python_code = None if code is CUT else code
+    from gradcli.symbolic.codegen import CodegenError
+    try:
+        _code(request, derivs, final, variables, exprs, deadline, result)
+    except CodegenError as error:
+        raise ExpressionError(f"{'--emit-function' if request.emit_function else '--format python'}: {error}")
     failed = any(not p.ok for p in result.points) or any(c.verdict == "refuted" for c in result.checks)
     result.exit_code = 1 if failed else 0
     if derivs.cut or deadline.cut:
@@ -290,6 +285,24 @@ def _collected(deadline, what, worker):
 def deadline_cut():
     from gradcli.symbolic.deadline import CUT
     return CUT
+
+
+def _code(request, derivs, final, variables, exprs, deadline, result):
+    """--format python and --emit-function (each within the budget)."""
+    from gradcli.symbolic.deadline import CUT
+    if request.python_code:
+        from gradcli.symbolic.codegen import numpy_module
+        code = deadline.attempt("the Python code", numpy_module, derivs,
+                                [(entry, final[entry.key]) for entry in derivs.entries])
+        result.python_code = None if code is CUT else code
+    if request.emit_function and derivs.cut:
+        deadline.cut.append("the emitted Function (it needs every first derivative)")
+    elif request.emit_function:
+        from gradcli.symbolic.emit import emit_function
+        jacobian = [[final[(i, (str(v),))] for v in variables] for i in range(len(exprs))]
+        code = deadline.attempt("the emitted Function", emit_function, request.emit_function, derivs, jacobian,
+                                request.style, request.assumptions)
+        result.python_code = None if code is CUT else code
 
 
 def _unavailable(points, why):

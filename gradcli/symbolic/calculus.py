@@ -104,9 +104,13 @@ def plan(n_outputs, variables, order, hessian):
 
 
 def _diff(expr, variable):
-    """sympy.diff, except that 0**u (0 where u > 0, its only differentiable region) has derivative 0:
-    SymPy's 0**u*log(0) is nan, which would turn the exact 0 of d/dx 0^x into "undefined"."""
+    """sympy.diff, except that 0**u (0 where u > 0, its only differentiable region) and floor/ceiling
+    have derivative 0: SymPy's 0**u*log(0) is nan, which would turn the exact 0 of d/dx 0^x into
+    "undefined"."""
     zero_powers = [p for p in expr.atoms(sympy.Pow) if p.base == 0 and p.exp.free_symbols]
+    # floor/ceiling are constant between integers: derivative 0 there (SymPy leaves an unevaluated
+    # Derivative); the jumps at integers are reported as kinks at the points.
+    zero_powers += [f for f in expr.atoms(sympy.floor, sympy.ceiling) if f.free_symbols]
     if not zero_powers:
         return sympy.diff(expr, variable)
     held = {p: sympy.Dummy(f"zero_power{k}") for k, p in enumerate(zero_powers)}

@@ -19,7 +19,7 @@ AUTOGRAD_RTOL = 1e-9      # engine vs exact, relative to max(1, |exact|): float6
 FD_FACTOR = 100.0         # finite differences vs exact: this many times their own error estimate ...
 FD_RTOL = 1e-7            # ... or this relative floor, whichever is larger
 FLOAT64_MAX = 1.7976931348623157e308
-NONSMOOTH = ("Abs", "sign", "Heaviside", "Max", "Min", "relu", "Piecewise", "DiracDelta")
+NONSMOOTH = ("Abs", "sign", "Heaviside", "Max", "Min", "relu", "Piecewise", "DiracDelta", "floor", "ceiling")
 
 
 def _note(kind, unicode_text, ascii_text=None):
@@ -41,6 +41,8 @@ def _vanishing_kinks(exprs, values):
                    if status == "ok"]
         if head in ("Max", "Min"):
             hit = any(abs(a - b) < 1e-20 for i, a in enumerate(numbers) for b in numbers[i + 1:])
+        elif head in ("floor", "ceiling"):   # jumps at the integers
+            hit = bool(numbers) and abs(numbers[0] - mpmath.nint(numbers[0])) < 1e-20
         else:
             hit = bool(numbers) and abs(numbers[0]) < 1e-20
         if hit and formatting.unicode(node) not in found:
@@ -96,7 +98,16 @@ class PointEvaluator:
         at = {str(v): _float(value) for v, value in point.items()}
         result = PointResult(at, at_text, cells)
         self._compare(result, exact, kinks)
-        if not result.ok and not kinks:
+        jumps = [node for node in switching if node.startswith(("floor(", "ceiling(", "⌊", "⌈"))]
+        if jumps:   # a jump, not a kink: no derivative exists, so there is nothing to compare it with
+            for cell in result.cells:
+                if cell.key[1]:
+                    cell.ok, cell.error = None, None
+            errors = [c.error for c in result.cells if c.error is not None]
+            result.ok, result.problem, result.max_error = True, None, max(errors) if errors else None
+            warnings.append(_note("kink", f"f jumps at {at_text} ({jumps[0]} at an integer): it has no derivative "
+                                          "there; the derivative columns are not compared"))
+        elif not result.ok and not kinks:
             self._conditioning(result, point, exact, at_text, warnings)
         if numbers.failure:
             result.ok, result.problem = False, numbers.failure

@@ -157,6 +157,22 @@ def _gelu(x):
     return x * (1 + sympy.erf(x / sympy.sqrt(2))) / 2
 
 
+def _cbrt(x):
+    return sympy.Pow(x, sympy.Rational(1, 3))   # SymPy's principal cube root (not real for x < 0)
+
+
+def _root(x, n):
+    return sympy.Pow(x, 1 / n)
+
+
+def _elu(x, alpha=sympy.Integer(1)):
+    return relu(x) + alpha * sympy.Min(0, sympy.exp(x) - 1)
+
+
+def _leaky_relu(x, slope=sympy.Rational(1, 100)):
+    return relu(x) - slope * relu(-x)
+
+
 # canonical name -> callable building the SymPy expression from already-built arguments
 BUILDERS = {
     "sqrt": sympy.sqrt, "exp": sympy.exp, "log": _log,
@@ -171,8 +187,16 @@ BUILDERS = {
     "erf": sympy.erf, "erfc": sympy.erfc,
     "max": sympy.Max, "min": sympy.Min,
     "sigmoid": sigmoid, "softplus": softplus, "relu": relu, "gelu": _gelu, "logsumexp": logsumexp,
+    "acot": sympy.acot, "asec": sympy.asec, "acsc": sympy.acsc, "coth": sympy.coth, "sech": sympy.sech,
+    "csch": sympy.csch, "acoth": sympy.acoth, "asech": sympy.asech, "acsch": sympy.acsch,
+    "cbrt": _cbrt, "root": _root, "pow": sympy.Pow, "exp2": lambda x: sympy.Pow(2, x),
+    "floor": sympy.floor, "ceiling": sympy.ceiling, "gamma": sympy.gamma, "loggamma": sympy.loggamma,
+    "digamma": lambda x: sympy.polygamma(0, x), "polygamma": sympy.polygamma, "besselj": sympy.besselj,
+    "LambertW": sympy.LambertW,
+    "silu": lambda x: x * sigmoid(x), "mish": lambda x: x * sympy.tanh(softplus(x)), "elu": _elu,
+    "leaky_relu": _leaky_relu, "xlogy": lambda x, y: x * sympy.log(y),
 }
 
 assert set(BUILDERS) == set(FUNCTIONS), set(BUILDERS) ^ set(FUNCTIONS)
 
-CONSTANT_VALUES = {"pi": sympy.pi, "e": sympy.E}
+CONSTANT_VALUES = {"pi": sympy.pi, "e": sympy.E, "E": sympy.E}

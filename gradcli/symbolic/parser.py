@@ -15,7 +15,7 @@ import sympy
 from gradcli.symbolic.errors import ExpressionError
 from gradcli.symbolic.functions import BUILDERS, CONSTANT_VALUES
 from gradcli.symbolic.lexer import MAX_LENGTH, lex
-from gradcli.symbolic.vocabulary import FUNCTIONS
+from gradcli.symbolic.vocabulary import FUNCTIONS, function_prefix
 
 MAX_DEPTH = 100              # builder recursion; sums and products are flattened so they don't count
 MAX_EXPONENT = 10_000        # |n| in x**n for symbolic x (evaluating x**n exactly at a point must stay cheap)
@@ -39,6 +39,23 @@ class Parsed:
     expr: object          # sympy.Expr
     text: str             # what the user typed
     python: str           # the plain-Python form after conveniences, for messages and JSON
+    notes: list = None    # how a name was read, where it may surprise (sinx, xy, e)
+
+
+# Multi-letter variable names people use on purpose; any other short run of letters gets a note.
+_WORDS = {"alpha", "beta", "gamma", "delta", "epsilon", "eps", "zeta", "eta", "theta", "iota", "kappa", "lam",
+          "lambda_", "mu", "nu", "xi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega", "dt", "dx", "dy"}
+
+
+def _name_note(name):
+    glued = function_prefix(name)
+    if glued:
+        head, rest = glued
+        return f"'{name}' is read as one variable named {name}; for the function write {head}({rest})"
+    if name.isalpha() and name.islower() and 2 <= len(name) <= 3 and name not in _WORDS:
+        return (f"'{name}' is read as one variable named {name}; for a product write "
+                f"{'*'.join(name)}")
+    return None
 
 
 def make_symbol(name, assumptions="real"):
@@ -46,11 +63,13 @@ def make_symbol(name, assumptions="real"):
 
 
 class _Builder:
-    def __init__(self, text, lexed, assumptions):
+    def __init__(self, text, lexed, assumptions, variables=()):
         self.text = text
         self.lexed = lexed
         self.assumptions = assumptions
+        self.variables = set(variables)   # names that are variables even if they name a constant (e)
         self.memo = {}
+        self.notes = []
 
     def column(self, node):
         offset = getattr(node, "col_offset", None)
@@ -166,6 +185,12 @@ class _Builder:
             self.fail(f"refused: {name}() of {count} arguments (at most {MAX_COMPARED_ARGS}: they are compared "
                       "pairwise)", node)
         args = [self.build(arg, depth + 1) for arg in node.args]
+        if name == "pow":
+            self._guard_power(args[0], args[1], node)
+        elif name == "exp2":
+            self._guard_power(sympy.Integer(2), args[0], node)
+        elif name == "root":
+            self._guard_power(args[0], 1 / args[1], node)
         try:
             built = BUILDERS[name](*args)
         except (ValueError, TypeError) as error:
@@ -182,9 +207,19 @@ class _Builder:
             self.fail(f"name {node.id!r} is not allowed", node)
         if node.id in FUNCTIONS:
             self.fail(f"function {node.id!r} needs its argument in parentheses", node)
-        if node.id in CONSTANT_VALUES:
+        if node.id in CONSTANT_VALUES and node.id not in self.variables:
+            if node.id in ("e", "E"):
+                self._note(f"{node.id} is Euler's number 2.718...; for a variable named {node.id} "
+                           f"pass --wrt {node.id}")
             return CONSTANT_VALUES[node.id]
+        note = _name_note(node.id)
+        if note:
+            self._note(note)
         return make_symbol(node.id, self.assumptions)
+
+    def _note(self, text):
+        if text not in self.notes:
+            self.notes.append(text)
 
     def _number(self, node):
         literal = self.lexed.numbers.get(node.col_offset)
@@ -235,8 +270,10 @@ def _validate(tree, text, lexed):
             raise ExpressionError(f"unsupported syntax ({type(node).__name__})", column, text)
 
 
-def parse(text, assumptions="real"):
-    """Parse a calculator expression into SymPy without executing any of it. Raises ExpressionError."""
+def parse(text, assumptions="real", variables=()):
+    """Parse a calculator expression into SymPy without executing any of it. Raises ExpressionError.
+
+    ``variables``: names that are variables even where they name a constant (``--wrt e``)."""
     if assumptions not in ASSUMPTIONS:
         raise ValueError(f"unknown assumptions {assumptions!r}")
     lexed = lex(text)
@@ -253,11 +290,12 @@ def parse(text, assumptions="real"):
     finally:
         sys.setrecursionlimit(limit)
     _validate(tree, text, lexed)
+    builder = _Builder(text, lexed, assumptions, variables)
     try:
-        expr = _Builder(text, lexed, assumptions).build(tree.body)
+        expr = builder.build(tree.body)
     except RecursionError:
         raise ExpressionError("expression too deeply nested", None, text) from None
-    return Parsed(expr, text, lexed.python)
+    return Parsed(expr, text, lexed.python, builder.notes)
 
 
 def split_assignments(text):
@@ -285,10 +323,10 @@ def split_assignments(text):
     return result
 
 
-def parse_value(text, column, whole, source, assumptions="real"):
+def parse_value(text, column, whole, source, assumptions="real", variables=()):
     """A value inside an option (``--at x=pi/4``): a parsed expression; errors point into the whole option."""
     try:
-        return parse(text, assumptions).expr
+        return parse(text, assumptions, variables).expr
     except ExpressionError as error:
         shifted = None if error.column is None else error.column + column - 1
         raise ExpressionError(error.message, shifted, whole, source) from None
