@@ -58,7 +58,7 @@ def parse_point(text, variables, assumptions):
         if name not in names:
             raise ExpressionError(f"{name!r} is not a variable (variables: {', '.join(names)})", name_column,
                                   text, "--at")
-        value = parse_value(value_text, column, text, "--at")
+        value = parse_value(value_text, column, text, "--at", imaginary=assumptions == "complex")
         if value.free_symbols:
             raise ExpressionError(f"the value of {name} must be a number", column, text, "--at")
         if assumptions != "complex" and not value.is_extended_real:
@@ -161,7 +161,7 @@ def _numbers(derivs, points, engine_process):
 def _float(value):
     try:
         return float(value)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError):   # complex (under --complex) or beyond float64
         return float("nan")
 
 

@@ -11,6 +11,11 @@ from sympy import S, Function
 from gradcli.symbolic.vocabulary import FUNCTIONS
 
 
+def _powered(exp, text):
+    """LaTeX of f(x) raised to ``exp`` (SymPy's printer passes the power of sigmoid(x)**2 here)."""
+    return text if exp is None else r"%s^{%s}" % (text, exp)
+
+
 class _ElementaryBacked(Function):
     """A function whose numeric value comes from its elementary rewrite (used by evalf)."""
 
@@ -57,8 +62,8 @@ class sigmoid(_ElementaryBacked):  # noqa: N801 - printed name must match the ML
     def _eval_is_positive(self):
         return True if self.args[0].is_extended_real else None
 
-    def _latex(self, printer):
-        return r"\sigma\left(%s\right)" % printer._print(self.args[0])
+    def _latex(self, printer, exp=None):
+        return _powered(exp, r"\sigma\left(%s\right)" % printer._print(self.args[0]))
 
 
 class softplus(_ElementaryBacked):  # noqa: N801
@@ -83,8 +88,8 @@ class softplus(_ElementaryBacked):  # noqa: N801
     def _eval_is_positive(self):
         return True if self.args[0].is_extended_real else None
 
-    def _latex(self, printer):
-        return r"\operatorname{softplus}\left(%s\right)" % printer._print(self.args[0])
+    def _latex(self, printer, exp=None):
+        return _powered(exp, r"\operatorname{softplus}\left(%s\right)" % printer._print(self.args[0]))
 
 
 class relu(_ElementaryBacked):  # noqa: N801
@@ -111,8 +116,8 @@ class relu(_ElementaryBacked):  # noqa: N801
     def _eval_is_nonnegative(self):
         return True if self.args[0].is_extended_real else None
 
-    def _latex(self, printer):
-        return r"\operatorname{relu}\left(%s\right)" % printer._print(self.args[0])
+    def _latex(self, printer, exp=None):
+        return _powered(exp, r"\operatorname{relu}\left(%s\right)" % printer._print(self.args[0]))
 
 
 class logsumexp(_ElementaryBacked):  # noqa: N801
@@ -133,8 +138,8 @@ class logsumexp(_ElementaryBacked):  # noqa: N801
     def _eval_rewrite_as_exp(self, *args, **kwargs):
         return sympy.log(sympy.Add(*[sympy.exp(a) for a in args]))
 
-    def _latex(self, printer):
-        return r"\operatorname{logsumexp}\left(%s\right)" % ", ".join(printer._print(a) for a in self.args)
+    def _latex(self, printer, exp=None):
+        return _powered(exp, r"\operatorname{logsumexp}\left(%s\right)" % ", ".join(printer._print(a) for a in self.args))
 
 
 ML_FUNCTIONS = (sigmoid, softplus, relu, logsumexp)
@@ -192,7 +197,7 @@ BUILDERS = {
     "cbrt": _cbrt, "root": _root, "pow": sympy.Pow, "exp2": lambda x: sympy.Pow(2, x),
     "floor": sympy.floor, "ceiling": sympy.ceiling, "gamma": sympy.gamma, "loggamma": sympy.loggamma,
     "digamma": lambda x: sympy.polygamma(0, x), "polygamma": sympy.polygamma, "besselj": sympy.besselj,
-    "LambertW": sympy.LambertW,
+    "LambertW": sympy.LambertW, "DiracDelta": sympy.DiracDelta,
     "silu": lambda x: x * sigmoid(x), "mish": lambda x: x * sympy.tanh(softplus(x)), "elu": _elu,
     "leaky_relu": _leaky_relu, "xlogy": lambda x, y: x * sympy.log(y),
 }

@@ -75,7 +75,7 @@ def _run_numeric(job, namespace):
         return [PointNumbers(unavailable=str(error)) for _ in job.points]
     for point in job.points:
         if not all(math.isfinite(v) for v in point):
-            results.append(PointNumbers(unavailable="the point is beyond the float64 range"))
+            results.append(PointNumbers(unavailable="the point is not a float64 real number (beyond the range, or complex)"))
             continue
         numbers = PointNumbers()
         x = np.asarray(point, dtype=np.float64)

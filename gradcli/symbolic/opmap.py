@@ -47,7 +47,7 @@ ENGINE_REWRITES = {
     "asech": "acosh(1/u)", "acsch": "asinh(1/u)", "coth": "1/tanh(u)", "sech": "1/cosh(u)", "csch": "1/sinh(u)",
 }
 # SymPy heads with no engine op at all: computed symbolically only (specs/diff.md).
-SYMBOLIC_ONLY_HEADS = ("gamma", "loggamma", "polygamma", "besselj", "LambertW")
+SYMBOLIC_ONLY_HEADS = ("gamma", "loggamma", "polygamma", "besselj", "LambertW", "DiracDelta")
 
 
 def _rewrite_rules():

@@ -63,11 +63,12 @@ def make_symbol(name, assumptions="real"):
 
 
 class _Builder:
-    def __init__(self, text, lexed, assumptions, variables=()):
+    def __init__(self, text, lexed, assumptions, variables=(), imaginary=False):
         self.text = text
         self.lexed = lexed
         self.assumptions = assumptions
         self.variables = set(variables)   # names that are variables even if they name a constant (e)
+        self.imaginary = imaginary         # I is the imaginary unit (--at values under --complex)
         self.memo = {}
         self.notes = []
 
@@ -156,7 +157,7 @@ class _Builder:
             if bits > MAX_NUMBER_BITS:
                 self.fail(f"power too large: {_short(base)}**{_short(exponent)} has about {bits:.3g} bits", node)
         elif size > MAX_EXPONENT:
-            self.fail(f"exponent {exponent} is too large (at most {MAX_EXPONENT})", node)
+            self.fail(f"exponent {_short(exponent)} is too large (at most {MAX_EXPONENT})", node)
 
     def _checked(self, result, node):
         """SymPy merges powers (x**100 * x**100, (x**100)**100) and multiplies numbers: re-check."""
@@ -165,7 +166,7 @@ class _Builder:
                 self.fail(f"number too large ({_short(part)})", node)
             if part.is_Pow and part.exp.is_Rational and not part.base.is_Rational \
                     and abs(part.exp) > MAX_EXPONENT:
-                self.fail(f"exponent {part.exp} is too large (at most {MAX_EXPONENT})", node)
+                self.fail(f"exponent {_short(part.exp)} is too large (at most {MAX_EXPONENT})", node)
         return result
 
     def _call(self, node, depth):
@@ -207,6 +208,8 @@ class _Builder:
             self.fail(f"name {node.id!r} is not allowed", node)
         if node.id in FUNCTIONS:
             self.fail(f"function {node.id!r} needs its argument in parentheses", node)
+        if node.id == "I" and self.imaginary:
+            return sympy.I
         if node.id in CONSTANT_VALUES and node.id not in self.variables:
             if node.id in ("e", "E"):
                 self._note(f"{node.id} is Euler's number 2.718...; for a variable named {node.id} "
@@ -270,7 +273,7 @@ def _validate(tree, text, lexed):
             raise ExpressionError(f"unsupported syntax ({type(node).__name__})", column, text)
 
 
-def parse(text, assumptions="real", variables=()):
+def parse(text, assumptions="real", variables=(), imaginary=False):
     """Parse a calculator expression into SymPy without executing any of it. Raises ExpressionError.
 
     ``variables``: names that are variables even where they name a constant (``--wrt e``)."""
@@ -290,7 +293,7 @@ def parse(text, assumptions="real", variables=()):
     finally:
         sys.setrecursionlimit(limit)
     _validate(tree, text, lexed)
-    builder = _Builder(text, lexed, assumptions, variables)
+    builder = _Builder(text, lexed, assumptions, variables, imaginary)
     try:
         expr = builder.build(tree.body)
     except RecursionError:
@@ -323,10 +326,11 @@ def split_assignments(text):
     return result
 
 
-def parse_value(text, column, whole, source, assumptions="real", variables=()):
-    """A value inside an option (``--at x=pi/4``): a parsed expression; errors point into the whole option."""
+def parse_value(text, column, whole, source, assumptions="real", variables=(), imaginary=False):
+    """A value inside an option (``--at x=pi/4``): a parsed expression; errors point into the whole option.
+    ``imaginary``: ``I`` is the imaginary unit (``--at x=1+2*I`` under --complex)."""
     try:
-        return parse(text, assumptions, variables).expr
+        return parse(text, assumptions, variables, imaginary).expr
     except ExpressionError as error:
         shifted = None if error.column is None else error.column + column - 1
         raise ExpressionError(error.message, shifted, whole, source) from None

@@ -22,20 +22,19 @@ FUNCTIONS = {
     "cbrt": (1, 1), "root": (2, 2), "pow": (2, 2), "exp2": (1, 1),
     # steps and special functions
     "floor": (1, 1), "ceiling": (1, 1), "gamma": (1, 1), "loggamma": (1, 1), "digamma": (1, 1),
-    "polygamma": (2, 2), "besselj": (2, 2), "LambertW": (1, 1),
+    "polygamma": (2, 2), "besselj": (2, 2), "LambertW": (1, 1), "DiracDelta": (1, 1),
     # more ML functions
     "silu": (1, 1), "mish": (1, 1), "elu": (1, 2), "leaky_relu": (1, 2), "xlogy": (2, 2),
 }
 
 # Computed symbolically only: no engine op, so the autograd and finite-difference columns stay empty
 # (the output says so) and --format python / --emit-function refuse what numpy/the engine cannot compute.
-SYMBOLIC_ONLY = ("gamma", "loggamma", "digamma", "polygamma", "besselj", "LambertW")
+SYMBOLIC_ONLY = ("gamma", "loggamma", "digamma", "polygamma", "besselj", "LambertW", "DiracDelta")
 
 # Known to users, deliberately not in the grammar: the reason replaces "unknown function".
 REFUSED = {
     "Piecewise": "Piecewise needs conditions, which the grammar has no syntax for; write it with heaviside(), "
                  "max/min, abs or sign",
-    "DiracDelta": "DiracDelta is a distribution, not a function with values; gradcli differentiates functions",
 }
 
 # calculator spellings -> canonical name
