@@ -181,11 +181,26 @@ def run(request, engine_process=None, deadline=None, progress=None):
 
     ``engine_process``: an EngineProcess forked before SymPy was imported (the CLI does this when there
     are points); without one, the engine side runs in this process. ``deadline``: a deadline.Deadline
-    (armed by the caller); phases it cuts are listed in a "budget" warning and make the exit code 2.
+    (armed by the caller); phases it cuts are listed in a "budget" warning and make the exit code 2. If
+    it strikes outside any phase that can be cut (while parsing, say), that is an ExpressionError too.
     """
-    from gradcli.symbolic.deadline import CUT, NoDeadline
+    from gradcli.symbolic.deadline import BudgetExceeded, NoDeadline
     deadline = deadline or NoDeadline()
-    progress = progress or (lambda phase: None)
+    phase = ["starting"]
+
+    def report(name):
+        phase[0] = name
+        if progress is not None:
+            progress(name)
+    try:
+        return _run(request, engine_process, deadline, report)
+    except BudgetExceeded:
+        raise ExpressionError(f"refused: the {deadline.budget:g} s budget (--budget) ran out while {phase[0]}; "
+                              "the expression is too expensive for it") from None
+
+
+def _run(request, engine_process, deadline, progress):
+    from gradcli.symbolic.deadline import CUT
     progress("parsing")
     exprs, variables, points, answers, reading_notes = _parse_inputs(request)
     if request.emit_function:

@@ -192,6 +192,10 @@ class _Builder:
             self._guard_power(sympy.Integer(2), args[0], node)
         elif name == "root":
             self._guard_power(args[0], 1 / args[1], node)
+        if name in ("gamma", "loggamma", "digamma", "polygamma") and any(
+                a.is_Integer and abs(a) > MAX_EXACT_GAMMA for a in args[-1:]):
+            # gamma(10^100) would be evaluated as the factorial of 10^100 - 1: keep it symbolic
+            return _held(name, args)
         try:
             built = BUILDERS[name](*args)
         except (ValueError, TypeError) as error:
@@ -238,6 +242,15 @@ class _Builder:
 
 
 COMPARING = ("max", "min")
+MAX_EXACT_GAMMA = 1000   # gamma(n) of a larger integer stays unevaluated (n! has millions of digits)
+
+
+def _held(name, args):
+    """gamma-family call of a huge integer, built without evaluating it."""
+    if name == "digamma":
+        return sympy.polygamma(0, args[0], evaluate=False)
+    function = {"gamma": sympy.gamma, "loggamma": sympy.loggamma, "polygamma": sympy.polygamma}[name]
+    return function(*args, evaluate=False)
 
 
 def _short_text(expr):
