@@ -60,8 +60,8 @@ def diff_outcome(expressions, options, progress, deadline_end, budget, debug=Fal
             result = run(request, engine, deadline, report)
         except ExpressionError as error:
             raise DiffOptionError(str(error)) from None
+        deadline.arm(-RENDER_OVERRUN)   # first: the computing alarm must not strike between run and printing
         report("printing")
-        deadline.arm(-RENDER_OVERRUN)
         text = _render(result, fmt)
         deadline.disarm()
         return Outcome(text, "", result.exit_code)

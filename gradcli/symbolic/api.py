@@ -254,7 +254,7 @@ def _run(request, engine_process, deadline, progress):
             result.warnings += notes
         skipped = len(prepared) - len(exact_jobs) if not derivs.definitions else 0
         if skipped:
-            result.info.append(f"exact values not shown at {skipped} point(s): numbers beyond 1e300")
+            result.info.append(f"exact values not shown at {skipped} point(s): numbers beyond 1e300 (or out of range)")
     progress("checking your answer" if answers else "simplifying")
     searches = deadline.attempt("the --check counterexample search", _counterexamples, derivs, answers,
                                 request) if answers else {}

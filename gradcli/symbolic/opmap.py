@@ -105,6 +105,10 @@ class NotReal(Exception):
 
 
 def _constant(expr):
+    from gradcli.symbolic.precise import OUT_OF_RANGE, precise
+    ((status, _),), _ = precise([expr], [], {})   # node by node: exp(10^1000) is out of range, not evaluated
+    if status == OUT_OF_RANGE:
+        return math.inf if expr.is_extended_positive is not False else math.nan
     try:
         value = complex(expr.evalf(20))
     except (OverflowError, TypeError, ValueError):   # beyond float64 (exp(10^1000)) or not a number

@@ -5,6 +5,8 @@ minutes; here each distinct subexpression is evaluated once, at a working precis
 until two successive precisions agree far beyond the digits ever shown (so cancellation cannot leak
 into a printed digit).
 """
+import math
+
 import mpmath
 import sympy
 
@@ -42,12 +44,26 @@ def _numeric(value, dps):
     return result
 
 
+def _grows_past_range(node, args):
+    """exp/sinh/cosh/Pow whose result would pass 2**HUGE_BITS, told from the arguments' sizes alone
+    (mpmath would spend seconds building exp(10^1000) just to find it is out of range)."""
+    name = type(node).__name__
+    try:
+        if name in ("exp", "sinh", "cosh") and args[0].is_Float:
+            return abs(float(args[0])) > HUGE_BITS * 0.6931471805599453
+        if name == "Pow" and args[0].is_Float and args[1].is_Float and args[0] != 0:
+            return float(args[1]) * math.log2(abs(float(args[0]))) > HUGE_BITS
+    except (OverflowError, ValueError, TypeError):
+        return True
+    return False
+
+
 def dag_values(exprs, definitions, point, dps):
     """{node: numeric SymPy value} for every node of ``exprs`` (and CSE ``definitions``) at ``point``."""
     values = {symbol: _numeric(value, dps) for symbol, value in point.items()}
 
     def apply(node, args):
-        if any(arg is _HUGE or _huge(arg) for arg in args):
+        if any(arg is _HUGE or _huge(arg) for arg in args) or _grows_past_range(node, args):
             return _HUGE
         try:
             result = node.func(*args)
