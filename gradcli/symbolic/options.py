@@ -67,11 +67,16 @@ DEFAULT_BUDGET = 5.0
 
 
 def total_budget(budget, simplify_timeout):
-    """Seconds for the whole command: ``--budget``, else 5 s or ``--simplify-timeout`` + 2 if larger."""
+    """Seconds for the whole command: ``--budget``, else 5 s (``GRADCLI_DIFF_BUDGET`` if set) or
+    ``--simplify-timeout`` + 2 if larger."""
+    import os
     if budget is not None:
         return _number(budget, "--budget", float, 0.5, MAX_TIMEOUT + 60)
+    default = DEFAULT_BUDGET
+    if os.environ.get("GRADCLI_DIFF_BUDGET"):
+        default = _number(os.environ["GRADCLI_DIFF_BUDGET"], "GRADCLI_DIFF_BUDGET", float, 0.5, MAX_TIMEOUT + 60)
     try:
         simplify = float(simplify_timeout)
     except (TypeError, ValueError):
         simplify = 0.0    # build_request reports the bad value
-    return max(DEFAULT_BUDGET, min(simplify, MAX_TIMEOUT) + 2.0)
+    return max(default, min(simplify, MAX_TIMEOUT) + 2.0)
