@@ -196,8 +196,8 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
       gradcli diff "x*y" "x+y" --wrt x,y               Jacobian of two expressions
       gradcli diff "sigmoid(x)" --check "sigmoid(x)*(1-sigmoid(x))"
 
-    Exit codes: 0 agreed, 1 a disagreement or a refuted --check, 2 bad input, 3 internal error.
-    Grammar, formats and JSON schema: specs/diff.md.
+    Exit codes: 0 agreed, 1 a disagreement or a refuted --check, 2 bad input, a refused expression or a
+    result cut short by --budget, 3 internal error. Grammar, formats and JSON schema: specs/diff.md.
     """
     import sys
     import time
