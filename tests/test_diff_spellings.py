@@ -125,3 +125,20 @@ def test_printed_derivatives_read_back():
     with mpmath.workdps(30):
         assert abs(again.subs(x, sympy.Rational(7, 2)).evalf(30)
                    - run(DiffRequest([formula.text["ascii"]], at=["3.5"], simplify=False)).points[0].cells[0].value) < 1e-9
+
+
+def test_numpy_code_for_the_new_functions_computes_the_right_numbers():
+    expression = "acot(x) + sech(x) + acsch(x) + silu(x) + floor(x)*x + mish(x) + elu(x - 2)"
+    outcome = CliRunner().invoke(main, ["diff", expression, "--format", "python"])
+    assert outcome.exit_code == 0, outcome.output
+    namespace = {}
+    exec(compile(outcome.output, "<generated>", "exec"), namespace)  # gradcli's own generated code
+    reference = [lambda t: mpmath.acot(t), mpmath.sech, mpmath.acsch, lambda t: t * _sig(t),
+                 lambda t: mpmath.floor(t) * t, lambda t: t * mpmath.tanh(mpmath.log(1 + mpmath.exp(t))),
+                 lambda t: mpmath.expm1(t - 2)]
+    with mpmath.workdps(30):
+        point = mpmath.mpf("1.7")
+        value = sum(f(point) for f in reference)
+        slope = sum(mpmath.diff(f, point) for f in reference)
+    assert namespace["f"](1.7) == pytest.approx(float(value), rel=1e-13)
+    assert namespace["grad_f"](1.7) == pytest.approx(float(slope), rel=1e-11)

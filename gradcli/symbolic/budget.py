@@ -81,13 +81,20 @@ class Budgeted:
         return buffer
 
     def _stop(self):
-        os.close(self._fd)
-        self._fd = None
+        fd, self._fd = self._fd, None    # first: a second _stop (after an alarm) finds nothing to do
+        pid, self._pid = self._pid, None
+        if fd is not None:
+            os.close(fd)
+        if pid is None:
+            return
         try:
-            os.kill(self._pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        os.waitpid(self._pid, 0)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 def _run_one(function, args):

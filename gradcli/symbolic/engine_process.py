@@ -103,12 +103,15 @@ class EngineProcess:
                 os.close(fd)
             except OSError:
                 pass
+        pid, self.pid = self.pid, None   # first: an alarm striking below must not make a second close wait again
         try:
-            os.kill(self.pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        os.waitpid(self.pid, 0)
-        self.pid = None
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 def _serve(read_end, write_end, parent):
