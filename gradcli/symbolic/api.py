@@ -213,6 +213,7 @@ def _run(request, engine_process, deadline, progress):
     progress("evaluating at the points")
     numbers = deadline.attempt("the engine and finite-difference columns", _numbers, derivs, points,
                                engine_process) if points else []
+
     def symbolic_budget():   # a budgeted child never outlives the total budget
         return max(0.0, min(request.simplify_timeout, deadline.remaining() - 0.2))
 
@@ -291,15 +292,12 @@ def _run(request, engine_process, deadline, progress):
 
 
 def _collected(deadline, what, worker):
+    """The budgeted child's results ({} if the total budget cut the collection)."""
+    from gradcli.symbolic.deadline import CUT
     if not worker.jobs:
         return {}
     found = deadline.attempt(what, worker.collect)
-    return {} if found is deadline_cut() else found
-
-
-def deadline_cut():
-    from gradcli.symbolic.deadline import CUT
-    return CUT
+    return {} if found is CUT else found
 
 
 def _code(request, derivs, final, variables, exprs, deadline, result):
