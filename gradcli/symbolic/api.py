@@ -192,14 +192,18 @@ def run(request, engine_process=None, deadline=None, progress=None):
         phase[0] = name
         if progress is not None:
             progress(name)
+    children = []   # budgeted SymPy children: killed whatever happens (an abandoned one would keep computing)
     try:
-        return _run(request, engine_process, deadline, report)
+        return _run(request, engine_process, deadline, report, children)
     except BudgetExceeded:
         raise ExpressionError(f"refused: the {deadline.budget:g} s budget (--budget) ran out while {phase[0]}; "
                               "the expression is too expensive for it") from None
+    finally:
+        for child in children:
+            child.abandon()
 
 
-def _run(request, engine_process, deadline, progress):
+def _run(request, engine_process, deadline, progress, children):
     from gradcli.symbolic.deadline import CUT
     progress("parsing")
     exprs, variables, points, answers, reading_notes = _parse_inputs(request)
@@ -218,6 +222,7 @@ def _run(request, engine_process, deadline, progress):
         return max(0.0, min(request.simplify_timeout, deadline.remaining() - 0.2))
 
     worker = Budgeted(_jobs(request, derivs, answers), symbolic_budget())
+    children.append(worker)
 
     progress("printing the expressions")
     result = DiffResult(list(request.expressions), {s: [formatting.form(e, s) for e in exprs]
@@ -241,6 +246,7 @@ def _run(request, engine_process, deadline, progress):
         exact_jobs = _exact_jobs(request, derivs, points[:len(prepared)], prepared)
         exact_seconds = symbolic_budget()
         exact_worker = Budgeted(exact_jobs, exact_seconds)
+        children.append(exact_worker)
         if numbers is not CUT:
             numbers = deadline.attempt("the engine column", _engine_numbers, numbers, points, deadline)
         if numbers is CUT:

@@ -39,14 +39,20 @@ class Budgeted:
             return
         sys.stdout.flush()
         sys.stderr.flush()
-        read_end, write_end = os.pipe()
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # child: never returns into the caller's code
-            os.close(read_end)
-            _child(self.jobs, write_end, parent)
-        os.close(write_end)
-        self._pid, self._fd = pid, read_end
+        # The total budget's alarm must not strike between fork and remembering the child (it would be
+        # left running, unreaped): hold SIGALRM back for these few lines.
+        blocked = _block_alarm()
+        try:
+            read_end, write_end = os.pipe()
+            parent = os.getpid()
+            pid = os.fork()
+            if pid == 0:  # child: never returns into the caller's code
+                os.close(read_end)
+                _child(self.jobs, write_end, parent)
+            os.close(write_end)
+            self._pid, self._fd = pid, read_end
+        finally:
+            _unblock_alarm(blocked)
 
     def collect(self):
         """Results by key; keys missing from the result did not finish within the budget."""
@@ -69,6 +75,11 @@ class Budgeted:
         finally:
             self._stop()
         return self.results
+
+    def abandon(self):
+        """Kill the child without collecting (the total budget ran out first); safe to call twice."""
+        if self._fd is not None:
+            self._stop()
 
     def _unpack(self, buffer):
         while len(buffer) >= _HEADER:
@@ -97,6 +108,19 @@ class Budgeted:
             pass
 
 
+def _block_alarm():
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        return True
+    except (AttributeError, ValueError, OSError):   # no pthread_sigmask (Windows)
+        return False
+
+
+def _unblock_alarm(blocked):
+    if blocked:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+
+
 def _run_one(function, args):
     try:
         return ("ok", function(*args))
@@ -108,6 +132,7 @@ def _child(jobs, write_end, parent):
     try:
         lifeline.bind_to_parent(parent)
         signal.signal(signal.SIGALRM, signal.SIG_IGN)   # the parent's total-budget alarm is not ours
+        _unblock_alarm(True)
         for key, function, args in jobs:
             result = _run_one(function, args)
             try:
