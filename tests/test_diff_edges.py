@@ -121,3 +121,17 @@ def test_complex_points():
 def test_long_output_lines_stay_short():
     outcome = CliRunner().invoke(main, ["diff", "exp(exp(x))", "--at", "x=1000", "--format", "plain"])
     assert max(len(line) for line in outcome.output.splitlines()) < 200
+
+
+def test_a_steady_imaginary_part_next_to_a_huge_real_one_is_not_real():
+    # (-1)^e = cos(pi e) + i sin(pi e): small next to 2^999, but there at every precision
+    result = run(DiffRequest(["z^e - 2^999"], at=["z=-1"], simplify=False))
+    assert [c.status for c in result.points[0].cells] == ["not real", "not real"]
+    assert result.exit_code == 0   # not blamed on the engine
+
+
+def test_values_below_the_float64_range_are_not_compared():
+    result = run(DiffRequest(["sech(y^exp(e))"], at=["y=2"], simplify=False))
+    assert _cells(result)["f"].value_text == "2.195105249e-15837"
+    assert _warnings(result)["domain"] == "f = 2.195105249e-15837 at y=2 is beyond the float64 range: not compared"
+    assert result.exit_code == 0

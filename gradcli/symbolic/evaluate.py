@@ -19,6 +19,7 @@ AUTOGRAD_RTOL = 1e-9      # engine vs exact, relative to max(1, |exact|): float6
 FD_FACTOR = 100.0         # finite differences vs exact: this many times their own error estimate ...
 FD_RTOL = 1e-7            # ... or this relative floor, whichever is larger
 FLOAT64_MAX = 1.7976931348623157e308
+FLOAT64_TINY = 2.2250738585072014e-308   # below the smallest normal float64 the engine's numbers are 0 or subnormal
 NONSMOOTH = ("Abs", "sign", "Heaviside", "Max", "Min", "relu", "Piecewise", "DiracDelta", "floor", "ceiling")
 
 
@@ -69,7 +70,7 @@ class PointEvaluator:
         cells, exact = [], []
         for entry, (status, value) in zip(derivs.entries, statuses):
             cell = Cell(entry.key, {s: entry.label(s) for s in ("unicode", "ascii", "latex")}, status=status)
-            if status == "ok" and abs(value) > FLOAT64_MAX:
+            if status == "ok" and (abs(value) > FLOAT64_MAX or 0 < abs(value) < FLOAT64_TINY):
                 status = cell.status = "beyond float64"   # shown exactly, but no float can be compared
                 cell.value_text = formatting.number(value)
             elif status == "ok":

@@ -123,15 +123,35 @@ def precise(exprs, definitions, point):
 
     A value that never settles while growing with the precision (tan at an exact pi/2, evaluated at
     pi/2 to 30, 50, ... digits: 1e30, 1e50, ...) is a pole there, not a number."""
-    previous = None
+    previous, previous_imag = None, None
     for dps in LEVELS:
         with mpmath.workdps(dps):
             values = dag_values(exprs, definitions, point, dps)
             current = [classify(values[expr]) for expr in exprs]
+            imag = [_imaginary(values[expr]) for expr in exprs]
         if previous is not None and _agree(previous, current):
-            return current, values
+            return _complex(current, previous_imag, imag), values
         previous = current if previous is None else _poles(previous, current)
-    return _poles(previous, current), values
+        previous_imag = imag
+    return _complex(_poles(previous, current), previous_imag, imag), values
+
+
+def _imaginary(value):
+    try:
+        part = value.as_real_imag()[1] if not (value is _HUGE or value.free_symbols) else None
+        return mpmath.mpf(part._mpf_) if part is not None and part.is_Float else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _complex(statuses, imag_before, imag_after):
+    """An imaginary part too small next to a huge real part to count as "not real" by itself, but the same
+    at two precisions, is really there ((-1)^e - 2^999): rounding noise would have shrunk with the precision."""
+    marked = []
+    for (status, value), a, b in zip(statuses, imag_before or [None] * len(statuses), imag_after):
+        steady = a is not None and b is not None and b != 0 and abs(a - b) <= 1e-6 * abs(b)
+        marked.append(("not real", None) if status == "ok" and steady else (status, value))
+    return marked
 
 
 def _poles(before, after):
