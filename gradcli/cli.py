@@ -210,12 +210,14 @@ def _check_exprs(exprs, items, exact):
 @click.option("--simplify/--no-simplify", default=True, show_default=True, help="Simplify the derivatives.")
 @click.option("--simplify-timeout", metavar="SECONDS", default="3", show_default=True,
               help="Budget for simplification, exact values and --check proofs.")
+@click.option("--budget", metavar="SECONDS", default=None,
+              help="Total time for the whole command [default: 5, or --simplify-timeout + 2 if larger].")
 @click.option("--emit-function", metavar="NAME", help="Print a Python file with an autograd Function NAME.")
 @click.option("--style", metavar="STYLE", default="gradcli", show_default=True,
               help="gradcli|torch for --emit-function.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of gradcli's own errors.")
 def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_, fmt, simplify, simplify_timeout,
-         emit_function, style, debug):
+         budget, emit_function, style, debug):
     """Exact derivatives of EXPR, cross-checked against gradcli's autograd and finite differences.
 
     \b
@@ -223,53 +225,41 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
       gradcli diff "x*y" "x+y" --wrt x,y               Jacobian of two expressions
       gradcli diff "sigmoid(x)" --check "sigmoid(x)*(1-sigmoid(x))"
 
-    Exit codes: 0 agreed, 1 a disagreement or a refuted --check, 2 bad input, 3 internal error.
-    Grammar, formats and JSON schema: specs/diff.md.
+    Exit codes: 0 agreed, 1 a disagreement or a refuted --check, 2 bad input, a refused expression or a
+    result cut short by --budget, 3 internal error. Grammar, formats and JSON schema: specs/diff.md.
     """
     import sys
+    import time
 
-    from gradcli.heavy_import import import_paused
-    from gradcli.symbolic.engine_process import EngineProcess
-    from gradcli.symbolic.options import DiffOptionError, build_request
+    from gradcli.symbolic.options import DiffOptionError, total_budget
+    from gradcli.symbolic.supervisor import supervise
 
-    # numpy + the engine import in a child while this process imports SymPy (only needed for --at)
-    engine = EngineProcess() if at and expressions else None
+    started = time.monotonic()
     try:
-        import_paused("sympy")
-        request, fmt = build_request(expressions, wrt=wrt, order=order, hessian=hessian, at=at,
-                                     check=check_answer, positive=positive, complex_=complex_, fmt=fmt,
-                                     simplify=simplify, simplify_timeout=simplify_timeout,
-                                     emit_function=emit_function, style=style, tty=sys.stdout.isatty())
-        from gradcli.report.diff_render import render
-        from gradcli.symbolic.api import run
-        from gradcli.symbolic.errors import ExpressionError
-        try:
-            result = run(request, engine)
-        except ExpressionError as error:
-            raise DiffOptionError(str(error)) from None
+        budget_seconds = total_budget(budget, simplify_timeout)
     except DiffOptionError as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(2) from None
-    except Exception as error:  # noqa: BLE001 -- gradcli's own bug: one line unless --debug
-        if debug:
-            raise
-        click.echo(f"internal error: {type(error).__name__}: {error} (run with --debug)", err=True)
-        raise SystemExit(3) from None
-    finally:
-        if engine is not None:
-            engine.close()
+    options = dict(wrt=wrt, order=order, hessian=hessian, at=at, check=check_answer, positive=positive,
+                   complex_=complex_, fmt=fmt, simplify=simplify, simplify_timeout=simplify_timeout,
+                   emit_function=emit_function, style=style, tty=sys.stdout.isatty())
+
+    def work(progress, deadline_end):   # runs in the supervised worker (symbolic/supervisor.py)
+        from gradcli.diff_worker import diff_outcome
+        return diff_outcome(expressions, options, progress, deadline_end, budget_seconds, debug)
+
+    outcome = supervise(work, budget_seconds, started)
     try:
-        if fmt == "table":
-            from rich.console import Console
-            render(result, "table", Console())
-        else:
-            sys.stdout.write(render(result, fmt))
+        if outcome.stdout:
+            sys.stdout.write(outcome.stdout)
             sys.stdout.flush()
     except BrokenPipeError:  # `gradcli diff ... | head -1`: the reader left; no traceback
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if outcome.stderr:
+        click.echo(outcome.stderr, err=True, nl=False)
     _leave_quickly()
-    raise SystemExit(result.exit_code)
+    raise SystemExit(outcome.code)
 
 
 if __name__ == "__main__":

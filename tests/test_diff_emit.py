@@ -29,6 +29,8 @@ CASES = [
     ("x^y + cot(x) + erfc(y)",),
     ("x*y", "x+y^2"),                 # two outputs: backward(ctx, grad_f1, grad_f2)
     ("np + math",),                    # variables named like modules are renamed
+    ("sech(x) + acot(y) + silu(x) + mish(y) + |x|^3",),   # the newer spellings, rewritten for the engine
+    ("coth(x + 3) + asinh(1/y) + leaky_relu(x) + elu(y) + xlogy(y, 2)",),
 ]
 
 

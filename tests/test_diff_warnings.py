@@ -51,8 +51,17 @@ def test_unevaluated_derivative_in_complex_mode():
 
 
 def test_zoo():
-    _, notes = warnings_of("0^(x-1)")
-    assert notes["zoo"] == ("df/dx contains zoo (complex infinity) or nan: undefined, e.g. a division by zero")
+    (note,) = scan([Entry(0, ("x",), sympy.zoo * x, "f")])
+    assert note.kind == "zoo"
+    assert note.text["ascii"] == "df/dx contains zoo (complex infinity) or nan: undefined, e.g. a division by zero"
+
+
+def test_zero_to_a_variable_power_has_derivative_zero_not_nan():
+    # d/dx 0^(x-1) = 0 wherever 0^(x-1) is differentiable (x > 1); SymPy alone says nan
+    result, notes = warnings_of("0^(x-1)", at=["x=3"])
+    assert [f.text["ascii"] for f in result.formulas] == ["0"]
+    assert "zoo" not in notes
+    assert [c.value for c in result.points[0].cells] == [0.0, 0.0] and result.exit_code == 0
 
 
 def test_not_real_outside_the_domain():
@@ -103,7 +112,8 @@ def test_engine_without_the_op():
     job = NumericJob(compile_program([gamma], [x]), [e.key for e in derivs.entries], [[2.0]])
     (numbers,) = run_numeric(job)
     point, notes = PointEvaluator(derivs).evaluate({x: sympy.Integer(2)}, "x=2", numbers)
-    assert [n.text["ascii"] for n in notes] == ["autograd column not available: no engine op for SymPy gamma"]
+    assert [n.text["ascii"] for n in notes] == [
+        "autograd column not available: gamma is computed symbolically only (the engine has no gamma op)"]
     assert point.cells[1].autograd is None and point.ok
 
 

@@ -68,7 +68,7 @@ def test_conveniences_build_the_expected_expression(text, expected):
     ("x, y", "unexpected ','", 2),
     ("sin()", "sin() needs an argument", 5),
     ("sin", "function 'sin' needs its argument in parentheses", 1),
-    ("sin^2 x", "function 'sin' needs its argument in parentheses", 1),
+    ("sin^y x", "function 'sin' needs its argument in parentheses", 1),
     ("sin -x", "function 'sin' needs its argument in parentheses", 1),
     ("sin x^2", "ambiguous 'sin x^...'", 1),
     ("sin 2x", "ambiguous 'sin 2x...'", 1),

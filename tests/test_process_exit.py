@@ -57,9 +57,15 @@ def test_diff_disagreement_leaves_quickly_with_exit_1(exits, monkeypatch, capsys
     assert "not differentiable at x=0" in capsys.readouterr().out
 
 
+def test_diff_usage_error_leaves_quickly_with_exit_2(exits, monkeypatch, capsys):
+    with pytest.raises(_Exited) as stop:   # the worker found the error; this process only prints it
+        run_cli(monkeypatch, "diff", "x+", "--format", "plain")
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == "error: unexpected end of expression after '+' at column 3 in expression 'x+'\n"
+
+
 @pytest.mark.parametrize("args, code", [
     (["--help"], 0),                             # click's own exit
-    (["diff", "x+", "--format", "plain"], 2),    # a usage error in diff: one line, normal exit
     (["check", "--no-such-option"], 2),
 ])
 def test_other_exits_are_ordinary_system_exits(exits, monkeypatch, args, code):

@@ -12,6 +12,8 @@ import signal
 import sys
 import time
 
+from gradcli.symbolic import lifeline
+
 _HEADER = 8
 
 
@@ -28,19 +30,29 @@ class Budgeted:
         self._fd = None
         if not self.jobs:
             return
+        if seconds <= 0:   # no time left in the total budget: nothing is started
+            self.timed_out = True
+            return
         if not hasattr(os, "fork"):  # pragma: no cover - no fork: run inline, without a budget
             for key, function, args in self.jobs:
                 self.results[key] = _run_one(function, args)
             return
         sys.stdout.flush()
         sys.stderr.flush()
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child: never returns into the caller's code
-            os.close(read_end)
-            _child(self.jobs, write_end)
-        os.close(write_end)
-        self._pid, self._fd = pid, read_end
+        # The total budget's alarm must not strike between fork and remembering the child (it would be
+        # left running, unreaped): hold SIGALRM back for these few lines.
+        blocked = _block_alarm()
+        try:
+            read_end, write_end = os.pipe()
+            parent = os.getpid()
+            pid = os.fork()
+            if pid == 0:  # child: never returns into the caller's code
+                os.close(read_end)
+                _child(self.jobs, write_end, parent)
+            os.close(write_end)
+            self._pid, self._fd = pid, read_end
+        finally:
+            _unblock_alarm(blocked)
 
     def collect(self):
         """Results by key; keys missing from the result did not finish within the budget."""
@@ -50,11 +62,8 @@ class Budgeted:
         buffer = b""
         try:
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.timed_out = True
-                    break
-                ready, _, _ = select.select([self._fd], [], [], remaining)
+                remaining = max(0.0, deadline - time.monotonic())
+                ready, _, _ = select.select([self._fd], [], [], remaining)   # 0: what has already arrived
                 if not ready:
                     self.timed_out = True
                     break
@@ -67,6 +76,11 @@ class Budgeted:
             self._stop()
         return self.results
 
+    def abandon(self):
+        """Kill the child without collecting (the total budget ran out first); safe to call twice."""
+        if self._fd is not None:
+            self._stop()
+
     def _unpack(self, buffer):
         while len(buffer) >= _HEADER:
             size = int.from_bytes(buffer[:_HEADER], "little")
@@ -78,13 +92,33 @@ class Budgeted:
         return buffer
 
     def _stop(self):
-        os.close(self._fd)
-        self._fd = None
+        fd, self._fd = self._fd, None    # first: a second _stop (after an alarm) finds nothing to do
+        pid, self._pid = self._pid, None
+        if fd is not None:
+            os.close(fd)
+        if pid is None:
+            return
         try:
-            os.kill(self._pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        os.waitpid(self._pid, 0)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _block_alarm():
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        return True
+    except (AttributeError, ValueError, OSError):   # no pthread_sigmask (Windows)
+        return False
+
+
+def _unblock_alarm(blocked):
+    if blocked:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
 
 
 def _run_one(function, args):
@@ -94,8 +128,11 @@ def _run_one(function, args):
         return ("error", f"{type(error).__name__}: {error}")
 
 
-def _child(jobs, write_end):
+def _child(jobs, write_end, parent):
     try:
+        lifeline.bind_to_parent(parent)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)   # the parent's total-budget alarm is not ours
+        _unblock_alarm(True)
         for key, function, args in jobs:
             result = _run_one(function, args)
             try:

@@ -45,6 +45,7 @@ class Derivatives:
     definitions: list = field(default_factory=list)  # CSE form: [(symbol, expr)] shared by entries
     method: str = "sympy.diff"
     parameters: list = field(default_factory=list)   # free symbols not differentiated by (see --wrt)
+    cut: list = field(default_factory=list)          # planned keys the budget left uncomputed
 
     def of_order(self, order):
         return [entry for entry in self.entries if len(entry.wrt) == order]
@@ -102,15 +103,34 @@ def plan(n_outputs, variables, order, hessian):
     return keys
 
 
-def differentiate(exprs, variables, order=1, hessian=False):
-    """All planned derivatives. Large expressions: gradient only, in reverse mode (CSE form)."""
-    derivs = _differentiate(exprs, variables, order, hessian)
+def _diff(expr, variable):
+    """sympy.diff, except that 0**u (0 where u > 0, its only differentiable region) and floor/ceiling
+    have derivative 0: SymPy's 0**u*log(0) is nan, which would turn the exact 0 of d/dx 0^x into
+    "undefined"."""
+    zero_powers = [p for p in expr.atoms(sympy.Pow) if p.base == 0 and p.exp.free_symbols]
+    # floor/ceiling are constant between integers: derivative 0 there (SymPy leaves an unevaluated
+    # Derivative); the jumps at integers are reported as kinks at the points.
+    zero_powers += [f for f in expr.atoms(sympy.floor, sympy.ceiling) if f.free_symbols]
+    if not zero_powers:
+        return sympy.diff(expr, variable)
+    held = {p: sympy.Dummy(f"zero_power{k}") for k, p in enumerate(zero_powers)}
+    derivative = sympy.diff(expr.xreplace(held), variable)
+    return derivative.xreplace({dummy: p for p, dummy in held.items()})
+
+
+def differentiate(exprs, variables, order=1, hessian=False, deadline=None):
+    """All planned derivatives. Large expressions: gradient only, in reverse mode (CSE form).
+
+    With a ``deadline`` (deadline.Deadline), derivatives still missing when it passes are listed in
+    ``cut`` instead of computed (lower orders come first, so what is shown is complete per order).
+    """
+    derivs = _differentiate(exprs, variables, order, hessian, deadline)
     free = set().union(*(expr.free_symbols for expr in exprs)) - set(variables)
     derivs.parameters = sorted(free, key=lambda s: natural_key(s.name))
     return derivs
 
 
-def _differentiate(exprs, variables, order, hessian):
+def _differentiate(exprs, variables, order, hessian, deadline):
     names = output_names(len(exprs))
     keys = plan(len(exprs), variables, order, hessian)
     by_name = {str(v): v for v in variables}
@@ -128,8 +148,16 @@ def _differentiate(exprs, variables, order, hessian):
 
     def derivative(i, wrt):
         if (i, wrt) not in cache:
-            cache[(i, wrt)] = exprs[i] if not wrt else sympy.diff(derivative(i, wrt[:-1]), by_name[wrt[-1]])
+            cache[(i, wrt)] = exprs[i] if not wrt else _diff(derivative(i, wrt[:-1]), by_name[wrt[-1]])
         return cache[(i, wrt)]
 
-    entries = [Entry(i, wrt, derivative(i, wrt), names[i]) for i, wrt in keys]
-    return Derivatives(list(exprs), names, list(variables), entries)
+    from gradcli.symbolic.deadline import CUT
+    entries, cut = [], []
+    for i, wrt in keys:
+        expr = deadline.attempt("differentiation", derivative, i, wrt) if deadline and not cut else \
+            (CUT if cut else derivative(i, wrt))
+        if expr is CUT:
+            cut.append((i, wrt))
+            continue
+        entries.append(Entry(i, wrt, expr, names[i]))
+    return Derivatives(list(exprs), names, list(variables), entries, cut=cut)

@@ -6,7 +6,8 @@ the expression -> engine mapping (opmap.py), so emitted code uses exactly the op
 import sympy
 
 from gradcli.symbolic.formatting import ascii as ascii_form
-from gradcli.symbolic.opmap import COMPOSITE_ROWS, engine_op_for_head
+from gradcli.symbolic.opmap import COMPOSITE_ROWS, ENGINE_REWRITES, SYMBOLIC_ONLY_HEADS, engine_op_for_head, \
+    rewrite_for_engine
 
 PREC_ADD, PREC_MUL, PREC_NEG, PREC_POW, PREC_ATOM = 10, 20, 25, 30, 100
 RESERVED = {"np", "numpy", "math", "gradcli", "torch", "F", "Function", "ctx", "grad_output", "x_", "_erf"}
@@ -16,13 +17,15 @@ NUMPY_FUNCTIONS = {
     "asin": "np.arcsin", "acos": "np.arccos", "atan": "np.arctan", "sinh": "np.sinh", "cosh": "np.cosh",
     "tanh": "np.tanh", "asinh": "np.arcsinh", "acosh": "np.arccosh", "atanh": "np.arctanh",
     "Abs": "np.abs", "sign": "np.sign", "erf": "_erf", "sigmoid": "_sigmoid", "softplus": "_softplus",
-    "relu": "_relu",
+    "relu": "_relu", "floor": "np.floor", "ceiling": "np.ceil", "gamma": "_gamma", "loggamma": "_lgamma",
 }
 NUMPY_HELPERS = {
     "_erf": "_erf = np.vectorize(math.erf, otypes=[float])\n",
     "_sigmoid": "def _sigmoid(x):\n    return np.exp(-np.logaddexp(0, -x))\n",
     "_softplus": "def _softplus(x):\n    return np.logaddexp(0, x)\n",
     "_relu": "def _relu(x):\n    return np.maximum(x, 0)\n",
+    "_gamma": "_gamma = np.vectorize(math.gamma, otypes=[float])\n",
+    "_lgamma": "_lgamma = np.vectorize(math.lgamma, otypes=[float])\n",
 }
 
 
@@ -132,6 +135,8 @@ class TensorPrinter:
 
     def _function(self, expr):
         head = type(expr).__name__
+        if head in ENGINE_REWRITES:
+            return self._print(rewrite_for_engine(expr))
         args = [self._print(arg)[0] for arg in expr.args]
         if head in ("Max", "Min"):
             op = {"numpy": "np.", "gradcli": "gradcli.", "torch": "torch."}[self.dialect] + \
@@ -170,6 +175,9 @@ class TensorPrinter:
                 return self._call(op, args[:1]), PREC_ATOM
             if head in COMPOSITE_ROWS:
                 return COMPOSITE_ROWS[head][0].format(ns=self.ns, x=args[0]), PREC_ADD
+        if head in SYMBOLIC_ONLY_HEADS:
+            raise CodegenError(f"{head} is computed symbolically only: gradcli cannot write it as "
+                               f"{self.dialect} code")
         raise CodegenError(f"cannot write {head} as {self.dialect} code")
 
 

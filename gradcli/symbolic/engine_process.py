@@ -11,6 +11,8 @@ import select
 import signal
 import sys
 
+from gradcli.symbolic import lifeline
+
 _HEADER = 8
 
 
@@ -21,12 +23,18 @@ def _send(fd, payload):
         view = view[os.write(fd, view):]
 
 
+class _Timeout(Exception):
+    pass
+
+
 def _receive(fd, timeout):
+    import time
+    end = None if timeout is None else time.monotonic() + timeout
     buffer, size = b"", None
     while size is None or len(buffer) < _HEADER + size:
-        ready, _, _ = select.select([fd], [], [], timeout)
+        ready, _, _ = select.select([fd], [], [], None if end is None else max(0.0, end - time.monotonic()))
         if not ready:
-            return None
+            raise _Timeout()
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return None
@@ -48,11 +56,12 @@ class EngineProcess:
         sys.stderr.flush()
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(from_parent)
             os.close(to_parent)
-            _serve(to_child, from_child)
+            _serve(to_child, from_child, parent)
         os.close(to_child)
         os.close(from_child)
         self.pid, self._write, self._read = pid, from_parent, to_parent
@@ -68,13 +77,17 @@ class EngineProcess:
             self.close()
 
     def results(self, timeout=300.0):
-        """The job's PointNumbers list; computed in this process if the child could not deliver."""
+        """The job's PointNumbers list; computed in this process if the child died without delivering;
+        None if it was still computing after ``timeout`` seconds (it is killed then)."""
         delivered = None
         if self.pid is not None:
             try:
                 delivered = _receive(self._read, timeout)
             except (OSError, pickle.PickleError, EOFError):
                 delivered = None
+            except _Timeout:
+                self.close()
+                return None
             finally:
                 self.close()
         if delivered is None:
@@ -90,16 +103,20 @@ class EngineProcess:
                 os.close(fd)
             except OSError:
                 pass
+        pid, self.pid = self.pid, None   # first: an alarm striking below must not make a second close wait again
         try:
-            os.kill(self.pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        os.waitpid(self.pid, 0)
-        self.pid = None
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
-def _serve(read_end, write_end):
+def _serve(read_end, write_end, parent):
     try:
+        lifeline.bind_to_parent(parent)
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
         import numpy  # noqa: F401  (the point of this process: import while the parent imports SymPy)
 

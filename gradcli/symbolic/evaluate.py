@@ -7,6 +7,7 @@ they disagree the point is classified: a non-differentiable point (a kink, found
 differences or from abs/sign/max/... whose argument vanishes there) or an engine bug.
 """
 import mpmath
+import sympy
 
 from gradcli.symbolic import formatting
 from gradcli.symbolic.model import Cell, Note, PointResult
@@ -18,7 +19,8 @@ AUTOGRAD_RTOL = 1e-9      # engine vs exact, relative to max(1, |exact|): float6
 FD_FACTOR = 100.0         # finite differences vs exact: this many times their own error estimate ...
 FD_RTOL = 1e-7            # ... or this relative floor, whichever is larger
 FLOAT64_MAX = 1.7976931348623157e308
-NONSMOOTH = ("Abs", "sign", "Heaviside", "Max", "Min", "relu", "Piecewise", "DiracDelta")
+FLOAT64_TINY = 2.2250738585072014e-308   # below the smallest normal float64 the engine's numbers are 0 or subnormal
+NONSMOOTH = ("Abs", "sign", "Heaviside", "Max", "Min", "relu", "Piecewise", "DiracDelta", "floor", "ceiling")
 
 
 def _note(kind, unicode_text, ascii_text=None):
@@ -40,6 +42,8 @@ def _vanishing_kinks(exprs, values):
                    if status == "ok"]
         if head in ("Max", "Min"):
             hit = any(abs(a - b) < 1e-20 for i, a in enumerate(numbers) for b in numbers[i + 1:])
+        elif head in ("floor", "ceiling"):   # jumps at the integers
+            hit = bool(numbers) and abs(numbers[0] - mpmath.nint(numbers[0])) < 1e-20
         else:
             hit = bool(numbers) and abs(numbers[0]) < 1e-20
         if hit and formatting.unicode(node) not in found:
@@ -66,7 +70,7 @@ class PointEvaluator:
         cells, exact = [], []
         for entry, (status, value) in zip(derivs.entries, statuses):
             cell = Cell(entry.key, {s: entry.label(s) for s in ("unicode", "ascii", "latex")}, status=status)
-            if status == "ok" and abs(value) > FLOAT64_MAX:
+            if status == "ok" and (abs(value) > FLOAT64_MAX or 0 < abs(value) < FLOAT64_TINY):
                 status = cell.status = "beyond float64"   # shown exactly, but no float can be compared
                 cell.value_text = formatting.number(value)
             elif status == "ok":
@@ -86,14 +90,64 @@ class PointEvaluator:
                 cell.autograd = value
                 cell.autograd_text = formatting.number(value) if _finite(value) else str(value)
         switching = _vanishing_kinks(derivs.exprs, values) if self.nonsmooth else []
-        kinks = self._finite_differences(cells, numbers, at_text, warnings, bool(switching))
+        kink_warnings = []
+        kinks = self._finite_differences(cells, numbers, at_text, kink_warnings, bool(switching))
+        if not self.nonsmooth:   # an expression without abs/max/relu/... has no kink: the differences are off
+            kinks = []
+        warnings += kink_warnings if self.nonsmooth else []
         kinks = kinks or [f"{node} switches there" for node in switching]
-        at = {str(v): float(value) for v, value in point.items()}
+        at = {str(v): _float(value) for v, value in point.items()}
         result = PointResult(at, at_text, cells)
         self._compare(result, exact, kinks)
+        jumps = [node for node in switching if node.startswith(("floor(", "ceiling(", "⌊", "⌈"))]
+        if jumps:   # a jump, not a kink: no derivative exists, so there is nothing to compare it with
+            for cell in result.cells:
+                if cell.key[1]:
+                    cell.ok, cell.error = None, None
+            errors = [c.error for c in result.cells if c.error is not None]
+            result.ok, result.problem, result.max_error = True, None, max(errors) if errors else None
+            warnings.append(_note("kink", f"f jumps at {at_text} ({jumps[0]} at an integer): it has no derivative "
+                                          "there; the derivative columns are not compared"))
+        elif not result.ok and not kinks:
+            self._conditioning(result, point, exact, at_text, warnings)
         if numbers.failure:
             result.ok, result.problem = False, numbers.failure
         return result, warnings
+
+    def _conditioning(self, result, point, exact, at_text, warnings):
+        """A failure that float64 rounding of the inputs alone explains is ill-conditioning, not a bug.
+
+        The engine and finite differences see the point and the constants rounded to float64; if the
+        exact value at those rounded inputs already differs from the true one by more than the tolerance,
+        no float64 computation can do better: those columns are marked unreliable and the point passes
+        on its exact values."""
+        rounded_point = {s: _rounded(v) for s, v in point.items()}
+        derivs = self.derivs
+        numbers = {n: _rounded(n) for e in derivs.exprs for n in e.atoms(sympy.Number) if not n.is_Integer
+                   or abs(n) > 2 ** 53}
+        exprs = [entry.expr.xreplace(numbers) for entry in derivs.entries]
+        statuses, _ = precise(exprs, derivs.definitions, rounded_point)
+        shaky = []
+        for cell, value, (status, moved) in zip(result.cells, exact, statuses):
+            if cell.ok is not False:
+                continue
+            scale = max(1.0, abs(float(value)))
+            if status != "ok" or abs(moved - value) > AUTOGRAD_RTOL * scale:
+                shaky.append((cell, moved if status == "ok" else None))
+        failed = [cell for cell in result.cells if cell.ok is False]
+        if len(shaky) != len(failed):
+            return
+        for cell, _ in shaky:
+            cell.ok, cell.error = None, None
+        errors = [c.error for c in result.cells if c.error is not None]
+        result.ok, result.problem, result.max_error = True, None, max(errors) if errors else None
+        cell, moved = shaky[0]
+        where = formatting.number(moved) if moved is not None else "a value that is not finite"
+        text = (f"{{label}} is ill-conditioned at {at_text}: rounding the point and constants to float64 "
+                f"alone moves it from {cell.value_text} to {where}, so the autograd and finite-difference "
+                "columns are unreliable there (the exact values stand)")
+        warnings.append(_note("ill-conditioned", text.format(label=cell.label["unicode"]),
+                              text.format(label=cell.label["ascii"])))
 
     def _domain_warnings(self, cells, at_text, warnings):
         broken_outputs = set()
@@ -102,7 +156,11 @@ class PointEvaluator:
             if cell.status == "ok" or output in broken_outputs:
                 continue
             broken_outputs.add(output)
-            if cell.status == "beyond float64":
+            if cell.status == "pole":
+                text = f"{{label}} has a pole at {at_text} (it grows without bound there): not compared"
+            elif cell.status == "out of range":
+                text = f"{{label}} is out of range at {at_text}: a value on the way is beyond 1e30000 (not compared)"
+            elif cell.status == "beyond float64":
                 text = f"{{label}} = {cell.value_text} at {at_text} is beyond the float64 range: not compared"
             else:
                 text = f"{{label}} is {cell.status} at {at_text}"
@@ -162,9 +220,11 @@ class PointEvaluator:
                 if not error <= AUTOGRAD_RTOL * scale:
                     cell_ok = False
                     failures.append(("autograd", cell))
-            if cell.finite_difference is not None:
-                error = abs(mpmath.mpf(cell.finite_difference) - exact) if _finite(cell.finite_difference) \
-                    else mpmath.inf
+            if cell.finite_difference is not None and not (_finite(cell.finite_difference)
+                                                            and _finite(cell.fd_error or 0.0)):
+                pass   # no finite difference here (f not real/finite nearby): that column compares nothing
+            elif cell.finite_difference is not None:
+                error = abs(mpmath.mpf(cell.finite_difference) - exact)
                 errors.append(float(error))
                 tolerance = max(FD_FACTOR * (cell.fd_error or 0.0), FD_RTOL * scale)
                 if not error <= tolerance:
@@ -183,6 +243,21 @@ class PointEvaluator:
 def _finite(value):
     import math
     return math.isfinite(value)
+
+
+def _float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
+def _rounded(value):
+    """The float64 a float64 computation sees for ``value`` (as an exact SymPy number)."""
+    number = _float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        return value
+    return sympy.Rational(number)
 
 
 def _classify(failures, kinks, at_text):

@@ -42,6 +42,8 @@ def simplified(expr):
     if expr.atoms(sympy.Function):
         candidates.append(sympy.simplify(expr))
     best, best_ops = None, sympy.count_ops(expr)
+    # A form with a Piecewise the derivative did not have cannot be typed back into gradcli diff.
+    candidates = [c for c in candidates if expr.has(sympy.Piecewise) or not c.has(sympy.Piecewise)]
     for candidate in candidates:
         ops = sympy.count_ops(candidate)
         if ops < best_ops:

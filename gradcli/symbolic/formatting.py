@@ -22,8 +22,48 @@ def _positive_first(terms):
     return sorted(terms, key=lambda term: 1 if term.could_extract_minus_sign() else 0)
 
 
+LONG_INTEGER = 30     # digits beyond which a round integer is printed as m*10**k
+
+
+def _tens(n):
+    """(m, k) with n = m*10**k and k as large as possible, for a long round integer; else None."""
+    n = abs(int(n))
+    digits = len(str(n))
+    if digits <= LONG_INTEGER:
+        return None
+    k = 0
+    while n % 10 ** 16 == 0:
+        n //= 10 ** 16
+        k += 16
+    while n % 10 == 0:
+        n //= 10
+        k += 1
+    return (n, k) if k >= 10 else None
+
+
 class AsciiPrinter(StrPrinter):
-    """SymPy's str form, spelled so that gradcli's own parser reads it back (abs, max, heaviside, e)."""
+    """SymPy's str form, spelled so that gradcli's own parser reads it back (abs, max, heaviside, e).
+
+    Long round integers are written m*10**k (10**1000, not a 1,001-digit line), parenthesised as a base."""
+
+    def _tens_text(self, n):
+        tens = _tens(n)
+        if tens is None:
+            return None
+        m, k = tens
+        sign = "-" if n < 0 else ""
+        return f"{sign}10**{k}" if m == 1 else f"{sign}{m}*10**{k}"
+
+    def _print_Integer(self, expr):
+        return self._tens_text(expr.p) or super()._print_Integer(expr)
+
+    def _print_Rational(self, expr):
+        p = self._tens_text(expr.p) or str(expr.p)
+        q = self._tens_text(expr.q)
+        if q is None and p == str(expr.p):
+            return super()._print_Rational(expr)
+        p = f"({p})" if "*" in p else p
+        return f"{p}/{q or expr.q}" if q is None or "*" not in q or q.startswith("10**") else f"{p}/({q})"
 
     def _as_ordered_terms(self, expr, order=None):
         return _positive_first(super()._as_ordered_terms(expr, order))
@@ -47,11 +87,22 @@ class AsciiPrinter(StrPrinter):
         exp = expr.exp
         if exp.is_Rational and exp.is_negative and exp != -sympy.S.Half and not rational:
             return "1/" + self.parenthesize(sympy.Pow(expr.base, -exp), PRECEDENCE["Mul"])
+        if expr.base.is_Rational and _tens(expr.base.p) or expr.base.is_Rational and _tens(expr.base.q):
+            exponent = self.parenthesize(exp, PRECEDENCE["Pow"], strict=False)
+            return f"({self._print(expr.base)})**{exponent}"
         return super()._print_Pow(expr, rational)
 
 
 class UnicodePrinter(AsciiPrinter):
     """√x, x², |x|, π; ``*`` and ``-`` are replaced afterwards (see ``unicode``)."""
+
+    def _tens_text(self, n):
+        tens = _tens(n)
+        if tens is None:
+            return None
+        m, k = tens
+        power = "10" + str(k).translate(_SUPERSCRIPT)
+        return ("-" if n < 0 else "") + (power if m == 1 else f"{m}*{power}")
 
     def _print_Pow(self, expr, rational=False):
         base, exp = expr.as_base_exp()

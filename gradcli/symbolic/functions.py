@@ -11,6 +11,11 @@ from sympy import S, Function
 from gradcli.symbolic.vocabulary import FUNCTIONS
 
 
+def _powered(exp, text):
+    """LaTeX of f(x) raised to ``exp`` (SymPy's printer passes the power of sigmoid(x)**2 here)."""
+    return text if exp is None else r"%s^{%s}" % (text, exp)
+
+
 class _ElementaryBacked(Function):
     """A function whose numeric value comes from its elementary rewrite (used by evalf)."""
 
@@ -57,8 +62,8 @@ class sigmoid(_ElementaryBacked):  # noqa: N801 - printed name must match the ML
     def _eval_is_positive(self):
         return True if self.args[0].is_extended_real else None
 
-    def _latex(self, printer):
-        return r"\sigma\left(%s\right)" % printer._print(self.args[0])
+    def _latex(self, printer, exp=None):
+        return _powered(exp, r"\sigma\left(%s\right)" % printer._print(self.args[0]))
 
 
 class softplus(_ElementaryBacked):  # noqa: N801
@@ -83,8 +88,8 @@ class softplus(_ElementaryBacked):  # noqa: N801
     def _eval_is_positive(self):
         return True if self.args[0].is_extended_real else None
 
-    def _latex(self, printer):
-        return r"\operatorname{softplus}\left(%s\right)" % printer._print(self.args[0])
+    def _latex(self, printer, exp=None):
+        return _powered(exp, r"\operatorname{softplus}\left(%s\right)" % printer._print(self.args[0]))
 
 
 class relu(_ElementaryBacked):  # noqa: N801
@@ -111,8 +116,8 @@ class relu(_ElementaryBacked):  # noqa: N801
     def _eval_is_nonnegative(self):
         return True if self.args[0].is_extended_real else None
 
-    def _latex(self, printer):
-        return r"\operatorname{relu}\left(%s\right)" % printer._print(self.args[0])
+    def _latex(self, printer, exp=None):
+        return _powered(exp, r"\operatorname{relu}\left(%s\right)" % printer._print(self.args[0]))
 
 
 class logsumexp(_ElementaryBacked):  # noqa: N801
@@ -133,8 +138,8 @@ class logsumexp(_ElementaryBacked):  # noqa: N801
     def _eval_rewrite_as_exp(self, *args, **kwargs):
         return sympy.log(sympy.Add(*[sympy.exp(a) for a in args]))
 
-    def _latex(self, printer):
-        return r"\operatorname{logsumexp}\left(%s\right)" % ", ".join(printer._print(a) for a in self.args)
+    def _latex(self, printer, exp=None):
+        return _powered(exp, r"\operatorname{logsumexp}\left(%s\right)" % ", ".join(printer._print(a) for a in self.args))
 
 
 ML_FUNCTIONS = (sigmoid, softplus, relu, logsumexp)
@@ -157,6 +162,22 @@ def _gelu(x):
     return x * (1 + sympy.erf(x / sympy.sqrt(2))) / 2
 
 
+def _cbrt(x):
+    return sympy.Pow(x, sympy.Rational(1, 3))   # SymPy's principal cube root (not real for x < 0)
+
+
+def _root(x, n):
+    return sympy.Pow(x, 1 / n)
+
+
+def _elu(x, alpha=sympy.Integer(1)):
+    return relu(x) + alpha * sympy.Min(0, sympy.exp(x) - 1)
+
+
+def _leaky_relu(x, slope=sympy.Rational(1, 100)):
+    return relu(x) - slope * relu(-x)
+
+
 # canonical name -> callable building the SymPy expression from already-built arguments
 BUILDERS = {
     "sqrt": sympy.sqrt, "exp": sympy.exp, "log": _log,
@@ -171,8 +192,16 @@ BUILDERS = {
     "erf": sympy.erf, "erfc": sympy.erfc,
     "max": sympy.Max, "min": sympy.Min,
     "sigmoid": sigmoid, "softplus": softplus, "relu": relu, "gelu": _gelu, "logsumexp": logsumexp,
+    "acot": sympy.acot, "asec": sympy.asec, "acsc": sympy.acsc, "coth": sympy.coth, "sech": sympy.sech,
+    "csch": sympy.csch, "acoth": sympy.acoth, "asech": sympy.asech, "acsch": sympy.acsch,
+    "cbrt": _cbrt, "root": _root, "pow": sympy.Pow, "exp2": lambda x: sympy.Pow(2, x),
+    "floor": sympy.floor, "ceiling": sympy.ceiling, "gamma": sympy.gamma, "loggamma": sympy.loggamma,
+    "digamma": lambda x: sympy.polygamma(0, x), "polygamma": sympy.polygamma, "besselj": sympy.besselj,
+    "LambertW": sympy.LambertW, "DiracDelta": sympy.DiracDelta,
+    "silu": lambda x: x * sigmoid(x), "mish": lambda x: x * sympy.tanh(softplus(x)), "elu": _elu,
+    "leaky_relu": _leaky_relu, "xlogy": lambda x, y: x * sympy.log(y),
 }
 
 assert set(BUILDERS) == set(FUNCTIONS), set(BUILDERS) ^ set(FUNCTIONS)
 
-CONSTANT_VALUES = {"pi": sympy.pi, "e": sympy.E}
+CONSTANT_VALUES = {"pi": sympy.pi, "e": sympy.E, "E": sympy.E}

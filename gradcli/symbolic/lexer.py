@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from gradcli.symbolic.errors import ExpressionError
-from gradcli.symbolic.vocabulary import CONSTANTS, UNICODE_SUBSTITUTES, canonical_function
+from gradcli.symbolic.vocabulary import CONSTANTS, REFUSED, UNICODE_SUBSTITUTES, canonical_function, suggestion
 
 MAX_LENGTH = 20_000        # characters; the 10x10x10 MLP benchmark expression is ~7,000
 MAX_PAREN_DEPTH = 50
@@ -19,6 +19,7 @@ MAX_SIGN_RUN = 8           # "- - - - x" beyond this is noise, and deep unary ch
 MAX_NUMBER_DIGITS = 100
 MAX_NAME_LENGTH = 40
 
+_SUPERSCRIPTS = {"⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5", "⁶": "6", "⁷": "7", "⁸": "8", "⁹": "9"}
 _NUMBER = re.compile(r"(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -46,6 +47,24 @@ def _scan(text):
         ch = text[i]
         column = i + 1
         if ch.isspace():
+            i += 1
+            continue
+        if ch in _SUPERSCRIPTS or ch == "⁻":   # x² is x**2, x⁻¹ is x**-1
+            j = i + (ch == "⁻")
+            digits = ""
+            while j < len(text) and text[j] in _SUPERSCRIPTS:
+                digits += _SUPERSCRIPTS[text[j]]
+                j += 1
+            if not digits:
+                raise ExpressionError("'⁻' must be followed by superscript digits", column, text)
+            tokens.append(Token("op", "**", column))
+            if ch == "⁻":
+                tokens.append(Token("op", "-", column))
+            tokens.append(Token("num", digits, column))
+            i = j
+            continue
+        if ch == "|":
+            tokens.append(Token("|", "|", column))
             i += 1
             continue
         substitute = UNICODE_SUBSTITUTES.get(ch)
@@ -100,6 +119,16 @@ def _scan(text):
     return tokens
 
 
+def unknown_function(name):
+    """The message for ``name(`` where ``name`` is no function: a refusal reason, or a guess."""
+    if name in REFUSED:
+        return REFUSED[name]
+    guess = suggestion(name)
+    if guess:
+        return f"unknown function {name!r}: did you mean {guess}? (write {name}*(...) to multiply)"
+    return f"unknown function {name!r} (write {name}*(...) to multiply)"
+
+
 def _describe(token):
     if token is None:
         return "end of expression"
@@ -117,7 +146,7 @@ class _Rewriter:
         self.text = text
         self.tokens = tokens
         self.out = []
-        self.parens = []           # stack of (is_call, column)
+        self.parens = []           # stack of (is_call, column, closer ")" or "|", tokens emitted after closing)
         self.expect_operand = True
         self.sign_run = 0
 
@@ -138,7 +167,8 @@ class _Rewriter:
                 raise ExpressionError("empty expression", None, self.text)
             self.fail(f"unexpected end of expression after {_describe(last)}", None)
         if self.parens:
-            raise ExpressionError("unclosed '('", self.parens[-1][1], self.text)
+            opener = "|" if self.parens[-1][2] == "|" else "("
+            raise ExpressionError(f"unclosed '{opener}'", self.parens[-1][1], self.text)
         return self.out
 
     def step(self, i):
@@ -162,6 +192,10 @@ class _Rewriter:
             return i + 1
         if token.kind == "func":
             return self.function(i, token, following)
+        if token.kind == "|":   # |x| is abs(x)
+            self.emit("func", "abs", token.column)
+            self.open_paren(token, is_call=True, closer="|")
+            return i + 1
         if token.kind == "(":
             self.open_paren(token, is_call=False)
             if following is not None and following.kind == ")":
@@ -170,6 +204,9 @@ class _Rewriter:
         self.fail(f"unexpected {_describe(token)}", token)
 
     def function(self, i, token, following):
+        power = self._power_prefix(i, token, following)
+        if power is not None:   # sin^2(x), sin^2 x, sin²x: (sin x)^2
+            return power
         if following is not None and following.kind == "(":
             self.emit("func", token.text, token.column)
             self.open_paren(following, is_call=True)
@@ -180,7 +217,7 @@ class _Rewriter:
         if following is None or following.kind not in ("num", "name"):
             self.fail(f"function {token.text!r} needs its argument in parentheses, e.g. {token.text}(x)", token)
         after = self.tokens[i + 2] if i + 2 < len(self.tokens) else None
-        unambiguous = (after is None or after.kind in (")", ",", "func")
+        unambiguous = (after is None or after.kind in (")", ",", "func", "|")
                        or (after.kind == "op" and after.text in ("+", "-")))
         if not unambiguous:
             width = 1 if self.text[after.column - 1] == "^" else len(after.text)
@@ -193,7 +230,40 @@ class _Rewriter:
         self.expect_operand = False
         return i + 2
 
+    def _power_prefix(self, i, token, following):
+        """``sin^2(x)`` / ``sin^2 x`` as ``sin(x)**2``: a positive integer power written on the name."""
+        if following is None or following.kind != "op" or following.text != "**":
+            return None
+        exponent = self.tokens[i + 2] if i + 2 < len(self.tokens) else None
+        if exponent is None or exponent.kind != "num" or not exponent.text.isdigit():
+            if exponent is not None and exponent.kind == "op" and exponent.text == "-":
+                self.fail(f"{token.text}^-1 is ambiguous: write a{token.text}(x) for the inverse function or "
+                          f"1/{token.text}(x) for the reciprocal", token)
+            self.fail(f"function {token.text!r} needs its argument in parentheses, e.g. {token.text}(x)", token)
+        argument = self.tokens[i + 3] if i + 3 < len(self.tokens) else None
+        suffix = [Token("op", "**", following.column), Token("num", exponent.text, exponent.column)]
+        if argument is not None and argument.kind == "(":
+            self.emit("func", token.text, token.column)
+            self.open_paren(argument, is_call=True, suffix=suffix)
+            return i + 4
+        if argument is None or argument.kind not in ("num", "name"):
+            self.fail(f"{token.text}^{exponent.text} needs an argument, e.g. {token.text}^{exponent.text}(x)", token)
+        after = self.tokens[i + 4] if i + 4 < len(self.tokens) else None
+        if not (after is None or after.kind in (")", ",", "func", "|") or (after.kind == "op" and after.text in "+-")):
+            self.fail(f"ambiguous '{token.text}^{exponent.text} {argument.text}...': put the argument in parentheses",
+                      token)
+        self.emit("func", token.text, token.column)
+        self.emit("(", "(", argument.column)
+        self.emit(argument.kind, argument.text, argument.column)
+        self.emit(")", ")", argument.column)
+        self.out.extend(suffix)
+        self.expect_operand = False
+        return i + 4
+
     def operator(self, i, token, following):
+        if token.kind == "|" and self.parens and self.parens[-1][2] == "|":
+            self.close_paren(token)
+            return i + 1
         if token.kind == "op":
             self.emit("op", token.text, token.column)
             self.expect_operand = True
@@ -201,6 +271,8 @@ class _Rewriter:
         if token.kind == ")":
             if not self.parens:
                 self.fail("unmatched ')'", token)
+            if self.parens[-1][2] == "|":
+                self.fail("')' inside |...|: close the absolute value first", token)
             self.close_paren(token)
             return i + 1
         if token.kind == ",":
@@ -215,21 +287,22 @@ class _Rewriter:
             self.fail(f"unexpected {_describe(token)}", token)
         if token.kind == "(" and previous.kind == "name" and previous.text not in CONSTANTS \
                 and len(previous.text) > 1:
-            self.fail(f"unknown function {previous.text!r} (write {previous.text}*(...) to multiply)", previous)
+            self.fail(unknown_function(previous.text), previous)
         self.emit("op", "*", token.column)
         self.expect_operand = True
         return i
 
-    def open_paren(self, token, is_call):
+    def open_paren(self, token, is_call, closer=")", suffix=()):
         if len(self.parens) >= MAX_PAREN_DEPTH:
             self.fail(f"parentheses nested more than {MAX_PAREN_DEPTH} deep", token)
-        self.parens.append((is_call, token.column))
+        self.parens.append((is_call, token.column, closer, list(suffix)))
         self.emit("(", "(", token.column)
         self.expect_operand = True
 
     def close_paren(self, token):
-        self.parens.pop()
+        _, _, _, suffix = self.parens.pop()
         self.emit(")", ")", token.column)
+        self.out.extend(suffix)
         self.expect_operand = False
 
 

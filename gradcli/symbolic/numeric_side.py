@@ -60,12 +60,23 @@ def _finite_differences(engine, keys, x, cheap):
 def run_numeric(job, namespace=None):
     """PointNumbers for each point of ``job``."""
     import numpy as np
+    with np.errstate(all="ignore"):   # inf/nan are data here (and the engine process shares stderr)
+        return _run_numeric(job, namespace)
+
+
+def _run_numeric(job, namespace):
+    import math
+
+    import numpy as np
     results = []
     try:
         engine = EngineProgram(job.program, namespace)
     except EngineUnavailable as error:
         return [PointNumbers(unavailable=str(error)) for _ in job.points]
     for point in job.points:
+        if not all(math.isfinite(v) for v in point):
+            results.append(PointNumbers(unavailable="the point is not a float64 real number (beyond the range, or complex)"))
+            continue
         numbers = PointNumbers()
         x = np.asarray(point, dtype=np.float64)
         try:

@@ -40,6 +40,34 @@ COMPOSITE_ROWS = {   # SymPy head -> (code template, engine evaluation); H(0) = 
 }
 
 
+# SymPy heads the engine computes through other heads (the reciprocal and inverse trig/hyperbolic
+# functions): the expression is rewritten before it is compiled, and code generation prints the same form.
+ENGINE_REWRITES = {
+    "acot": "atan(1/u)", "asec": "acos(1/u)", "acsc": "asin(1/u)", "acoth": "atanh(1/u)",
+    "asech": "acosh(1/u)", "acsch": "asinh(1/u)", "coth": "1/tanh(u)", "sech": "1/cosh(u)", "csch": "1/sinh(u)",
+}
+# SymPy heads with no engine op at all: computed symbolically only (specs/diff.md).
+SYMBOLIC_ONLY_HEADS = ("gamma", "loggamma", "polygamma", "besselj", "LambertW", "DiracDelta")
+
+
+def _rewrite_rules():
+    import sympy
+    inverse = {"acot": sympy.atan, "asec": sympy.acos, "acsc": sympy.asin, "acoth": sympy.atanh,
+               "asech": sympy.acosh, "acsch": sympy.asinh}
+    reciprocal = {"coth": sympy.tanh, "sech": sympy.cosh, "csch": sympy.sinh}
+    rules = {getattr(sympy, head): (lambda f: lambda u: f(1 / u))(f) for head, f in inverse.items()}
+    rules.update({getattr(sympy, head): (lambda f: lambda u: 1 / f(u))(f) for head, f in reciprocal.items()})
+    return rules
+
+
+def rewrite_for_engine(expr):
+    """``expr`` with the ENGINE_REWRITES heads written in heads the engine has (SymPy side only)."""
+    rules = _rewrite_rules()
+    if not any(expr.has(head) for head in rules):
+        return expr
+    return expr.replace(lambda node: type(node) in rules, lambda node: rules[type(node)](node.args[0]))
+
+
 def engine_unary_table():
     """The engine's unary rows as {op name: SymPy name}."""
     from gradcli.autograd.ops.elementwise import UNARY
@@ -77,7 +105,14 @@ class NotReal(Exception):
 
 
 def _constant(expr):
-    value = complex(expr.evalf(20))
+    from gradcli.symbolic.precise import OUT_OF_RANGE, precise
+    ((status, _),), _ = precise([expr], [], {})   # node by node: exp(10^1000) is out of range, not evaluated
+    if status == OUT_OF_RANGE:
+        return math.inf if expr.is_extended_positive is not False else math.nan
+    try:
+        value = complex(expr.evalf(20))
+    except (OverflowError, TypeError, ValueError):   # beyond float64 (exp(10^1000)) or not a number
+        return math.inf if expr.is_extended_positive else -math.inf if expr.is_extended_negative else math.nan
     if value.imag != 0:
         raise NotReal(str(expr))
     return value.real
@@ -104,6 +139,7 @@ class Program:
 def compile_program(exprs, variables):
     """Program for ``exprs`` (SymPy, run on the SymPy side). Raises NotReal for complex constants."""
     from gradcli.symbolic.reverse import dag_nodes
+    exprs = [rewrite_for_engine(expr) for expr in exprs]
     slot = {v: i for i, v in enumerate(variables)}
     constants = []
 
@@ -196,6 +232,8 @@ class EngineProgram:
             return self._op("exp")(self._tensor(args[0]))
         op_name = engine_op_for_head(head)
         if op_name is None or len(args) != 1:
+            if head in SYMBOLIC_ONLY_HEADS:
+                raise EngineUnavailable(f"{head} is computed symbolically only (the engine has no {head} op)")
             raise EngineUnavailable(f"no engine op for SymPy {head}")
         return self._op(op_name)(self._tensor(args[0]))
 

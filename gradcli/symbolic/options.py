@@ -61,3 +61,22 @@ def build_request(expressions, *, wrt, order, hessian, at, check, positive, comp
         python_code=fmt == "python" and not emit_function, emit_function=emit_function, style=style,
         styles=STYLES_FOR_FORMAT[fmt])
     return request, fmt
+
+
+DEFAULT_BUDGET = 5.0
+
+
+def total_budget(budget, simplify_timeout):
+    """Seconds for the whole command: ``--budget``, else 5 s (``GRADCLI_DIFF_BUDGET`` if set) or
+    ``--simplify-timeout`` + 2 if larger."""
+    import os
+    if budget is not None:
+        return _number(budget, "--budget", float, 0.5, MAX_TIMEOUT + 60)
+    default = DEFAULT_BUDGET
+    if os.environ.get("GRADCLI_DIFF_BUDGET"):
+        default = _number(os.environ["GRADCLI_DIFF_BUDGET"], "GRADCLI_DIFF_BUDGET", float, 0.5, MAX_TIMEOUT + 60)
+    try:
+        simplify = float(simplify_timeout)
+    except (TypeError, ValueError):
+        simplify = 0.0    # build_request reports the bad value
+    return max(default, min(simplify, MAX_TIMEOUT) + 2.0)

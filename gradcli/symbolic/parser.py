@@ -15,12 +15,14 @@ import sympy
 from gradcli.symbolic.errors import ExpressionError
 from gradcli.symbolic.functions import BUILDERS, CONSTANT_VALUES
 from gradcli.symbolic.lexer import MAX_LENGTH, lex
-from gradcli.symbolic.vocabulary import FUNCTIONS
+from gradcli.symbolic.vocabulary import FUNCTIONS, function_prefix
 
 MAX_DEPTH = 100              # builder recursion; sums and products are flattened so they don't count
 MAX_EXPONENT = 10_000        # |n| in x**n for symbolic x (evaluating x**n exactly at a point must stay cheap)
 MAX_NUMBER_BITS = 10_000     # any exact number (a power such as 2**1000, a product): ~3,000 digits
 MAX_LITERAL_EXPONENT = 1_000  # 1e1000 is allowed, 1e100000 is not
+MAX_ROOT_BITS = 2_000        # SymPy factors the base of an exact root: (2^9999+1)^(1/2) takes ~9 s
+MAX_COMPARED_ARGS = 64       # max/min compare their arguments pairwise (2,000 of them: minutes)
 
 ASSUMPTIONS = {
     "real": {"real": True},
@@ -37,6 +39,23 @@ class Parsed:
     expr: object          # sympy.Expr
     text: str             # what the user typed
     python: str           # the plain-Python form after conveniences, for messages and JSON
+    notes: list = None    # how a name was read, where it may surprise (sinx, xy, e)
+
+
+# Multi-letter variable names people use on purpose; any other short run of letters gets a note.
+_WORDS = {"alpha", "beta", "gamma", "delta", "epsilon", "eps", "zeta", "eta", "theta", "iota", "kappa", "lam",
+          "lambda_", "mu", "nu", "xi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega", "dt", "dx", "dy"}
+
+
+def _name_note(name):
+    glued = function_prefix(name)
+    if glued:
+        head, rest = glued
+        return f"'{name}' is read as one variable named {name}; for the function write {head}({rest})"
+    if name.isalpha() and name.islower() and 2 <= len(name) <= 3 and name not in _WORDS:
+        return (f"'{name}' is read as one variable named {name}; for a product write "
+                f"{'*'.join(name)}")
+    return None
 
 
 def make_symbol(name, assumptions="real"):
@@ -44,11 +63,14 @@ def make_symbol(name, assumptions="real"):
 
 
 class _Builder:
-    def __init__(self, text, lexed, assumptions):
+    def __init__(self, text, lexed, assumptions, variables=(), imaginary=False):
         self.text = text
         self.lexed = lexed
         self.assumptions = assumptions
+        self.variables = set(variables)   # names that are variables even if they name a constant (e)
+        self.imaginary = imaginary         # I is the imaginary unit (--at values under --complex)
         self.memo = {}
+        self.notes = []
 
     def column(self, node):
         offset = getattr(node, "col_offset", None)
@@ -129,11 +151,13 @@ class _Builder:
         if base.is_Rational:
             if abs(base) in (0, 1):
                 return
+            if not exponent.is_Integer and max(abs(base.p), base.q).bit_length() > MAX_ROOT_BITS:
+                self.fail(f"refused: an exact root of {_short(base)} (over {MAX_ROOT_BITS} bits) is too costly", node)
             bits = float(size) * max(1.0, math.log2(max(abs(base.p), base.q)))
             if bits > MAX_NUMBER_BITS:
                 self.fail(f"power too large: {_short(base)}**{_short(exponent)} has about {bits:.3g} bits", node)
         elif size > MAX_EXPONENT:
-            self.fail(f"exponent {exponent} is too large (at most {MAX_EXPONENT})", node)
+            self.fail(f"exponent {_short(exponent)} is too large (at most {MAX_EXPONENT})", node)
 
     def _checked(self, result, node):
         """SymPy merges powers (x**100 * x**100, (x**100)**100) and multiplies numbers: re-check."""
@@ -142,7 +166,7 @@ class _Builder:
                 self.fail(f"number too large ({_short(part)})", node)
             if part.is_Pow and part.exp.is_Rational and not part.base.is_Rational \
                     and abs(part.exp) > MAX_EXPONENT:
-                self.fail(f"exponent {part.exp} is too large (at most {MAX_EXPONENT})", node)
+                self.fail(f"exponent {_short(part.exp)} is too large (at most {MAX_EXPONENT})", node)
         return result
 
     def _call(self, node, depth):
@@ -156,17 +180,53 @@ class _Builder:
         if count < low or (high is not None and count > high):
             wanted = f"{low}" if low == high else (f"at least {low}" if high is None else f"{low} or {high}")
             self.fail(f"{name}() takes {wanted} argument{'s' if wanted != '1' else ''}, got {count}", node)
+        if name in COMPARING and self.assumptions == "complex":
+            self.fail(f"{name}() compares its arguments, and with --complex they are not real", node)
+        if name in COMPARING and count > MAX_COMPARED_ARGS:
+            self.fail(f"refused: {name}() of {count} arguments (at most {MAX_COMPARED_ARGS}: they are compared "
+                      "pairwise)", node)
         args = [self.build(arg, depth + 1) for arg in node.args]
-        return self._checked(BUILDERS[name](*args), node)
+        if name == "pow":
+            self._guard_power(args[0], args[1], node)
+        elif name == "exp2":
+            self._guard_power(sympy.Integer(2), args[0], node)
+        elif name == "root":
+            self._guard_power(args[0], 1 / args[1], node)
+        if name in ("gamma", "loggamma", "digamma", "polygamma") and any(
+                a.is_Integer and abs(a) > MAX_EXACT_GAMMA for a in args[-1:]):
+            # gamma(10^100) would be evaluated as the factorial of 10^100 - 1: keep it symbolic
+            return _held(name, args)
+        try:
+            built = BUILDERS[name](*args)
+        except (ValueError, TypeError) as error:
+            if name not in COMPARING:
+                raise
+            bad = next((a for a in args if a.is_extended_real is False or (not a.free_symbols and a.is_comparable
+                                                                            is False)), None)
+            what = f"{_short_text(bad)} is not real" if bad is not None else f"({error})"
+            self.fail(f"{name}() compares its arguments, and {what}", node)
+        return self._checked(built, node)
 
     def _name(self, node):
         if not isinstance(node.ctx, ast.Load) or node.id.startswith("_"):
             self.fail(f"name {node.id!r} is not allowed", node)
         if node.id in FUNCTIONS:
             self.fail(f"function {node.id!r} needs its argument in parentheses", node)
-        if node.id in CONSTANT_VALUES:
+        if node.id == "I" and self.imaginary:
+            return sympy.I
+        if node.id in CONSTANT_VALUES and node.id not in self.variables:
+            if node.id in ("e", "E"):
+                self._note(f"{node.id} is Euler's number 2.718...; for a variable named {node.id} "
+                           f"pass --wrt {node.id}")
             return CONSTANT_VALUES[node.id]
+        note = _name_note(node.id)
+        if note:
+            self._note(note)
         return make_symbol(node.id, self.assumptions)
+
+    def _note(self, text):
+        if text not in self.notes:
+            self.notes.append(text)
 
     def _number(self, node):
         literal = self.lexed.numbers.get(node.col_offset)
@@ -179,6 +239,23 @@ class _Builder:
             return sympy.Integer(int(mantissa))
         # Decimal literals are exact rationals (0.1 is 1/10), so "exact" results stay exact.
         return sympy.Rational(literal)
+
+
+COMPARING = ("max", "min")
+MAX_EXACT_GAMMA = 1000   # gamma(n) of a larger integer stays unevaluated (n! has millions of digits)
+
+
+def _held(name, args):
+    """gamma-family call of a huge integer, built without evaluating it."""
+    if name == "digamma":
+        return sympy.polygamma(0, args[0], evaluate=False)
+    function = {"gamma": sympy.gamma, "loggamma": sympy.loggamma, "polygamma": sympy.polygamma}[name]
+    return function(*args, evaluate=False)
+
+
+def _short_text(expr):
+    text = str(expr)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _short(number):
@@ -209,8 +286,10 @@ def _validate(tree, text, lexed):
             raise ExpressionError(f"unsupported syntax ({type(node).__name__})", column, text)
 
 
-def parse(text, assumptions="real"):
-    """Parse a calculator expression into SymPy without executing any of it. Raises ExpressionError."""
+def parse(text, assumptions="real", variables=(), imaginary=False):
+    """Parse a calculator expression into SymPy without executing any of it. Raises ExpressionError.
+
+    ``variables``: names that are variables even where they name a constant (``--wrt e``)."""
     if assumptions not in ASSUMPTIONS:
         raise ValueError(f"unknown assumptions {assumptions!r}")
     lexed = lex(text)
@@ -227,11 +306,12 @@ def parse(text, assumptions="real"):
     finally:
         sys.setrecursionlimit(limit)
     _validate(tree, text, lexed)
+    builder = _Builder(text, lexed, assumptions, variables, imaginary)
     try:
-        expr = _Builder(text, lexed, assumptions).build(tree.body)
+        expr = builder.build(tree.body)
     except RecursionError:
         raise ExpressionError("expression too deeply nested", None, text) from None
-    return Parsed(expr, text, lexed.python)
+    return Parsed(expr, text, lexed.python, builder.notes)
 
 
 def split_assignments(text):
@@ -259,10 +339,11 @@ def split_assignments(text):
     return result
 
 
-def parse_value(text, column, whole, source, assumptions="real"):
-    """A value inside an option (``--at x=pi/4``): a parsed expression; errors point into the whole option."""
+def parse_value(text, column, whole, source, assumptions="real", variables=(), imaginary=False):
+    """A value inside an option (``--at x=pi/4``): a parsed expression; errors point into the whole option.
+    ``imaginary``: ``I`` is the imaginary unit (``--at x=1+2*I`` under --complex)."""
     try:
-        return parse(text, assumptions).expr
+        return parse(text, assumptions, variables, imaginary).expr
     except ExpressionError as error:
         shifted = None if error.column is None else error.column + column - 1
         raise ExpressionError(error.message, shifted, whole, source) from None

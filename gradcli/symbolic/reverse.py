@@ -85,6 +85,9 @@ def gradient_graph(exprs, variables, prefix=DEFAULT_PREFIX):
             for arg in set(local.args):
                 if not arg.is_Symbol:
                     continue
+                if local.is_Add:   # each named term once: ∂/∂term = 1 (diff would rescan all n terms, n times)
+                    adjoints.setdefault(arg, []).append(adjoint)
+                    continue
                 partial = local.diff(arg)
                 if partial == 0:
                     continue

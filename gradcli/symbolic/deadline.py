@@ -1,0 +1,79 @@
+"""The total budget of one ``gradcli diff`` run, enforced inside the process doing the work.
+
+SymPy cannot be interrupted from a thread, but a signal handler runs between bytecodes: SIGALRM at the
+deadline raises ``BudgetExceeded`` wherever the work is. It derives from BaseException so that SymPy's
+many ``except Exception`` blocks cannot swallow it. Each phase of ``api.run`` runs through ``attempt``:
+a phase that is cut (or not started because the budget is gone) is recorded by name, and the result says
+what is missing. Work stuck in one long C call (huge integer arithmetic) ignores the signal until it
+returns; the supervisor (``supervisor.py``) kills the process a little after the deadline in that case.
+"""
+import signal
+import time
+
+CUT = object()   # what ``attempt`` returns for a phase that did not finish
+
+
+class BudgetExceeded(BaseException):
+    """The deadline passed (raised by the SIGALRM handler)."""
+
+
+def _raise(signum, frame):
+    raise BudgetExceeded()
+
+
+class Deadline:
+    """``end`` on the ``time.monotonic`` clock; ``budget`` is the total in seconds (for messages)."""
+
+    def __init__(self, end, budget):
+        self.end = end
+        self.budget = budget
+        self.expired = False
+        self.cut = []          # what did not finish, in order
+        self._armed = False
+        self._alarm_at = end
+
+    def remaining(self):
+        """Seconds until the alarm (the end minus the reserve given to ``arm``)."""
+        return max(0.0, self._alarm_at - time.monotonic())
+
+    def arm(self, reserve=0.0):
+        """Deliver BudgetExceeded at ``end - reserve`` (main thread only; a no-op elsewhere)."""
+        self._alarm_at = self.end - reserve
+        left = self._alarm_at - time.monotonic()
+        try:
+            signal.signal(signal.SIGALRM, _raise)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
+            self._armed = True
+        except (ValueError, AttributeError, OSError):   # not the main thread, or no SIGALRM (Windows)
+            self._armed = False
+
+    def disarm(self):
+        if self._armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            self._armed = False
+
+    def attempt(self, what, function, *args):
+        """``function(*args)``, or CUT if the budget ran out before or during it (``what`` is recorded)."""
+        if self.expired or (self._armed and time.monotonic() >= self._alarm_at):
+            self.expired = True
+            self.cut.append(what)
+            return CUT
+        try:
+            return function(*args)
+        except BudgetExceeded:
+            self.expired = True
+            self.cut.append(what)
+            return CUT
+
+
+class NoDeadline(Deadline):
+    """Unbounded (library callers of ``api.run`` that pass no deadline)."""
+
+    def __init__(self):
+        super().__init__(float("inf"), None)
+
+    def remaining(self):
+        return float("inf")
+
+    def arm(self, reserve=0.0):
+        pass
