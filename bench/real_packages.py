@@ -84,22 +84,35 @@ def gradcli_pass(args, entries, extra, site):
 
 
 def torch_pass(args, jobs):
-    """bench/real_packages_gradcheck.py on a list of Functions (one process)."""
-    with tempfile.TemporaryDirectory(prefix="gradcli-bench-torch-") as workdir:
-        job_path, out_path = os.path.join(workdir, "job.json"), os.path.join(workdir, "out.json")
-        with open(job_path, "w") as fh:
-            json.dump({"timeout": args.timeout, "functions": jobs}, fh)
-        outer = args.timeout * 2 * sum(max(1, len(j["input_sets"])) for j in jobs) + 120
-        try:
-            subprocess.run([args.python, os.path.join(HERE, "real_packages_gradcheck.py"), job_path, out_path],
-                           capture_output=True, text=True, timeout=outer, cwd=workdir, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            pass
-        done = json.load(open(out_path)) if os.path.exists(out_path) else []
-    by_key = {r["key"]: r for r in done}
-    return {j["key"]: by_key.get(j["key"], {"key": j["key"], "status": "error", "importable": None,
-                                            "import_error": "the torch check process died", "input_sets": []})
-            for j in jobs}
+    """bench/real_packages_gradcheck.py on a list of Functions: one process (torch imports once) that writes
+    each result as it finishes; if it dies, the Function it was on is an error and a new one takes the rest."""
+    results, todo = {}, list(jobs)
+    while todo:
+        with tempfile.TemporaryDirectory(prefix="gradcli-bench-torch-") as workdir:
+            job_path, out_path = os.path.join(workdir, "job.json"), os.path.join(workdir, "out.json")
+            with open(job_path, "w") as fh:
+                json.dump({"timeout": args.timeout, "functions": todo}, fh)
+            outer = args.timeout * 2 * sum(max(1, len(j["input_sets"])) for j in todo) + 120
+            try:
+                subprocess.run([args.python, os.path.join(HERE, "real_packages_gradcheck.py"), job_path, out_path],
+                               capture_output=True, text=True, timeout=outer, cwd=workdir,
+                               stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                pass
+            done = json.load(open(out_path)) if os.path.exists(out_path) else []
+        results.update((r["key"], r) for r in done)
+        todo = todo[len(done):]
+        if todo:  # the process died on todo[0]
+            results[todo[0]["key"]] = {"key": todo[0]["key"], "status": "error", "values_status": "error",
+                                       "importable": None, "import_error": "the torch check process died",
+                                       "input_sets": []}
+            todo = todo[1:]
+    return results
+
+
+def chunks(items, n):
+    size = max(1, -(-len(items) // n))
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def input_sets(result):
@@ -134,17 +147,17 @@ def run(args):
         helped = {}
         for part in pool.map(lambda e: gradcli_pass(args, [e], list(e["help"]["args"]), site), needing_help):
             helped.update(part)
-        # torch at the inputs of each verdict (automatic, or with help), one process per file
-        jobs_by_file = collections.OrderedDict()
+        # torch at the inputs of each verdict (automatic, or with help); -j processes in all
+        jobs = []
         for entry in entries:
             job = {"key": entry["key"], "module": entry["module"], "class": entry["class"], "input_sets": []}
             for source in (outcomes, helped):
                 result = (source.get(entry["key"]) or {}).get("result") or {}
                 if result.get("status") in ("pass", "fail") and result.get("function"):
                     job["input_sets"] = input_sets(result)
-            jobs_by_file.setdefault(entry["file"], []).append(job)  # also for no verdict: importability
+            jobs.append(job)  # also without a verdict: whether the module imports by its dotted name
         torch_results = {}
-        for part in pool.map(lambda jobs: torch_pass(args, jobs), jobs_by_file.values()):
+        for part in pool.map(lambda part: torch_pass(args, part), chunks(jobs, args.jobs)):
             torch_results.update(part)
     raw = {e["key"]: {"auto": _slim(outcomes[e["key"]]), "helped": _slim(helped.get(e["key"])),
                       "torch": torch_results.get(e["key"])} for e in entries}
