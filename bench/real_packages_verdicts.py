@@ -17,6 +17,7 @@ IMPORT_CATEGORIES = (
 )
 # One Function's skip or error:
 FUNCTION_CATEGORIES = (
+    ("gradcli crashed", r"^bench: gradcli crashed"),
     ("not collected", r"^bench: not collected|not found: "),
     ("forward takes *args", r"forward takes \*args"),
     ("inputs: a parameter must be a bool/int/str/shape/index/object",
@@ -35,7 +36,7 @@ FUNCTION_CATEGORIES = (
 )
 # categories in which an error is gradcli's doing whenever the module imports by its dotted name
 OURS_WHEN_IMPORTABLE = {"relative import", "import: a module shadowed by the file's folder", "not collected",
-                        "internal error"}
+                        "internal error", "gradcli crashed"}
 
 
 def category(status, message, file_level=False):
@@ -55,8 +56,12 @@ def _status(outcome):
         return None, ""
     result = outcome.get("result")
     if result is None:
+        tail = (outcome.get("process") or {}).get("tail") or ""
+        last = tail.strip().splitlines()[-1] if tail.strip() else ""
+        if "Traceback (most recent call last)" in tail or "internal error" in tail:
+            return "missing", f"bench: gradcli crashed without a result: {last}"
         return "missing", "bench: not collected (gradcli wrote no result for it): " + \
-            (outcome.get("process", {}).get("tail") or "")[-300:].strip().replace("\n", " | ")
+            tail[-300:].strip().replace("\n", " | ")
     if not outcome.get("collected") and result.get("function") is None and result.get("status") != "error":
         return "missing", "bench: not collected: " + (result.get("message") or "")
     return result.get("status"), result.get("message") or ""

@@ -171,3 +171,11 @@ def test_a_file_whose_folder_shadows_a_module_is_an_import_category():
                    torch(None, importable=True))
     assert row["auto_category"] == "import: a module shadowed by the file's folder"
     assert row["auto_whose_error"] == "gradcli"
+
+
+def test_a_gradcli_that_crashes_is_gradclis_doing_not_a_missing_function():
+    crashed = {"result": None, "collected": False,
+               "process": {"tail": "Traceback (most recent call last):\n  ...\nSyntaxError: invalid syntax\n"}}
+    row = classify(ENTRY, crashed, None, torch(None))
+    assert row["auto_message"] == "bench: gradcli crashed without a result: SyntaxError: invalid syntax"
+    assert (row["auto_category"], row["auto_whose_error"]) == ("gradcli crashed", "gradcli")
