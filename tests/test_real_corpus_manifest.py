@@ -1,0 +1,181 @@
+"""bench/real_corpus.json (the real-package corpus) keeps its schema and its held-out rule; the bench's
+classification of outcomes says what it should. No network, no corpus venv, no torch needed."""
+import json
+import os
+import re
+import sys
+import zlib
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+sys.path.insert(0, BENCH)
+from real_packages_verdicts import category, classify, summarize  # noqa: E402
+
+FIELDS = {"package", "version", "module", "file", "class", "held_out", "help", "truth", "note"}
+TRUTHS = {None, "correct", "surrogate", "not-a-gradient", "user-bug"}
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    with open(os.path.join(BENCH, "real_corpus.json")) as fh:
+        return json.load(fh)
+
+
+def test_top_level_keys(manifest):
+    assert manifest["schema_version"] == 1
+    for key in ("about", "selection_rule", "held_out_rule", "fields", "functions", "torch"):
+        assert key in manifest
+    assert set(manifest["fields"]) == FIELDS
+
+
+def test_size_and_spread(manifest):
+    functions = manifest["functions"]
+    packages = {f["package"] for f in functions}
+    assert len(functions) >= 90 and len(packages) >= 20
+    held = {f["package"] for f in functions if f["held_out"]}
+    assert 0.2 <= len(held) / len(packages) <= 0.4  # about 30 % of the packages held out
+
+
+def test_entries(manifest):
+    seen = set()
+    for f in manifest["functions"]:
+        assert set(f) == FIELDS, f
+        assert re.fullmatch(r"[A-Za-z0-9_.\-]+", f["package"]) and f["version"]
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f["class"])
+        path = f["file"]
+        assert path.endswith(".py") and not os.path.isabs(path) and ".." not in path.split("/")
+        module = path[:-3].replace("/", ".")
+        assert f["module"] in (module, module[: -len(".__init__")])
+        assert isinstance(f["held_out"], bool)
+        assert f["truth"] in TRUTHS and isinstance(f["note"], str)
+        key = (path, f["class"])
+        assert key not in seen, key
+        seen.add(key)
+
+
+def test_held_out_rule_is_the_stated_crc32(manifest):
+    assert "crc32" in manifest["held_out_rule"]
+    for f in manifest["functions"]:
+        assert f["held_out"] == (zlib.crc32(f["package"].lower().encode()) % 10 < 3), f["package"]
+
+
+def test_help_is_at_most_one_option(manifest):
+    for f in manifest["functions"]:
+        if f["help"] is None:
+            continue
+        args = f["help"]["args"]
+        assert isinstance(args, list) and all(isinstance(a, str) for a in args) and f["help"]["why"]
+        options = [a for a in args if a.startswith("--")]
+        assert len(options) == 1 and (options[0] == "--input" or "inputs" in options[0]), args
+        assert len(args) == 2
+
+
+# ---- the classification in bench/real_packages_verdicts.py, on outcomes shaped like gradcli's JSON ----
+
+ENTRY = {"key": "pkg/ops.py::Op", "package": "pkg", "class": "Op", "file": "pkg/ops.py", "held_out": False,
+         "truth": None}
+AUTO = [[{"name": "x", "source": "auto", "spec": "float64[3,4]@(-2,2)", "type": "tensor"}]]
+CLI = [[{"name": "x", "source": "cli", "spec": "2x3", "type": "tensor"}]]
+
+
+def outcome(status, message="", inputs=AUTO, function="Op", collected=True):
+    return {"result": {"function": function, "status": status, "message": message, "inputs": inputs},
+            "collected": collected, "process": {"tail": ""}}
+
+
+def torch(status, values=None, importable=True):
+    return {"importable": importable, "status": status, "values_status": values or status,
+            "input_sets": [{"default": {"status": status, "message": "Jacobian mismatch"},
+                            "no_undefined": {"status": values or status, "message": "Jacobian mismatch"}}]}
+
+
+def test_agreeing_pass_is_a_correct_automatic_verdict():
+    row = classify(ENTRY, outcome("pass"), None, torch("pass"))
+    assert (row["verdict"], row["correct"], row["review"]) == ("auto", True, None)
+
+
+def test_pass_where_torch_fails_the_values_is_a_possible_false_pass():
+    row = classify(ENTRY, outcome("pass"), None, torch("fail"))
+    assert (row["correct"], row["review"]) == (False, "false PASS?")
+    assert summarize([row])["totals"]["design"]["false_pass"] == 1
+
+
+def test_fail_where_torch_passes_is_a_possible_false_alarm():
+    row = classify(ENTRY, outcome("fail"), None, torch("pass"))
+    assert row["review"] == "false alarm?"
+    assert summarize([row])["totals"]["all"]["false_fail"] == 1
+
+
+def test_torch_failing_only_its_undefined_grad_check_is_not_a_false_pass():
+    row = classify(ENTRY, outcome("pass"), None, torch("fail", values="pass"))
+    assert (row["correct"], row["review"]) == (True, "torch undefined-grad check only")
+
+
+def test_relative_import_of_an_importable_module_is_gradclis_doing():
+    message = "ImportError: attempted relative import with no known parent package (ops.py:3)"
+    row = classify(ENTRY, outcome("error", message, inputs=[], function=None, collected=False), None,
+                   torch(None, importable=True))
+    assert row["auto_category"] == "relative import"
+    assert row["auto_whose_error"] == "gradcli"
+    assert summarize([row])["totals"]["design"]["error_ours"] == 1
+
+
+def test_import_error_of_a_module_that_does_not_import_anywhere_is_the_environment():
+    message = "ModuleNotFoundError: No module named 'onnx' (ops.py:3)"
+    row = classify(ENTRY, outcome("error", message, inputs=[], function=None, collected=False), None,
+                   torch(None, importable=False))
+    assert row["auto_whose_error"] == "environment"
+
+
+def test_error_at_inputs_gradcli_built_is_ours_but_at_given_inputs_is_the_users():
+    auto = classify(ENTRY, outcome("error", "AssertionError (ops.py:9)"), None, torch(None))
+    assert (auto["auto_category"], auto["auto_whose_error"]) == ("shape/type assert in forward", "gradcli")
+    given = classify(ENTRY, outcome("error", "ZeroDivisionError (ops.py:9)", inputs=CLI), None, torch(None))
+    assert given["auto_whose_error"] == "user"
+
+
+def test_verdict_after_help_counts_for_at_most_one_help_only():
+    entry = dict(ENTRY, help={"args": ["--input", "x=2x3"], "why": "a matrix"})
+    message = ("cannot build inputs automatically: forward raised RuntimeError: mat1 and mat2 shapes cannot be "
+               "multiplied (3x4 and 3x4) for 3x4 inputs in every domain tried. Give them with --input x=SPEC")
+    row = classify(entry, outcome("skip", message), outcome("pass", inputs=CLI), torch("pass"))
+    assert (row["verdict"], row["auto_category"]) == ("help", "inputs: shapes (3x4 does not fit)")
+    totals = summarize([row])["totals"]["design"]
+    assert (totals["verdict_auto"], totals["correct_auto"], totals["correct_help"]) == (0, 0, 1)
+
+
+def test_surrogate_without_a_torch_verdict_is_judged_by_the_truth_label():
+    entry = dict(ENTRY, truth="surrogate")
+    row = classify(entry, outcome("fail"), None, torch("error"))
+    assert (row["correct"], row["judged_by"]) == (True, "truth")
+
+
+def test_category_of_an_unknown_message_names_the_status():
+    assert category("skip", "something else") == "other skip"
+
+
+def test_varargs_skip_and_a_number_parameter_drawn_as_a_tensor_are_named():
+    varargs = classify(ENTRY, outcome("skip", "forward takes *args, so its inputs cannot be built automatically"),
+                       None, torch(None))
+    assert varargs["auto_category"] == "forward takes *args" and varargs["auto_whose_error"] is None
+    inputs = [[{"name": "x", "source": "auto", "type": "tensor"}, {"name": "b", "source": "auto", "type": "tensor"}]]
+    message = "structure: backward returned None for b, but the function depends on it"
+    row = classify(ENTRY, outcome("fail", message, inputs=inputs), None, torch("fail"))
+    assert row["fail_on_built_number"] == ["b"] and row["review"] is None
+
+
+def test_a_file_whose_folder_shadows_a_module_is_an_import_category():
+    message = "ModuleNotFoundError: No module named 'pkg.utils'; 'pkg' is not a package (pkg.py:3)"
+    row = classify(ENTRY, outcome("error", message, inputs=[], function=None, collected=False), None,
+                   torch(None, importable=True))
+    assert row["auto_category"] == "import: a module shadowed by the file's folder"
+    assert row["auto_whose_error"] == "gradcli"
+
+
+def test_a_gradcli_that_crashes_is_gradclis_doing_not_a_missing_function():
+    crashed = {"result": None, "collected": False,
+               "process": {"tail": "Traceback (most recent call last):\n  ...\nSyntaxError: invalid syntax\n"}}
+    row = classify(ENTRY, crashed, None, torch(None))
+    assert row["auto_message"] == "bench: gradcli crashed without a result: SyntaxError: invalid syntax"
+    assert (row["auto_category"], row["auto_whose_error"]) == ("gradcli crashed", "gradcli")
