@@ -10,8 +10,22 @@ from check_run import LIBS, by_name, check, check_json, need, write
 LAYERS = """
     import {lib} as torch
 
+    class OddBias(torch.autograd.Function):
+        # the optional bias must have 13 elements: no tensor gradcli tries fits, so it stays None
+        @staticmethod
+        def forward(ctx, x, bias=None):
+            if bias is not None and bias.numel() != 13:
+                raise ValueError("bias must have 13 elements")
+            ctx.has_bias = bias is not None
+            return x * 2 if bias is None else x * 2 + bias.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, (g.sum() * torch.ones(13, dtype=torch.float64) if ctx.has_bias else None)
+
     class Dense(torch.autograd.Function):
-        # the bias gradient is wrong (a mean over the rows, not their sum), but the bias defaults to None
+        # the bias gradient is wrong (a mean over the rows, not their sum), and the bias defaults to None:
+        # it is also checked as a tensor, so the bug is found
         @staticmethod
         def forward(ctx, x, weight, bias=None):
             ctx.save_for_backward(x, weight)
@@ -24,15 +38,16 @@ LAYERS = """
             x, weight = ctx.saved_tensors
             return g * weight, g * x, g.mean(0) if ctx.has_bias else None
 
-    class SumDim(torch.autograd.Function):
+    class Repeat(torch.autograd.Function):
+        # k must be a Python int, and nothing in the source says which: a guessed number
         @staticmethod
-        def forward(ctx, x, dim):
-            ctx.dim, ctx.shape = dim, x.shape
-            return x.sum(dim)
+        def forward(ctx, x, k):
+            ctx.k = k
+            return torch.cat([x] * k, 0)
 
         @staticmethod
         def backward(ctx, g):
-            return g.unsqueeze(ctx.dim).expand(ctx.shape), None
+            return sum(g.chunk(ctx.k, 0)), None
 
     class Scaled(torch.autograd.Function):
         @staticmethod
@@ -51,8 +66,9 @@ LAYERS = """
             return x, torch.full((2, 3), 2.0, dtype=torch.float64)
 """
 
-NONE_DEFAULT = "left at its default None: no other value was tried there (give one with --input bias=SPEC)"
-NUMBER = "a guessed number (1): forward refused tensors there, so no gradient for it was checked"
+NONE_DEFAULT = ("defaults to None, and no tensor of the shapes tried made forward run: give --input bias=SPEC to "
+                "check it as a tensor")
+NUMBER = "guessed the number 1 for k: forward refused tensors there; give --input k=SPEC for another value"
 
 
 @pytest.mark.parametrize("lib", LIBS)
@@ -60,25 +76,27 @@ def test_what_was_not_checked_is_on_the_result_without_verbose(tmp_path, lib):
     need(lib)
     path = write(tmp_path, "layers.py", LAYERS, lib)
     result, doc = check_json(tmp_path, path)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # Dense's bias bug, found with a tensor for its None default
     r = by_name(doc)
-    assert (r["Dense"]["status"], r["Dense"]["partial"]) == ("pass", True)
-    assert r["Dense"]["not_checked"] == [{"input": "bias", "reason": NONE_DEFAULT, "input_set": None, "partial": True}]
-    assert r["Dense"]["message"] == f"not checked: bias: {NONE_DEFAULT}"
-    assert (r["SumDim"]["partial"], r["SumDim"]["not_checked"]) == (
-        True, [{"input": "dim", "reason": NUMBER, "input_set": None, "partial": True}])
+    assert r["Dense"]["status"] == "fail" and r["Dense"]["message"].startswith("input set 2 of 2: values: bias: ")
+    assert (r["OddBias"]["status"], r["OddBias"]["partial"]) == ("pass", True)
+    assert r["OddBias"]["not_checked"] == [{"input": "bias", "reason": NONE_DEFAULT, "input_set": None,
+                                            "partial": True}]
+    assert r["OddBias"]["message"] == f"not checked: bias: {NONE_DEFAULT}"
+    assert (r["Repeat"]["partial"], r["Repeat"]["not_checked"]) == (
+        True, [{"input": "k", "reason": NUMBER, "input_set": None, "partial": True}])
     # a buffer the user gave without requires_grad: said, but not a gap in the check
     assert (r["Scaled"]["status"], r["Scaled"]["partial"]) == ("pass", False)
     assert [e["input"] for e in r["Scaled"]["not_checked"]] == ["scale"]
-    assert doc["summary"] == {"passed": 1, "partial": 2, "failed": 0, "errors": 0, "skipped": 0, "surrogates": 0}
+    assert doc["summary"] == {"passed": 1, "partial": 2, "failed": 1, "errors": 0, "skipped": 0, "surrogates": 0}
     out = result.output
-    assert "  PASS (partial: bias not checked) Dense:\n" in out
+    assert "  PASS (partial: bias not checked) OddBias:\n" in out
     assert f"    not checked: bias: {NONE_DEFAULT}\n" in out
-    assert "  PASS (partial: dim not checked) SumDim:\n" in out
+    assert "  PASS (partial: k not checked) Repeat:\n" in out
     assert "  note Scaled: not checked: scale: a floating-point tensor given without requires_grad" in out
     rows = [line.split() for line in out.splitlines() if line.strip().endswith("NOT CHECKED")]
-    assert rows == [["bias", "-", "-", "-", "-", "-", "NOT", "CHECKED"], ["dim", "-", "-", "-", "-", "-", "NOT", "CHECKED"]]
-    assert out.splitlines()[-1].startswith("1 passed, 2 partial in ")
+    assert rows == [["bias", "-", "-", "-", "-", "-", "NOT", "CHECKED"], ["k", "-", "-", "-", "-", "-", "NOT", "CHECKED"]]
+    assert out.splitlines()[-1].startswith("1 passed, 2 partial, 1 failed in ")
 
 
 def test_given_a_tensor_the_none_default_is_checked_and_the_bug_found(tmp_path):
@@ -93,11 +111,11 @@ def test_given_a_tensor_the_none_default_is_checked_and_the_bug_found(tmp_path):
 def test_strict_fails_a_partial_pass_in_every_format(tmp_path):
     path = write(tmp_path, "layers.py", LAYERS)
     junit = tmp_path / "junit.xml"
-    result, doc = check_json(tmp_path, f"{path}::Dense", "--strict", "--format", "github", "--junit", junit)
+    result, doc = check_json(tmp_path, f"{path}::OddBias", "--strict", "--format", "github", "--junit", junit)
     assert result.exit_code == 1
     assert result.output.splitlines()[-1].startswith("1 partial (strict: fails) in ")
     (annotation,) = [line for line in result.output.splitlines() if line.startswith("::")]
-    assert annotation == (f"::error file={path},line=4,title=gradcli check%3A Dense passed partially (not everything "
+    assert annotation == (f"::error file={path},line=4,title=gradcli check%3A OddBias passed partially (not everything "
                           f"checked) (--strict)::not checked: bias: {NONE_DEFAULT}")
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("failures"), suite.get("skipped")) == ("1", "0")
@@ -105,7 +123,7 @@ def test_strict_fails_a_partial_pass_in_every_format(tmp_path):
     assert failure.get("type") == "NotFullyChecked"
     assert failure.get("message") == f"--strict: partial: not checked: bias: {NONE_DEFAULT}"
     # without --strict: a pass, and the annotation a warning
-    result = check(f"{path}::Dense", "--format", "github", "--junit", junit)
+    result = check(f"{path}::OddBias", "--format", "github", "--junit", junit)
     assert result.exit_code == 0
     assert [line[:10] for line in result.output.splitlines() if line.startswith("::")] == ["::warning "]
     case = ET.parse(junit).getroot().find("testsuite").find("testcase")
@@ -177,13 +195,14 @@ pytest_plugins = ["pytester"]
 def test_pytest_plugin_reports_a_partial_pass_and_strict_fails_it(pytester):
     pytester.makepyfile(layers=LAYERS.replace("{lib}", "gradcli"))
     result = pytester.runpytest_subprocess("--gradcli", "layers.py", "-p", "no:cacheprovider", "-rA")
-    result.assert_outcomes(passed=1)
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(["*1 passed, 2 partial*"])
-    result.stdout.fnmatch_lines(["*= gradcli: not fully checked =*", "layers.py::Dense: PASS (partial: bias not checked)",
-                                 "  not checked: bias: left at its default None*--gradcli-input bias=SPEC*"])
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == 1  # Dense's bias bug
+    result.stdout.fnmatch_lines(["*1 failed, 1 passed, 2 partial*"])
+    result.stdout.fnmatch_lines(["*= gradcli: not fully checked =*",
+                                 "layers.py::OddBias: PASS (partial: bias not checked)",
+                                 "  not checked: bias: defaults to None*bias=SPEC*"])
     strict = pytester.runpytest_subprocess("--gradcli", "layers.py", "-p", "no:cacheprovider", "--gradcli-strict")
-    strict.assert_outcomes(passed=1, failed=2)
+    strict.assert_outcomes(passed=1, failed=3)
     strict.stdout.fnmatch_lines(["*PASS (partial: bias not checked)*"])
 
 
@@ -197,14 +216,14 @@ def test_rich_terminal_shows_partial_surrogate_and_strict(tmp_path):
     from gradcli.report.terminal import RichRenderer
 
     path = write(tmp_path, "layers.py", LAYERS)
-    result = run(expand_paths([f"{path}::Dense"]), RunOptions(isolate=False, strict=True))
+    result = run(expand_paths([f"{path}::OddBias"]), RunOptions(isolate=False, strict=True))
     out = StringIO()
     renderer = RichRenderer(Console(file=out, width=200, color_system=None), seed=0)
     renderer.file(str(path), result.results)
     renderer.finish(result)
     text = out.getvalue()
     assert [line.split("│")[-2].strip() for line in text.splitlines() if "│ bias" in line] == ["NOT CHECKED"]
-    assert "  PASS (partial: bias not checked) Dense:\n" in text
+    assert "  PASS (partial: bias not checked) OddBias:\n" in text
     assert f"    not checked: bias: {NONE_DEFAULT}\n" in text
     assert text.splitlines()[-1].startswith("1 partial (strict: fails) in ")
     assert result.exit_code() == 1

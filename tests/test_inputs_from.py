@@ -53,10 +53,12 @@ def shapes(doc):
     return [[rec["shape"] for rec in case] for case in doc["results"][0]["inputs"]]
 
 
-def test_without_inputs_the_matmul_is_a_skip(tmp_path):
+def test_without_inputs_the_matmul_gets_shapes_inferred_from_its_source(tmp_path):
+    """The baseline the inputs files below replace: `a @ b` makes gradcli choose fitting shapes."""
     path = write(tmp_path / "mm" / "ops.py", MATMUL)
     result, doc = run_check(tmp_path, path)
-    assert result.exit_code == 0 and doc["results"][0]["status"] == "skip"
+    assert result.exit_code == 0 and doc["results"][0]["status"] == "pass"
+    assert shapes(doc) == [[[3, 4], [4, 5]]]
 
 
 @pytest.mark.parametrize("inputs_source", [

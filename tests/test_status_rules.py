@@ -27,11 +27,13 @@ FORWARDS = """
         def backward(ctx, g):
             return g * 3
 
-    class Dot(torch.autograd.Function):
+    class Rows7(torch.autograd.Function):
         @staticmethod
         def forward(ctx, a, b):
             ctx.save_for_backward(a, b)
-            return torch.dot(a, b)
+            if a.shape[0] != 7:
+                raise ValueError(f"works on 7 rows, got {a.shape[0]}")
+            return a * b
 
         @staticmethod
         def backward(ctx, g):
@@ -70,7 +72,7 @@ def test_an_always_raising_forward_is_an_error_with_its_line(tmp_path, lib):
 def test_a_forward_raising_for_a_bug_whatever_the_inputs_is_an_error_not_a_skip(tmp_path, lib):
     need(lib)
     path = write(tmp_path, "ops.py", FORWARDS, lib)
-    result, doc = check_json(tmp_path, path, "-k", "SavesAFloat or Dot or SumDim", "--format", "github")
+    result, doc = check_json(tmp_path, path, "-k", "SavesAFloat or Rows7 or SumDim", "--format", "github")
     r = by_name(doc)
     assert r["SavesAFloat"]["status"] == "error"
     if lib == "gradcli":
@@ -78,15 +80,15 @@ def test_a_forward_raising_for_a_bug_whatever_the_inputs_is_an_error_not_a_skip(
         assert "ops.py:16) on every input set tried" in r["SavesAFloat"]["message"]
     else:  # torch checks saved objects only with grad enabled: the error comes from gradcheck's own forward
         assert r["SavesAFloat"]["message"].startswith("TypeError: save_for_backward can only save variables")
-    # needs 1-D inputs: a matter of inputs, a skip that says how to give them
-    assert r["Dot"]["status"] == "skip"
-    assert "--input a=SPEC --input b=SPEC" in r["Dot"]["message"]
+    # needs 7 rows, which nothing in its source says gradcli could read: a skip that says how to give them
+    assert r["Rows7"]["status"] == "skip"
+    assert "--input a=3x4 --input b=3x4 (SPEC grammar: specs/check.md)" in r["Rows7"]["message"]
     assert r["SumDim"]["status"] == "pass"  # the number fallback: dim = 1
     assert result.exit_code == 3
     annotations = [line for line in result.output.splitlines() if line.startswith("::")]
     line = 16 if lib == "gradcli" else 13  # torch: the class line (no frame of the user's file)
     assert annotations[0].startswith(f"::error file={path},line={line},title=gradcli check%3A SavesAFloat error::")
-    assert annotations[1].startswith(f"::warning file={path},line=23,title=gradcli check%3A Dot skipped::")
+    assert annotations[1].startswith(f"::warning file={path},line=23,title=gradcli check%3A Rows7 skipped::")
 
 
 DIRTY = """
@@ -128,9 +130,9 @@ def test_mark_dirty_gets_fresh_copies_for_every_evaluation(tmp_path, lib):
 
 def test_skip_names_the_options_and_strict_fails_it_visibly(tmp_path):
     path = write(tmp_path, "ops.py", FORWARDS)
-    result = check(f"{path}::Dot", "--strict", "--format", "github")
+    result = check(f"{path}::Rows7", "--strict", "--format", "github")
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert lines[-1].startswith("1 skipped (strict: fails) in ")
-    assert any(line.startswith(f"::error file={path},line=23,title=gradcli check%3A Dot skipped (--strict)::")
+    assert any(line.startswith(f"::error file={path},line=23,title=gradcli check%3A Rows7 skipped (--strict)::")
                for line in lines)
