@@ -5,7 +5,7 @@ tried. That is right for a forward that needs shapes or types gradcli did not gu
 1-D dot, an index tensor) and wrong for one that raises whatever it is given
 (``raise ValueError("not implemented yet")``, ``ctx.save_for_backward(x, 3.0)``): a broken Function
 must not pass CI as a skip. So before the skip stands, forward is called on a spread of input sets
-that fit most signatures -- float tensors of several shapes (``--shape``, square, 1-D, 0-d, batches of squares) and
+that fit most signatures -- float tensors of several shapes (``--shape``, square, 1-D, 0-d, batches of squares, 2x2 and [2]) and
 domains, with and without requires_grad, integer tensors after the first parameter (indices), trailing Python
 numbers -- and when
 every one of them raises the *same* exception (type and message) at the *same* line, forward is
@@ -43,6 +43,7 @@ def always_raises(target, shape, seed: int = 0) -> Optional[BaseException]:
     makers = [lambda: floats(tuple(shape), -2.0, 2.0), lambda: floats(tuple(shape), 0.1, 2.0),
               lambda: floats((n, n), 0.1, 2.0), lambda: floats((n,), 0.1, 2.0), lambda: floats((), 0.5, 1.5),
               lambda: floats((2, n, n), 0.1, 2.0), lambda: floats((2, 2, n, n), 0.1, 2.0),
+              lambda: floats((2, 2), 0.1, 2.0), lambda: floats((2,), 0.1, 2.0),  # forwards made for small sizes
               # tensors that do not require grad (a forward may refuse inputs that do: gpytorch's kernels)
               lambda: floats(tuple(shape), 0.1, 2.0, grad=False), lambda: floats((n, n), 0.1, 2.0, grad=False)]
     trials = [[make] * len(free) for make in makers]
