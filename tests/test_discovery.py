@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -235,3 +236,17 @@ def test_select_by_name_and_keyword(tmp_path):
     targets = collect_file(path)
     chosen, deselected, missing = discovery.select(targets, item, compile_keyword("not setup"))
     assert [t.name for t in chosen] == ["Klass"] and deselected == 1 and missing == ["Nope"]
+
+
+def test_gradclis_own_ops_are_collected_like_user_functions():
+    """gradcli's ops are imported by their dotted names (gradcli.autograd.ops.*) and are Functions written
+    with the public API: they are collected; only the Function base class itself is the framework's."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    result = CliRunner().invoke(main, ["check", str(root / "gradcli" / "autograd" / "ops" / "elementwise.py"),
+                                       "--collect-only"])
+    assert result.exit_code == 0, result.output
+    assert "elementwise.py::Maximum  (static, gradcli)" in result.output

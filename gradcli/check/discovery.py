@@ -23,7 +23,9 @@ from gradcli.check.abstract import abstract_reason
 from gradcli.check.paths import FileItem, UsageError, display as _display, expand_paths  # noqa: F401 (API)
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../gradcli
-FRAMEWORK_MODULES = ("gradcli.autograd", "torch")
+# where the framework's own Function classes live: a class defined there is no user's (gradcli's own
+# ops, under gradcli.autograd.ops, are: they are checked like any user's, `gradcli check gradcli/autograd`)
+FRAMEWORK_MODULES = ("gradcli.autograd.function", "torch")
 
 
 def imports_torch(abspath: str) -> bool:
