@@ -201,6 +201,7 @@ def main(argv=None):
                 ours, our_reason = run_gradcli(op, fn, args, options.timeout)
                 rows.append({"op": full, "sample": index, "declared": state, "torch": torch_verdict,
                              "torch_reason": torch_reason, "gradcli": ours, "gradcli_reason": our_reason})
+                print(f"{full}#{index}: torch {torch_verdict}, gradcli {ours}", file=sys.stderr, flush=True)
         except Exception as exc:  # noqa: BLE001 -- sample generation itself failed
             rows.append({"op": full, "sample": -1, "declared": state, "torch": "error", "gradcli": "error",
                          "torch_reason": f"sample_inputs: {type(exc).__name__}: {exc}"[:200], "gradcli_reason": ""})
