@@ -5,7 +5,7 @@ of a complex input returns ∂L/∂a + i·∂L/∂b (twice the conjugate Wirting
 a complex output's cotangent v enters L as Re(Σ v̄·y). Under that convention checking a function
 with complex inputs or outputs is *exactly* checking its real view: each complex input becomes a
 real tensor of shape (..., 2) (``torch.view_as_real``), turned back by ``view_as_complex`` inside
-the call, and each complex output is returned as ``view_as_real(y)``. autograd's backward through
+the call, and each complex output is returned as ``stack([y.real, y.imag], -1)``. autograd's backward through
 those two views maps the cotangents and gradients one to one, so the user's (or torch's) complex
 backward is what is compared, and the numeric reference perturbs real and imaginary parts
 separately. specs/gradcheck.md, "Complex tensors".
@@ -41,7 +41,9 @@ def _real_out(torch, out):
     if isinstance(out, (tuple, list)):
         return type(out)(_real_out(torch, o) for o in out)
     if isinstance(out, torch.Tensor) and out.is_complex():
-        return torch.view_as_real(out.resolve_conj() if out.is_conj() else out)
+        # stack(real, imag) rather than view_as_real: its backward takes cotangents of any strides
+        # (view_as_real's backward is view_as_complex, which refuses a broadcast "ones" cotangent).
+        return torch.stack([out.real, out.imag], dim=-1)
     return out
 
 
