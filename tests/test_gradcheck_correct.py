@@ -172,12 +172,14 @@ def test_elements_just_off_a_kink_do_not_fail():
     # Within a step of the corner (x = 3e-6 vs the step 2⁻¹⁷ ≈ 7.6e-6) the reference used to
     # extrapolate confidently to the mean of the two slopes: a correct abs over 4096 random normals
     # failed about one time in 80. Such elements are now kinks (accepted between the slopes).
+    # Relu's −5e-6 has a flat left side: its corner, 2h away, looks like a jump to the central
+    # steps, and a smaller step (numeric.jumps) measures the exact slope 0 there instead.
     x = tensor([3e-6, -5e-6, 1e-5, -2e-5, 0.0, 0.5])
-    for fn in (Relu, Abs):
+    for fn, kinks in ((Relu, 2), (Abs, 3)):
         for mode in ("full", "fast"):
             report = gradcheck(fn, (x,), mode=mode)
             assert report.ok, report.summary()
-            assert report.check("kinks").details["count"] >= 3
+            assert report.check("kinks").details["count"] >= kinks
 
 
 def test_float32_numeric_side_is_float64():

@@ -239,8 +239,14 @@ class TorchBackend(Backend):
 
     def to_numpy(self, tensor) -> np.ndarray:
         tensor = tensor.detach().cpu()
+        # Tensors autograd represents lazily are materialised before numpy sees them: a ZeroTensor
+        # (a backward's "all zeros", e.g. sgn's) has no storage; conjugate and negative views have bits.
+        if getattr(tensor, "_is_zerotensor", lambda: False)():
+            tensor = self.torch.zeros(tensor.shape, dtype=tensor.dtype)
         if tensor.is_conj():
             tensor = tensor.resolve_conj()
+        if tensor.is_neg():
+            tensor = tensor.resolve_neg()
         if tensor.dtype == self.torch.bfloat16:
             tensor = tensor.float()
         return tensor.numpy()

@@ -14,6 +14,7 @@ import numpy as np
 
 from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
+from gradcli.check import complex_view as _complex
 from gradcli.check.analytic import Analytic, BackwardFailed
 from gradcli.check.compare import compare_elements, compare_probes, values_check
 from gradcli.check.too_large import probe_too_large
@@ -60,10 +61,15 @@ def gradcheck(
     the better kept per element: it can only improve the reference (specs/gradcheck.md).
     """
     _validate(mode, method, eps)
-    session = _Session(fn, inputs, mode=mode, method=method, seed=seed, atol=atol, rtol=rtol, tolerances=tolerances,
-                       nondet_tol=nondet_tol, strict_shapes=strict_shapes, strategy=strategy, function=function,
-                       name=name, eps=eps)
+    options = dict(mode=mode, method=method, seed=seed, atol=atol, rtol=rtol, tolerances=tolerances,
+                   nondet_tol=nondet_tol, strict_shapes=strict_shapes, strategy=strategy, name=name, eps=eps)
+    fn, inputs, function = _complex_view(fn, inputs, function, None)
+    session = _Session(fn, inputs, function=function, **options)
     report = session.run()
+    if session.backend.name == "torch" and _complex.has_complex_outputs(getattr(session.analytic, "outputs", ())):
+        fn, inputs, function = _complex_view(fn, inputs, function, True)  # complex outputs: their real view
+        session = _Session(fn, inputs, function=function, **options)
+        report = session.run()
     if second_order and session.diff:
         report.checks.append(second_order_check(session, _inner_session))
     else:
@@ -75,6 +81,17 @@ def gradcheck(
     if raise_exception:
         report.raise_if_failed()
     return report
+
+
+def _complex_view(fn, inputs, function, outputs_complex):
+    """Complex tensors (torch) are checked through their real view (check.complex_view); engine: refused."""
+    args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if _backends.detect(fn if function is None else function, args).name != "torch":
+        _complex.refuse_engine_complex(args)
+        return fn, inputs, function
+    if outputs_complex or any(_complex._torch_complex(a) for a in args):
+        return _complex.realified(fn, args, function)
+    return fn, inputs, function
 
 
 def gradgradcheck(fn, inputs, **options) -> CheckReport:

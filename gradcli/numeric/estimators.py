@@ -16,6 +16,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from gradcli.numeric.jumps import jump_mask
+
 EPS64 = float(np.finfo(np.float64).eps)
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -50,6 +52,8 @@ class Estimate:
     evaluations: int = 0
     used_complex: Optional[np.ndarray] = None  # set by the automatic pipeline (numeric.line)
     kink: Optional[np.ndarray] = None
+    # Central differences only: the steps straddle a jump (numeric.jumps); the value is not to be trusted.
+    jump: Optional[np.ndarray] = None
 
     def kinks(self, eps: float = EPS64) -> np.ndarray:
         """Elements whose one-sided derivatives disagree beyond both estimates' errors."""
@@ -121,7 +125,8 @@ def central_difference(
         # Error of the one-sided second-order formulas: their h² term is twice the central one's
         # (estimated by |d2 − d1|) plus rounding amplified by the weights 2+½ on two differences.
         one_sided_error = 4.0 * np.abs(d2 - d1) + 5.0 * rounding
-    return Estimate(d1, error, "central", left, right, one_sided_error, one_sided_error, evaluations)
+        jump = jump_mask(g0, gp1, gm1, gp2, gm2, eps, _magnitude(g0, magnitude))
+    return Estimate(d1, error, "central", left, right, one_sided_error, one_sided_error, evaluations, jump=jump)
 
 
 class _Extrapolation:

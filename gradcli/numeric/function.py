@@ -55,7 +55,9 @@ class NumericFunction:
         ``step``: a second central-difference step (units of each element's scale) tried besides
         the default eps^(1/3), the better per element kept; see ``estimators.user_step``."""
         self.func = func
-        self.inputs = [np.asarray(x) for x in inputs]
+        # C order: per-element steps write through ``reshape(-1)``, which on a Fortran-ordered or
+        # strided array (a torch tensor that is a transposed view, e.g. an LU factor) is a copy.
+        self.inputs = [np.asarray(x, order="C") for x in inputs]
         self.eps = eps
         self.step = step
         self.evaluations = 0

@@ -27,6 +27,11 @@ from gradcli.numeric.estimators import (
     complex_step,
     richardson,
 )
+from gradcli.numeric.jumps import step_under
+
+# Richardson's value replaces the central one only where the two agree within this many times their
+# combined error estimates (generous: a disagreement means a step crossed something non-smooth).
+RICHARDSON_AGREEMENT = 8.0
 
 METHODS = ("auto", "complex_step", "richardson", "central")
 
@@ -107,13 +112,22 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
     if step is not None and step != central_step(eps):
         central = _better(central, central_difference(evaluate, step=step, eps=eps, g0=g0, magnitude=magnitude))
     kink = central.kinks(eps)
+    # Steps straddling a jump (floor, round...): smaller steps where one is clean, else a jump,
+    # reported like a kink (numeric.jumps). Those elements never go to Richardson's larger steps.
+    suspects = np.asarray(central.jump, dtype=bool) & ~kink
+    stepped_under = 0
+    if suspects.any():
+        central, jump, handed_back, stepped_under = _step_under_jumps(central, suspects, sliced, eps, step)
+        kink = kink | jump
+        suspects = suspects & ~handed_back  # a corner after all: Richardson and the kink path as usual
     used_complex = np.zeros(g0.shape, dtype=bool)
     result = central
     if method == "central":
         result.used_complex, result.kink = used_complex, kink
+        result.evaluations += stepped_under
         return _unwrap(result, scalar)
 
-    evaluations = central.evaluations
+    evaluations = central.evaluations + stepped_under
     value, error = central.value, central.error  # refined in place below, after every use of central
     left, right, left_error, right_error = central.left, central.right, central.left_error, central.right_error
     if line.complex_ok:
@@ -127,7 +141,7 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
             value = np.where(used_complex, cs.value, value)
             error = np.where(used_complex, cs.error, error)
 
-    refine = ~used_complex & ~kink
+    refine = ~used_complex & ~kink & ~suspects
     if good_enough is not None:
         refine &= ~np.asarray(good_enough(central), dtype=bool)
     rows = _rows_needing(refine)
@@ -157,6 +171,11 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
             for target, source in ((left, refined.left), (right, refined.right),
                                    (left_error, refined.left_error), (right_error, refined.right_error)):
                 target[rows] = np.where(near, source, target[rows])
+        # Richardson's large steps may cross a jump the central steps do not (floor at 0.17 from an
+        # integer): its table then "converges" to a wrong value with a tiny error. A value that
+        # disagrees with the central difference beyond both error estimates is not taken.
+        with np.errstate(invalid="ignore"):
+            take &= ~(np.abs(refined.value - value[rows]) > RICHARDSON_AGREEMENT * (refined.error + error[rows]))
         value[rows] = np.where(take, refined.value, value[rows])
         error[rows] = np.where(take, refined.error, error[rows])
         refine = np.zeros_like(refine)
@@ -167,13 +186,32 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
     return _unwrap(result, scalar)
 
 
+def _step_under_jumps(central: Estimate, suspects, sliced, eps, step):
+    """(central with the suspects' values from smaller steps, jump mask, handed-back mask, evaluations)."""
+    rows = _rows_needing(suspects)
+    line_rows, g0_rows, magnitude_rows = sliced(rows)
+    names = ("value", "error", "left", "right", "left_error", "right_error")
+    sub = Estimate(method="central", **{n: np.array(getattr(central, n)[rows], dtype=float, copy=True) for n in names})
+    # Halve from the larger of the two central steps that were tried (the default, the caller's).
+    h = central_step(eps) if step is None else max(step, central_step(eps))
+    jump_rows, back_rows, evaluations = step_under(line_rows, sub, suspects[rows], eps, g0_rows, magnitude_rows, h)
+    for n in names:
+        full = np.array(getattr(central, n), dtype=float, copy=True)
+        full[rows] = getattr(sub, n)
+        setattr(central, n, full)
+    jump, handed_back = np.zeros(suspects.shape, dtype=bool), np.zeros(suspects.shape, dtype=bool)
+    jump[rows], handed_back[rows] = jump_rows, back_rows
+    return central, jump, handed_back, evaluations
+
+
 def _better(a: Estimate, b: Estimate) -> Estimate:
     """Per element, the central difference with the smaller estimated error (``a`` on ties and NaN)."""
     with np.errstate(invalid="ignore"):
         take_b = b.error < a.error
     pick = {name: np.where(take_b, getattr(b, name), getattr(a, name))
             for name in ("value", "error", "left", "right", "left_error", "right_error")}
-    return Estimate(method=a.method, evaluations=a.evaluations + b.evaluations, **pick)
+    # Either step straddling a jump makes the element a suspect: smaller steps settle it.
+    return Estimate(method=a.method, evaluations=a.evaluations + b.evaluations, jump=a.jump | b.jump, **pick)
 
 
 def _label(used_complex, refined, kink) -> str:

@@ -276,7 +276,7 @@ def _per_element_strategy(nf, index, projector, method, batched) -> ElementDeriv
                 state["batched"] = nf._batchable[index] = False  # this chunk broke it: loop from now on
             out = np.empty((len(selected), k), dtype=np.result_type(t, float))
             for r, (j, step) in enumerate(zip(selected, steps)):
-                single = x.astype(shifted_dtype(x, t), copy=True)
+                single = x.astype(shifted_dtype(x, t), order="C", copy=True)  # reshape(-1) below must be a view
                 single.reshape(-1)[j] += step
                 out[r] = projector(nf.replaced(index, single))
             return out
