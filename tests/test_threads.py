@@ -58,3 +58,42 @@ def test_torch_checkers_run_torch_on_one_thread(tmp_path):
     assert threads == "1"
     _, threads = _run(tmp_path, {"OMP_NUM_THREADS": "2"}, torch_file=True)
     assert threads == "2"
+
+
+CROSS_ENTROPY = """
+    import torch
+    import torch.nn.functional as F
+
+    class Xent(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits):
+            ctx.save_for_backward(logits)
+            target = torch.arange(logits.shape[0]) % logits.shape[1]
+            return F.cross_entropy(logits.repeat(64, 8), target.repeat(64))
+
+        @staticmethod
+        def backward(ctx, g):
+            (logits,) = ctx.saved_tensors
+            with torch.enable_grad():
+                x = logits.detach().requires_grad_()
+                target = torch.arange(x.shape[0]) % x.shape[1]
+                (grad,) = torch.autograd.grad(F.cross_entropy(x.repeat(64, 8), target.repeat(64)), x)
+            return g * grad
+"""
+
+
+def test_a_torch_pool_started_before_the_fork_does_not_hang_the_checker(tmp_path):
+    """torch used in this process first (as in a test session): its OpenMP pool does not survive the fork,
+    and a parallel op in the forked checker would wait for it until --timeout."""
+    torch = pytest.importorskip("torch")
+    from click.testing import CliRunner
+
+    from gradcli.cli import main
+
+    a = torch.randn(400, 400)
+    torch.nn.functional.cross_entropy(a @ a, torch.randint(0, 400, (400,)))  # starts the intra-op pool here
+    path = tmp_path / "xent.py"
+    path.write_text(textwrap.dedent(CROSS_ENTROPY))
+    result = CliRunner().invoke(main, ["check", str(path), "--format", "plain", "--timeout", "30"])
+    assert result.exit_code == 0, result.output
+    assert "timed out" not in result.output
