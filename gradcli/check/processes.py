@@ -182,9 +182,11 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
 def _worker_body(batch: list, options: RunOptions, w: int):
     _capture()  # user code's prints never reach the terminal
     become_subreaper()  # orphans of what user code forks come back here, to be killed (reaper.py)
-    if "torch" in sys.modules:  # imported before the fork (a test session, an API caller): its OpenMP pool did
-        # not survive the fork, and the first parallel op would wait for it forever; one thread runs inline
-        sys.modules["torch"].set_num_threads(1)
+    inherited = sys.modules.get("torch")  # None too where a caller blocked the import (sys.modules["torch"] = None)
+    if hasattr(inherited, "set_num_threads"):  # imported before the fork (a test session, an API caller): its
+        # OpenMP pool did not survive the fork, and the first parallel op would wait for it forever; one thread
+        # runs inline
+        inherited.set_num_threads(1)
     if any(imports_torch(item.abspath) for item in batch):
         try:  # the files would import it anyway; this way without garbage collection during the import
             import_paused("torch")
