@@ -35,9 +35,9 @@ def main(cases=200, seed=0, budget=5.0, verbose=False):
     import sympy  # noqa: F401  (imported once here; each worker is forked with it loaded)
 
     from gradcli.diff_worker import diff_outcome
-    from gradcli.symbolic.errors import ExpressionError
-    from gradcli.symbolic.parser import parse
-    from gradcli.symbolic.supervisor import supervise
+    from gradcli.expr.errors import ExpressionError
+    from gradcli.expr.parser import parse
+    from gradcli.expr.supervisor import supervise
     rng = random.Random(seed)
     times, codes, bad = [], {}, []
     for _ in range(cases):

@@ -5,7 +5,7 @@ weights (seeded), written out as a single formula - every layer-1 unit appears i
 Timed, as medians over repeats with SymPy's cache cleared before each one:
 
 * plain SymPy: ``[sympy.diff(f, x) for x in inputs]``;
-* gradcli: reverse mode over the shared-subexpression graph (``gradcli.symbolic.reverse``), the path
+* gradcli: reverse mode over the shared-subexpression graph (``gradcli.expr.reverse``), the path
   ``gradcli diff`` takes for expressions this size - the full gradient in CSE form;
 * symengine (optional accelerator, if installed): ``[g.diff(x) for x in inputs]`` on the converted
   expression.
@@ -23,8 +23,8 @@ import time
 import sympy
 from sympy.core.cache import clear_cache
 
-from gradcli.symbolic.parser import parse
-from gradcli.symbolic.reverse import gradient_graph, tree_size
+from gradcli.expr.parser import parse
+from gradcli.expr.reverse import gradient_graph, tree_size
 
 INPUTS, HIDDEN = 10, 10
 

@@ -17,10 +17,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from diff_table_data import TABLE  # noqa: E402
 
-from gradcli.symbolic.api import DiffRequest, run  # noqa: E402
-from gradcli.symbolic.errors import ExpressionError  # noqa: E402
-from gradcli.symbolic.parser import make_symbol, parse  # noqa: E402
-from gradcli.symbolic.precise import precise  # noqa: E402
+from gradcli.expr.api import DiffRequest, run  # noqa: E402
+from gradcli.expr.errors import ExpressionError  # noqa: E402
+from gradcli.expr.parser import make_symbol, parse  # noqa: E402
+from gradcli.expr.precise import precise  # noqa: E402
 
 
 def _point_text(point):

@@ -184,8 +184,8 @@ def _check_exprs(exprs, items, exact):
     if len(items) != 1 or not items[0].names or len(items[0].names) != 1:
         raise click.UsageError("--expr gives the forward of one Function: select it as PATH/file.py::Name "
                                "(for several Functions, give each class a `formula` string attribute)")
-    from gradcli.symbolic.errors import ExpressionError
-    from gradcli.symbolic.parser import parse
+    from gradcli.expr.errors import ExpressionError
+    from gradcli.expr.parser import parse
 
     for text in exprs:
         try:
@@ -231,8 +231,8 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
     import sys
     import time
 
-    from gradcli.symbolic.options import DiffOptionError, total_budget
-    from gradcli.symbolic.supervisor import supervise
+    from gradcli.expr.options import DiffOptionError, total_budget
+    from gradcli.expr.supervisor import supervise
 
     started = time.monotonic()
     try:
@@ -244,7 +244,7 @@ def diff(expressions, wrt, order, hessian, at, check_answer, positive, complex_,
                    complex_=complex_, fmt=fmt, simplify=simplify, simplify_timeout=simplify_timeout,
                    emit_function=emit_function, style=style, tty=sys.stdout.isatty())
 
-    def work(progress, deadline_end):   # runs in the supervised worker (symbolic/supervisor.py)
+    def work(progress, deadline_end):   # runs in the supervised worker (expr/supervisor.py)
         from gradcli.diff_worker import diff_outcome
         return diff_outcome(expressions, options, progress, deadline_end, budget_seconds, debug)
 

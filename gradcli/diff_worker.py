@@ -1,12 +1,12 @@
 """The body of ``gradcli diff`` as the supervised worker runs it: options -> DiffResult -> rendered text.
 
 CLI glue (it joins symbolic/ and report/, like cli.py does) kept out of cli.py because it runs in the
-forked worker (``symbolic/supervisor.py``), never in the CLI process: SymPy, rich and the engine are
+forked worker (``expr/supervisor.py``), never in the CLI process: SymPy, rich and the engine are
 imported here only. Every outcome is text plus an exit code; nothing here raises to the supervisor.
 """
 import io
 
-from gradcli.symbolic.supervisor import Outcome
+from gradcli.expr.supervisor import Outcome
 
 RENDER_RESERVE = 1.0   # seconds kept back from the computation for assembling and printing the output
 RENDER_OVERRUN = 0.3   # printing may run this far past the budget (the supervisor waits GRACE)
@@ -34,10 +34,10 @@ def _internal(error, debug):
 
 def diff_outcome(expressions, options, progress, deadline_end, budget, debug=False):
     from gradcli.heavy_import import import_paused
-    from gradcli.symbolic import lifeline
-    from gradcli.symbolic.deadline import BudgetExceeded, Deadline
-    from gradcli.symbolic.engine_process import EngineProcess
-    from gradcli.symbolic.options import DiffOptionError, build_request
+    from gradcli.expr import lifeline
+    from gradcli.expr.deadline import BudgetExceeded, Deadline
+    from gradcli.expr.engine_process import EngineProcess
+    from gradcli.expr.options import DiffOptionError, build_request
 
     deadline = Deadline(deadline_end, budget)
     phase = ["starting"]
@@ -54,8 +54,8 @@ def diff_outcome(expressions, options, progress, deadline_end, budget, debug=Fal
         report("importing SymPy")
         import_paused("sympy")
         request, fmt = build_request(expressions, **options)
-        from gradcli.symbolic.api import run
-        from gradcli.symbolic.errors import ExpressionError
+        from gradcli.expr.api import run
+        from gradcli.expr.errors import ExpressionError
         try:
             result = run(request, engine, deadline, report)
         except ExpressionError as error:

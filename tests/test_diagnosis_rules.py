@@ -4,10 +4,10 @@ something else."""
 import numpy as np
 import pytest
 
-from gradcli.check import diagnosis_patterns as patterns
-from gradcli.check import diagnosis_region as regions
-from gradcli.check import diagnosis_terms as terms
-from gradcli.check.diagnosis_evidence import Evidence, nice_number, short_number
+from gradcli.check.diagnosis import patterns
+from gradcli.check.diagnosis import region as regions
+from gradcli.check.diagnosis import terms
+from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
 
 RNG = np.random.default_rng(5)
 X = RNG.standard_normal((3, 4))

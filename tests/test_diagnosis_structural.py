@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from test_diagnosis_cases import BACKENDS, SEEDED, backend
 
-from gradcli.check import diagnosis_operator as operator
-from gradcli.check import diagnosis_patterns as patterns
+from gradcli.check.diagnosis import operator
+from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import diagnose
-from gradcli.check.diagnosis_evidence import Evidence
+from gradcli.check.diagnosis.evidence import Evidence
 from gradcli.check.gradcheck import gradcheck
 
 
@@ -177,14 +177,14 @@ def test_cli_names_an_undeclared_straight_through_estimator_and_how_to_declare_i
 def backward_of(source):
     import ast
 
-    from gradcli.check.diagnosis_hints import Source
+    from gradcli.check.diagnosis.hints import Source
 
     text = textwrap.dedent(source)
     return Source(file="f.py", first_line=1, text=text, tree=ast.parse(text).body[0])
 
 
 def test_terms_of_the_gradient_statement_are_evaluated_with_saved_tensors_and_ctx_attributes():
-    from gradcli.check.diagnosis_backward_terms import gradient_terms
+    from gradcli.check.diagnosis.backward_terms import gradient_terms
 
     src = backward_of("""
         def backward(ctx, grad_output):
@@ -202,7 +202,7 @@ def test_terms_of_the_gradient_statement_are_evaluated_with_saved_tensors_and_ct
 @pytest.mark.parametrize("statement", ["return grad_output * (foo(x) + x)", "return grad_output * (x[0] + x)",
                                        "return grad_output * (x.unknown() + x)", "return grad_output * x.exp()"])
 def test_terms_are_not_read_outside_the_vocabulary_or_from_a_single_term(statement):
-    from gradcli.check.diagnosis_backward_terms import gradient_terms
+    from gradcli.check.diagnosis.backward_terms import gradient_terms
 
     src = backward_of(f"""
         def backward(ctx, grad_output):

@@ -11,10 +11,10 @@ import sympy
 from click.testing import CliRunner
 
 from gradcli.cli import main
-from gradcli.symbolic import calculus, lifeline
-from gradcli.symbolic.api import DiffRequest, run
-from gradcli.symbolic.deadline import CUT, Deadline
-from gradcli.symbolic.supervisor import Outcome, supervise
+from gradcli.expr import calculus, lifeline
+from gradcli.expr.api import DiffRequest, run
+from gradcli.expr.deadline import CUT, Deadline
+from gradcli.expr.supervisor import Outcome, supervise
 
 PYTHON = sys.executable
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and prctl")
@@ -72,7 +72,7 @@ def test_budget_option_is_validated():
 
 
 def test_memory_error_is_a_one_line_refusal(monkeypatch):
-    import gradcli.symbolic.api as api
+    import gradcli.expr.api as api
 
     def hungry(request, engine=None, deadline=None, progress=None):
         progress("evaluating at the points")

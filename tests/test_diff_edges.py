@@ -4,7 +4,7 @@ import mpmath
 from click.testing import CliRunner
 
 from gradcli.cli import main
-from gradcli.symbolic.api import DiffRequest, run
+from gradcli.expr.api import DiffRequest, run
 
 
 def _cells(result, point=0):

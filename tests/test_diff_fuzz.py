@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from gradcli.symbolic.api import DiffRequest, run
-from gradcli.symbolic.deadline import Deadline
-from gradcli.symbolic.errors import ExpressionError
+from gradcli.expr.api import DiffRequest, run
+from gradcli.expr.deadline import Deadline
+from gradcli.expr.errors import ExpressionError
 
 UNARY = ["sin", "cos", "tan", "exp", "log", "sqrt", "abs", "sigmoid", "softplus", "relu", "gelu", "atanh", "acot",
          "sech", "cbrt", "floor", "gamma", "erf", "silu", "mish", "asin", "tanh", "LambertW", "|", "sin^2"]

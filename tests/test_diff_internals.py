@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import sympy
 
-from gradcli.symbolic import formatting
-from gradcli.symbolic.api import DiffRequest, run
-from gradcli.symbolic.budget import Budgeted
-from gradcli.symbolic.calculus import LARGE_TREE, differentiate
-from gradcli.symbolic.functions import BUILDERS
-from gradcli.symbolic.opmap import (COMPOSITE_ROWS, STRUCTURAL_ROWS, EngineFunction, engine_op_for_head,
+from gradcli.expr import formatting
+from gradcli.expr.api import DiffRequest, run
+from gradcli.expr.budget import Budgeted
+from gradcli.expr.calculus import LARGE_TREE, differentiate
+from gradcli.expr.functions import BUILDERS
+from gradcli.expr.opmap import (COMPOSITE_ROWS, STRUCTURAL_ROWS, EngineFunction, engine_op_for_head,
                                     engine_unary_table, sympy_callable)
-from gradcli.symbolic.reverse import dag_nodes, gradient_graph, tree_size
+from gradcli.expr.reverse import dag_nodes, gradient_graph, tree_size
 
 x, y = sympy.symbols("x y", real=True)
 
@@ -94,7 +94,7 @@ def test_large_expressions_go_through_reverse_mode_end_to_end():
 def test_every_function_in_the_vocabulary_runs_on_the_engine():
     """Each whitelisted function maps to an engine op (or a documented composite) and differentiates."""
     t = sympy.Symbol("t", real=True)
-    from gradcli.symbolic.vocabulary import SYMBOLIC_ONLY
+    from gradcli.expr.vocabulary import SYMBOLIC_ONLY
     unary = [name for name in BUILDERS if name not in ("log", "max", "min", "logsumexp") + SYMBOLIC_ONLY]
     binary = {"atan2": lambda f: f(t, -2 * t - 1), "hypot": lambda f: f(t, 2 - t),  # atan2 off the positive axis
               "root": lambda f: f(t, 3), "pow": lambda f: f(t, 3), "xlogy": lambda f: f(t, t + 1)}
@@ -105,7 +105,7 @@ def test_every_function_in_the_vocabulary_runs_on_the_engine():
         point = 0.3
         engine = EngineFunction([expr], [t])
         value, derivative = engine.partials(np.array([[point]]), [(0, ()), (0, ("t",))])[0]
-        from gradcli.symbolic.calculus import _diff   # sympy.diff, with floor/ceiling/0**u as gradcli takes them
+        from gradcli.expr.calculus import _diff   # sympy.diff, with floor/ceiling/0**u as gradcli takes them
         exact_value = float(expr.xreplace({t: sympy.Rational(3, 10)}).evalf(30))
         exact_derivative = float(_diff(expr, t).xreplace({t: sympy.Rational(3, 10)}).evalf(30))
         assert value == pytest.approx(exact_value, rel=1e-12, abs=1e-14), name
@@ -113,7 +113,7 @@ def test_every_function_in_the_vocabulary_runs_on_the_engine():
 
 
 def test_mapping_table_agrees_with_the_engine_table_both_ways():
-    from gradcli.symbolic.functions import sigmoid
+    from gradcli.expr.functions import sigmoid
     table = engine_unary_table()
     for op, sympy_name in table.items():
         built = sympy_callable(op)(x)                       # engine -> SymPy
@@ -151,7 +151,7 @@ def test_honest_digits_follow_the_error_estimate():
 
 
 def test_printers_put_positive_terms_first_and_read_back():
-    from gradcli.symbolic.parser import parse
+    from gradcli.expr.parser import parse
     d = differentiate([sympy.sqrt(x) + 1 / x], [x]).entries[1].expr
     assert formatting.ascii(d) == "1/(2*sqrt(x)) - 1/x**2"
     assert formatting.unicode(d) == "1/(2√x) − 1/x²"
@@ -160,9 +160,9 @@ def test_printers_put_positive_terms_first_and_read_back():
 
 
 def test_engine_process_gives_the_same_numbers_as_in_process():
-    from gradcli.symbolic.engine_process import EngineProcess
-    from gradcli.symbolic.numeric_side import NumericJob, run_numeric
-    from gradcli.symbolic.opmap import compile_program
+    from gradcli.expr.engine_process import EngineProcess
+    from gradcli.expr.numeric_side import NumericJob, run_numeric
+    from gradcli.expr.opmap import compile_program
     f = sympy.sqrt(x) + 1 / x + 2 * y ** 2
     keys = [(0, ()), (0, ("x",)), (0, ("y",))]
     job = NumericJob(compile_program([f], [x, y]), keys, [[3.0, 2.0], [1.0, -1.0]])
@@ -175,9 +175,9 @@ def test_engine_process_gives_the_same_numbers_as_in_process():
 def test_engine_process_falls_back_when_the_child_is_gone():
     import signal
 
-    from gradcli.symbolic.engine_process import EngineProcess
-    from gradcli.symbolic.numeric_side import NumericJob
-    from gradcli.symbolic.opmap import compile_program
+    from gradcli.expr.engine_process import EngineProcess
+    from gradcli.expr.numeric_side import NumericJob
+    from gradcli.expr.opmap import compile_program
     job = NumericJob(compile_program([x ** 2], [x]), [(0, ()), (0, ("x",))], [[3.0]])
     process = EngineProcess()
     os.kill(process.pid, signal.SIGKILL)

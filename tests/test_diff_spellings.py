@@ -7,9 +7,9 @@ import sympy
 from click.testing import CliRunner
 
 from gradcli.cli import main
-from gradcli.symbolic.api import DiffRequest, run
-from gradcli.symbolic.errors import ExpressionError
-from gradcli.symbolic.parser import make_symbol, parse
+from gradcli.expr.api import DiffRequest, run
+from gradcli.expr.errors import ExpressionError
+from gradcli.expr.parser import make_symbol, parse
 
 x = make_symbol("x")
 

@@ -9,7 +9,7 @@ import math
 import mpmath
 import pytest
 
-from gradcli.symbolic.api import DiffRequest, run
+from gradcli.expr.api import DiffRequest, run
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 mp = mpmath.mp

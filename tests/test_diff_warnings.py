@@ -1,12 +1,12 @@
 """Every warning ``gradcli diff`` gives, with its exact wording, and what it does to the exit code."""
 import sympy
 
-from gradcli.symbolic.api import DiffRequest, run
-from gradcli.symbolic.calculus import Derivatives, Entry
-from gradcli.symbolic.caveats import scan
-from gradcli.symbolic.evaluate import PointEvaluator
-from gradcli.symbolic.numeric_side import NumericJob, run_numeric
-from gradcli.symbolic.opmap import compile_program
+from gradcli.expr.api import DiffRequest, run
+from gradcli.expr.calculus import Derivatives, Entry
+from gradcli.expr.caveats import scan
+from gradcli.expr.evaluate import PointEvaluator
+from gradcli.expr.numeric_side import NumericJob, run_numeric
+from gradcli.expr.opmap import compile_program
 
 x = sympy.Symbol("x", real=True)
 

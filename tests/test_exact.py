@@ -8,8 +8,8 @@ import pytest
 import gradcli as torch
 from gradcli.autograd import Function
 from gradcli.check import gradcheck
-from gradcli.symbolic import symbolic_exact
-from gradcli.symbolic.symbolic_exact import attach_exact, exact_check
+from gradcli.symbolic import exact as symbolic_exact
+from gradcli.check.exact import attach_exact, exact_check
 
 
 class sqrt_and_inverse(Function):  # noqa: N801 - seed 002

@@ -251,7 +251,7 @@ def test_float32_only_forward_keeps_a_float32_reference(mode):
 def test_empty_inputs_pass_trivially_in_every_mode_and_the_exact_check():
     """A 0x3 input (an empty batch): nothing to perturb and nothing to compare, as torch's gradcheck
     accepts it; no crash in the numeric side's batching probe or in the exact comparison."""
-    from gradcli.symbolic.symbolic_exact import exact_check
+    from gradcli.check.exact import exact_check
 
     class SumDim(Function):
         @staticmethod

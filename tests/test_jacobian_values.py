@@ -13,7 +13,7 @@ import gradcli
 from gradcli.autograd import Function
 from gradcli.symbolic import jacobian_values
 from gradcli.symbolic.jacobian_values import exact_vjp_values
-from gradcli.symbolic.symbolic_eval import MpEvaluator, as_mp, exact_float
+from gradcli.symbolic.evaluation import MpEvaluator, as_mp, exact_float
 from gradcli.symbolic.trace import trace_function
 
 

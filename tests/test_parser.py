@@ -5,10 +5,10 @@ import re
 import pytest
 import sympy
 
-from gradcli.symbolic.errors import ExpressionError
-from gradcli.symbolic.functions import logsumexp, relu, sigmoid, softplus
-from gradcli.symbolic.lexer import lex
-from gradcli.symbolic.parser import parse, parse_value, split_assignments
+from gradcli.expr.errors import ExpressionError
+from gradcli.expr.functions import logsumexp, relu, sigmoid, softplus
+from gradcli.expr.lexer import lex
+from gradcli.expr.parser import parse, parse_value, split_assignments
 
 x, y, z = sympy.symbols("x y z", real=True)
 SYMBOLIC = pathlib.Path(__file__).resolve().parents[1] / "gradcli" / "symbolic"

@@ -9,8 +9,8 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gradcli.symbolic.errors import ExpressionError
-from gradcli.symbolic.parser import parse
+from gradcli.expr.errors import ExpressionError
+from gradcli.expr.parser import parse
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 x, y, z = sympy.symbols("x y z", real=True)

@@ -8,7 +8,7 @@ import pytest
 
 import gradcli
 from gradcli.autograd.function import Function as EngineFunction
-from gradcli.symbolic.symbolic_exact import exact_check
+from gradcli.check.exact import exact_check
 from gradcli.symbolic.torch_twin import NoTwin, engine_twin, to_engine
 
 torch = pytest.importorskip("torch")

@@ -6,7 +6,7 @@ import sympy
 import gradcli as torch
 from gradcli.autograd import Function
 from gradcli.autograd.ops.elementwise import SYMBOLIC_OPS, SYMBOLIC_UNARY, UNARY
-from gradcli.symbolic.symbolic_ops import Indicator
+from gradcli.symbolic.ops import Indicator
 from gradcli.symbolic.trace import NotTraceable, trace_function
 
 

@@ -15,7 +15,7 @@ import sympy
 
 import gradcli
 from gradcli.symbolic.prove import prove
-from gradcli.symbolic.symbolic_ops import Indicator
+from gradcli.symbolic.ops import Indicator
 from gradcli.symbolic.trace import NotTraceable, symbol_array, trace_function
 from test_ops import CASES, _float_outputs
 from test_ops import NOT_TRACEABLE as ROW_MODULES_NOT_TRACEABLE

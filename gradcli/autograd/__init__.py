@@ -11,8 +11,9 @@ __all__ = ["Tensor", "Variable", "Function", "FunctionCtx", "once_differentiable
 
 
 def __getattr__(name):
-    # torch.autograd.gradcheck(fn, inputs) in torch code: gradcli's checker, loaded on first use
+    # torch.autograd.gradcheck(fn, inputs) in torch code: the checker is not part of the engine; the
+    # package top (the torch-like facade, gradcli/__init__.py) resolves torch's name to it lazily
     if name in ("gradcheck", "gradgradcheck"):
-        from gradcli import check
-        return getattr(check, name)
+        import gradcli
+        return getattr(gradcli, name)
     raise AttributeError(f"module 'gradcli.autograd' has no attribute {name!r}")

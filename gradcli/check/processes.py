@@ -256,7 +256,7 @@ def _preload(options: RunOptions, symbolic: bool = True):
         import_paused("gradcli.check.gradcheck")
         if symbolic and (options.exact != "off" or options.expr or options.prove):
             import_paused("gradcli.check.symbolic_checks")
-            import_paused("gradcli.symbolic.symbolic_exact")  # SymPy, mpmath: ~0.5 s, once per run
+            import_paused("gradcli.check.exact")  # SymPy, mpmath: ~0.5 s, once per run
             if options.exact != "off" or options.expr:
                 from gradcli.check.symbolic_checks import warm_up
 

@@ -75,7 +75,7 @@ def add_exact(report, target, args, options, seconds: Optional[float]) -> Option
                          "elements")
     before = len(report.checks)
     try:
-        from gradcli.symbolic.symbolic_exact import attach_exact
+        from gradcli.check.exact import attach_exact
 
         loose = {k: options.gradcheck[k] for k in ("rtol", "atol") if options.gradcheck.get(k) is not None}
         return _within(seconds, lambda: attach_exact(report, target.fn, list(args), expr=options.expr, **loose))
@@ -200,7 +200,7 @@ def warm_up():
 
         from gradcli import tensor
         from gradcli.autograd import Function
-        from gradcli.symbolic.symbolic_exact import exact_check
+        from gradcli.check.exact import exact_check
 
         class _Warm(Function):  # exp, log, tanh, powers, a quotient, a kink, a reduction
             @staticmethod

@@ -1,12 +1,12 @@
 """Output of ``gradcli diff``: a rich table (terminal), plain ASCII text (pipes), JSON, LaTeX, Python.
 
-Reads a ``gradcli.symbolic.model.DiffResult``; computes nothing. The JSON shape is written down in
+Reads a ``gradcli.expr.model.DiffResult``; computes nothing. The JSON shape is written down in
 ``specs/diff.md``. Plain, JSON and Python output never import rich (it costs start-up time in pipes).
 """
 import json
 import math
 
-from gradcli.symbolic.formatting import to_ascii
+from gradcli.expr.formatting import to_ascii
 
 PASS_MARK = {"unicode": "✓", "ascii": "ok"}
 FAIL_MARK = {"unicode": "✗", "ascii": "FAIL"}

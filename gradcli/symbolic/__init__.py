@@ -1,9 +1,10 @@
-"""Safe expression parsing and exact calculus for ``gradcli diff``.
+"""Symbolic tracing of Functions: exact references and proofs for ``gradcli check``.
 
-Start here: ``api.run(DiffRequest)``. Pipeline: lexer (calculator conveniences, syntax errors with
-columns) -> parser (AST whitelist, SymPy built node by node) -> calculus (sympy.diff, or reverse mode over
-the shared-subexpression graph for large expressions) -> budget (a forked child for simplification,
-exact values and proofs) and evaluate (engine autograd and finite differences at points) -> model (plain
-data for gradcli.report.diff_render). opmap holds the op <-> SymPy mapping shared with symbolic tracing.
-Importing this package does not import SymPy.
+``trace`` runs a Function's forward and backward on tensors of SymPy symbols (``ops`` registers what the
+engine's ops compute on symbols; ``reasons`` says why a Function cannot be traced); ``exact`` and
+``jacobian_values`` give the exact Jacobian at a point (``evaluation``: fast high-precision evaluation of
+the traced formulas); ``prove`` decides backward == d(forward) symbolically (``points``: exact screening
+points, ``proof``: rewriting). ``torch_twin`` runs a torch Function's file with gradcli standing for torch.
+Judging (pass/fail) belongs to ``gradcli.check``; this package computes references. It may use the
+calculator's parser and budget (``gradcli.expr``). Importing this package does not import SymPy.
 """

@@ -13,8 +13,8 @@ import mpmath
 import numpy as np
 import sympy
 
-from gradcli.symbolic.symbolic_eval import _MODULES, DPS, _is_zero, canonical, switch_arguments
-from gradcli.symbolic.symbolic_ops import almost_everywhere, indicators_as_piecewise
+from gradcli.symbolic.evaluation import _MODULES, DPS, _is_zero, canonical, switch_arguments
+from gradcli.symbolic.ops import almost_everywhere, indicators_as_piecewise
 
 
 class _Partials:

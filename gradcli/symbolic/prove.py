@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import sympy
 
-from gradcli.symbolic.budget import Budgeted
-from gradcli.symbolic.symbolic_eval import MpEvaluator, canonical, exact_float, switch_arguments
-from gradcli.symbolic.symbolic_ops import almost_everywhere, exact_constants
-from gradcli.symbolic.symbolic_points import conditions_by_symbol, draw, valid, worst_difference
-from gradcli.symbolic.symbolic_proof import simplifies_to_zero
-from gradcli.symbolic.symbolic_reasons import WrongGradientShape
+from gradcli.expr.budget import Budgeted
+from gradcli.symbolic.evaluation import MpEvaluator, canonical, exact_float, switch_arguments
+from gradcli.symbolic.ops import almost_everywhere, exact_constants
+from gradcli.symbolic.points import conditions_by_symbol, draw, valid, worst_difference
+from gradcli.symbolic.proof import simplifies_to_zero
+from gradcli.symbolic.reasons import WrongGradientShape
 from gradcli.symbolic.trace import (NotTraceable, domain_bounds, function_name, parameter_names, trace_function,
                                     trace_template)
 
@@ -189,7 +189,7 @@ def _prepared(array, notes):
 
 def _finish_disproof(session, result, point, idx, b_value, e_value):
     """Fill the counterexample; keep "disproved" only if the float64 run of the Function shows it."""
-    from gradcli.symbolic.symbolic_exact import run_backward
+    from gradcli.symbolic.exact import run_backward
     trace, i = session.trace, result.index
     backward_expr, exact_expr = session.backward[i][idx], session.exact[i][idx]
     relevant = sorted(backward_expr.free_symbols | exact_expr.free_symbols, key=lambda s: s.name)

@@ -21,9 +21,9 @@ import sympy
 from gradcli.autograd import grad as _autograd_grad
 from gradcli.autograd.grad_mode import enable_grad
 from gradcli.autograd.tensor import Tensor
-from gradcli.symbolic.symbolic_ops import almost_everywhere, exact_constants
-from gradcli.symbolic.symbolic_ops import register as register_symbolic_rules
-from gradcli.symbolic.symbolic_reasons import NotTraceable, WrongGradientShape, not_traceable
+from gradcli.symbolic.ops import almost_everywhere, exact_constants
+from gradcli.symbolic.ops import register as register_symbolic_rules
+from gradcli.symbolic.reasons import NotTraceable, WrongGradientShape, not_traceable
 
 _NAME = re.compile(r"^(.*?)(?:\[([0-9,]*)\])?$")
 

@@ -1,0 +1,362 @@
+"""Diagnosis: say *what* is wrong with a failing backward, not just that it is wrong.
+
+``diagnose(report, fn, inputs)`` reads a failed ``CheckReport`` (and, when given, re-runs ``fn``
+on ``inputs``) and returns ``Finding``s, documented in ``specs/diagnosis.md``:
+
+- Function-wide first: ``inplace`` (a saved tensor or an input modified in place) and
+  ``nondeterministic`` (two backward passes differ). Either makes the values meaningless, so no
+  value pattern is tried after them.
+- Then one finding per failed input: the first confident pattern in ``PATTERNS`` (from the most
+  to the least certain), or kind ``none`` ("no simple pattern found") — never a guess: every
+  rule demands a near-exact fit, and findings under ``MIN_CONFIDENCE`` are dropped.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import numpy as np
+
+from gradcli.check.diagnosis import operator
+from gradcli.check.diagnosis import patterns
+from gradcli.check.diagnosis import region as regions
+from gradcli.check.diagnosis import surrogate
+from gradcli.check.diagnosis import terms
+from gradcli.check.diagnosis.backward_terms import terms_for
+from gradcli.check.diagnosis.evidence import Evidence, lazy
+from gradcli.check.diagnosis.function_wide import function_wide
+from gradcli.check.diagnosis.hints import hint
+from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
+from gradcli.check.report import CheckReport, Finding
+
+MIN_CONFIDENCE = 0.5
+NO_PATTERN = "none"
+# Most certain and simplest first: a kink explains failures away; a surrogate is a deliberate
+# backward; a zero gradient is unmistakable; a constant factor is simpler than any cotangent story
+# (attention missing its 1/√d is 2× too large, not "ignores grad_output"); whole-operator
+# structures (flips, overwrites, layouts, axes) before the formula-level ones; region and
+# missing_term are the loosest descriptions.
+PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
+            surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
+            patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
+            operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
+            operator.wrong_axis, terms.wrong_variable, terms.term_sign, operator.wrong_axis_separable,
+            regions.region, terms.missing_term,
+            terms.missing_reduction_term)
+VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
+
+
+def diagnose(report: CheckReport, fn=None, inputs=None) -> list:
+    """Findings for a failed report (an empty list for a passing one). With ``fn`` and ``inputs``
+    the function is re-run to collect what the report does not keep (raw gradient shapes, the
+    input values, one-sided derivatives, a second backward pass)."""
+    if report.ok:
+        return []
+    with np.errstate(all="ignore"):  # NaN/Inf in a failing gradient simply fit no pattern
+        return _Diagnosis(report, fn, inputs).run()
+
+
+def attach(report: CheckReport, fn, inputs) -> CheckReport:
+    """gradcheck's hook: fill ``report.diagnosis`` for a failed report. Never raises — a
+    diagnosis is a courtesy, and a bug in it must not turn a verdict into a crash."""
+    if report.ok:
+        return report
+    started = time.perf_counter()
+    try:
+        report.diagnosis = diagnose(report, fn, inputs)
+    except Exception as exc:  # noqa: BLE001
+        report.diagnosis = [Finding(NO_PATTERN, f"diagnosis failed: {type(exc).__name__}: {exc}", confidence=0.0)]
+    report.timing["diagnosis_s"] = time.perf_counter() - started
+    return report
+
+
+class _Diagnosis:
+    def __init__(self, report, fn, inputs):
+        self.report = report
+        self.probe = None
+        if fn is not None and inputs is not None:
+            indices = [r.index for r in report.inputs] or None
+            try:
+                self.probe = Probe(fn, inputs, indices)
+                self.probe.output_mask()  # runs fn once
+            except Exception:  # fn cannot be re-run on rebuilt inputs: diagnose from the report alone
+                self.probe = None
+        self.cls = function_class(fn, self.probe) if fn is not None else None
+        indices = [r.index for r in report.inputs] or (self.probe.indices if self.probe else [])
+        self.results = {r.index: r for r in report.inputs}
+        self.indices = indices
+        self.names = {i: self.results[i].name if i in self.results else parameter_name(fn, i) for i in indices}
+        self.positions = {}
+        self.vjp_error = None
+
+    # ----- the driver -----------------------------------------------------------------------
+    def run(self) -> list:
+        found = function_wide(self)
+        if found:
+            return [self._finish(f) for f in found]
+        evidence = self._evidence()
+        findings = []
+        for ev in evidence.values():
+            if not self._failed(ev):
+                continue
+            finding = None
+            for pattern in PATTERNS if self._visibly_wrong(ev) else ():
+                try:
+                    candidate = pattern(ev)
+                except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+                    candidate = None
+                if candidate is not None and candidate.confidence >= MIN_CONFIDENCE:
+                    finding = candidate
+                    break
+            findings.append(self._finish(finding or self._no_pattern(ev), ev))
+        structure = self.report.check("structure")
+        forward_level = structure is not None and structure.status == "fail" and all(
+            p.startswith("forward returned") or p.startswith("no output is connected")
+            for p in (structure.details or {}).get("problems", [None]) if p is not None)
+        if not findings and self.vjp_error is None and not forward_level and any(
+                c.name in VALUE_CHECKS for c in self.report.failures):
+            # a value failure the evidence could not localise: say so rather than nothing. Other
+            # failures (backward raised, never invoked, non-finite) are explained by their check.
+            findings = [self._finish(Finding(NO_PATTERN, "no simple pattern found", confidence=0.0))]
+        return findings
+
+    def _failed(self, ev: Evidence) -> bool:
+        result = self.results.get(ev.index)
+        if result is not None and result.status == "fail":
+            return True
+        return self._visibly_wrong(ev)
+
+    @staticmethod
+    def _visibly_wrong(ev: Evidence) -> bool:
+        """Whether the evidence itself shows the failure: wrong elements, a wrongly shaped raw
+        gradient, or None where the function depends on the input. Patterns are only fitted then
+        (a fit to noise would name a pattern for a tolerance quibble)."""
+        wrong = ev.wrong()
+        if wrong is not None and wrong.any():
+            return True
+        if ev.raw is not None and any(r is not None and r.shape != tuple(ev.shape) for r in ev.raw):
+            return True  # right values after the engine summed it down, but the wrong shape
+        return ev.returned_none and ev.support() > 0
+
+    def _finish(self, finding: Finding, ev: Optional[Evidence] = None) -> Finding:
+        name = self.names.get(finding.input, "") if finding.input is not None else ""
+        if finding.kind == "scale" and ev is not None:
+            self._mean_note(finding, ev)
+        position = self.positions.get(finding.input, finding.input)
+        try:
+            text, location = hint(finding.kind, finding.params, self.cls, position, self.names, name)
+        except Exception:  # unparsable or unusual source: the finding stands without a hint
+            text, location = "", None
+        finding.hint = text
+        if location is not None:
+            finding.params["source"] = location
+        return finding
+
+    def _no_pattern(self, ev: Evidence) -> Finding:
+        params = {}
+        message = f"no simple pattern found for input {ev.name}"
+        wrong = ev.wrong()
+        if wrong is not None and wrong.size:
+            params["wrong_fraction"] = float(wrong.mean())
+            if not wrong.any() and ev.raw is not None:
+                # the report failed, yet what backward itself returned is right
+                message += (": backward's own return value agrees with the numerical derivative, so the gradient "
+                            "changed after backward returned it (a hook, or the engine)")
+                params["reason"] = "changed_after_backward"
+        return Finding(NO_PATTERN, message, input=ev.index, params=params, confidence=0.0)
+
+    def _mean_note(self, finding, ev):
+        """A factor of 1/m where m is the number of broadcast copies: averaged instead of summed."""
+        if not ev.outputs or ev.outputs[0].shape == tuple(ev.shape):
+            return
+        dims = patterns.broadcast_dims(ev.shape, ev.outputs[0].shape)
+        copies = int(np.prod([ev.outputs[0].shape[d] for d in dims or []], dtype=int))
+        if dims and abs(finding.params["factor"] * copies - 1) < 1e-9:
+            finding.params["note"] = "mean instead of sum over the broadcast dims"
+            finding.message += " — the mean instead of the sum over the broadcast dims"
+
+    # ----- collecting the evidence -------------------------------------------------------------
+    def _own_cotangents(self):
+        """Ones and two seeded Gaussian cotangents per output (the report's may not be kept)."""
+        if getattr(self, "_own", None) is None:
+            shapes = self.probe.output_shapes()
+            rng = np.random.default_rng(int(self.report.seed) + 8)
+            rows = [tuple(np.ones(s) for s in shapes)] + [tuple(rng.standard_normal(s) for s in shapes)
+                                                          for _ in range(2)]
+            self._own = (["ones", "random", "random"], rows)
+        return self._own
+
+    def _report_rows(self):
+        """The report's per-element arrays, when every input has them with the probe cotangents."""
+        kinds, cotangents = list(self.report.cotangent_kinds), self.report.cotangents
+        if not kinds or not self.report.inputs:
+            return None
+        if cotangents is not None:
+            # gradcheck keeps None for non-differentiable outputs; the probe numbers only the others
+            cotangents = [tuple(c for c in row if c is not None) for row in cotangents]
+        for r in self.report.inputs:
+            if r.analytic is None or r.numeric is None or np.shape(r.analytic)[0] != len(kinds):
+                return None
+        if cotangents is not None and len(cotangents) != len(kinds):
+            cotangents = None
+        return kinds, cotangents
+
+    def _evidence(self) -> dict:
+        from_report = self._report_rows()
+        if from_report is None and self.probe is None:
+            return {}
+        evidence = {}
+        if from_report is not None and (self.probe is None or from_report[1] is not None):
+            kinds, rows = from_report
+            for r in self.report.inputs:
+                E = r.numeric_error if r.numeric_error is not None else np.zeros(np.shape(r.numeric))
+                evidence[r.index] = Evidence(r.index, r.name, tuple(r.shape), r.dtype,
+                                             np.asarray(r.analytic, dtype=float), np.asarray(r.numeric, dtype=float),
+                                             np.asarray(E, dtype=float), list(kinds), list(rows or []),
+                                             kink_mask=r.kink_mask)
+        elif self.probe is not None:
+            kinds, rows = self._own_cotangents()
+            evidence = self._probe_evidence(kinds, rows)
+        if self.probe is not None:
+            self._enrich(evidence)
+        for ev in evidence.values():
+            ev.others = {j: other for j, other in evidence.items() if j != ev.index}
+        return evidence
+
+    def _probe_evidence(self, kinds, rows) -> dict:
+        probe = self.probe
+        analytic = {i: [] for i in probe.indices}
+        returned_none = set()
+        for row in rows:
+            try:
+                grads = probe.vjp(row)
+            except ProbeError as err:
+                self.vjp_error = err
+                analytic = None
+                break
+            for i in probe.indices:
+                if grads[i] is None:
+                    returned_none.add(i)
+                analytic[i].append(grads[i])
+        evidence = {}
+        for i in probe.indices:
+            numeric = self._numeric(i, rows)
+            if numeric is None:
+                continue
+            N, E, left, right = numeric
+            A = None
+            if analytic is not None and i not in returned_none:
+                A = np.stack(analytic[i]).reshape(N.shape)
+            result = self.results.get(i)
+            dtype = result.dtype if result is not None else probe.dtypes[i].name
+            evidence[i] = Evidence(i, self.names[i], tuple(probe.values[i].shape), dtype, A, N, E, list(kinds),
+                                   list(rows), returned_none=i in returned_none, left=left, right=right)
+        return evidence
+
+    def _numeric(self, index, rows, values=None):
+        for upcast in (True, False):  # float64 evaluation unless the forward refuses it
+            try:
+                return self.probe.numeric(index, rows, values=values, upcast=upcast)
+            except Exception:
+                continue
+        return None
+
+    def _enrich(self, evidence: dict):
+        """Input values, outputs, raw gradients and the lazily computed extras."""
+        probe = self.probe
+        try:
+            outputs = probe.forward()
+        except Exception:
+            outputs = []
+        for i, ev in evidence.items():
+            if i not in probe.values:
+                continue
+            ev.values = np.asarray(probe.values[i], dtype=float)
+            ev.outputs = outputs
+            if ev.cotangents and ev.ones_row is None:
+                self._add_ones_row(ev, outputs)
+            ev.unreduced = lazy(lambda ev=ev: self._unreduced(ev, outputs))
+            ev.one_sided = lambda positions, ev=ev: self._one_sided(ev, positions)
+            ev.operator = lazy(lambda ev=ev: operator.operator_matrices(probe, ev, self._numeric))
+            ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
+        self._raw(evidence)
+
+    def _add_ones_row(self, ev, outputs):
+        row = tuple(np.ones(o.shape) for o in outputs)
+        try:
+            grads = self.probe.vjp(row)
+            numeric = self._numeric(ev.index, [row])
+        except ProbeError:
+            return
+        if grads.get(ev.index) is None or numeric is None:
+            return
+        ev.analytic = np.concatenate([ev.analytic, grads[ev.index].reshape((1,) + ev.shape)])
+        ev.numeric = np.concatenate([ev.numeric, numeric[0]])
+        ev.numeric_error = np.concatenate([ev.numeric_error, numeric[1]])
+        ev.kinds = ev.kinds + ["ones"]
+        ev.cotangents = ev.cotangents + [row]
+
+    def _raw(self, evidence):
+        rows = next((ev.cotangents for ev in evidence.values() if ev.cotangents), None)
+        if not rows:
+            return
+        raws = []
+        for row in rows:
+            try:
+                raw = self.probe.raw(row)
+            except ProbeError:
+                return
+            if raw is None:
+                return
+            raws.append(raw)
+        self.positions = dict(raws[0]["positions"])
+        for i, ev in evidence.items():
+            if i not in raws[0]["grads"]:
+                continue
+            ev.position = self.positions.get(i)
+            ev.raw = [r["grads"][i] for r in raws]
+            if i in raws[0]["missing"]:
+                ev.returned_count = (raws[0]["returned"], raws[0]["expected"])
+            if any(g is None for g in ev.raw):
+                ev.returned_none = ev.returned_none or all(g is None for g in ev.raw)
+                ev.raw = None
+            elif all(g.shape == tuple(ev.shape) for g in ev.raw):
+                # The backward's own return is what the patterns judge: the engine may have refused
+                # another input's gradient (no analytic at all), or changed this one on its way
+                # to the leaf; either way the user's code is what the finding is about.
+                ev.analytic = np.stack(ev.raw)
+
+    def _backward_terms(self, ev):
+        try:
+            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents)
+        except Exception:  # an unusual backward: term_sign simply has no evidence
+            return None
+
+    def _unreduced(self, ev, outputs):
+        """The numeric gradient w.r.t. the input broadcast to the output's shape (before reduction)."""
+        if len(outputs) != 1 or outputs[0].shape == tuple(ev.shape):
+            return None
+        full = outputs[0].shape
+        if not patterns.broadcast_dims(ev.shape, full):
+            return None
+        expanded = np.array(np.broadcast_to(ev.values, full))
+        try:
+            if [o.shape for o in self.probe.forward({ev.index: expanded})] != [full]:
+                return None
+        except Exception:
+            return None
+        numeric = self._numeric(ev.index, ev.cotangents, values={ev.index: expanded})
+        return None if numeric is None else (numeric[0], numeric[1], full)
+
+    def _one_sided(self, ev, positions):
+        if not ev.cotangents:
+            return None
+        numeric = None
+        for upcast in (True, False):
+            try:
+                numeric = self.probe.numeric(ev.index, ev.cotangents, upcast=upcast, positions=positions)
+                break
+            except Exception:
+                continue
+        return None if numeric is None else (numeric[2], numeric[3])
+

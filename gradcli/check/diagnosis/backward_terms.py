@@ -1,0 +1,244 @@
+"""The additive terms of the statement that computes one input's gradient, evaluated.
+
+``grad_output * (1 / (2 * x.sqrt()) + 1 / x ** 2)`` has two terms, ``grad_output * (1 / (2 *
+x.sqrt()))`` and ``grad_output * (1 / x ** 2)``; a wrong sign on one of them leaves a difference of
+exactly twice that term, which is what ``term_sign`` looks for. To know a term's values the
+expression is walked over a *closed* vocabulary — numbers, the backward's grad_output arguments,
+the tensors forward saved, ``ctx`` attributes, names assigned earlier in backward, + − × ÷ **, and
+a fixed list of elementwise functions (exp, log, sqrt, sigmoid, ...). Anything else (a call
+outside the list, indexing, a loop) makes the whole evaluation give up; nothing is ever ``eval``ed.
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from gradcli.check.diagnosis.hints import _statements, gradient_statement
+
+MAX_TERMS = 8
+UNARY = {
+    "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
+    "sqrt": np.sqrt, "rsqrt": lambda z: 1 / np.sqrt(z), "abs": np.abs, "neg": np.negative,
+    "reciprocal": lambda z: 1 / z, "square": np.square, "log1p": np.log1p, "expm1": np.expm1,
+    "sigmoid": lambda z: 1 / (1 + np.exp(-z)), "sign": np.sign, "relu": lambda z: np.maximum(z, 0),
+    "float": lambda z: z, "double": lambda z: z, "clone": lambda z: z, "detach": lambda z: z,
+    "contiguous": lambda z: z,
+}
+BINARY = {"pow": np.power, "mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide}
+CONSTANTS = {"pi": np.pi, "e": np.e}
+SAVED = ("saved_tensors", "saved_variables")
+
+
+class Unsupported(Exception):
+    pass
+
+
+class _Evaluator:
+    def __init__(self, src, before_line, env, saved, ctx_attrs):
+        self.src, self.before_line, self.env = src, before_line, dict(env)
+        self.saved, self.ctx_attrs = saved, ctx_attrs
+        self.assignments = [n for n in _statements(src.tree) if isinstance(n, ast.Assign) and n.lineno < before_line]
+        self.depth = 0
+        self.assigned = {n.id for stmt in self.assignments for t in stmt.targets for n in ast.walk(t)
+                         if isinstance(n, ast.Name)}
+
+    def name(self, name):
+        if name in self.env:
+            return self.env[name]
+        for stmt in reversed(self.assignments):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    value = self._saved_item(stmt.value, None)
+                    self.env[name] = value if value is not None else self.value(stmt.value)
+                    return self.env[name]
+                if isinstance(target, (ast.Tuple, ast.List)):
+                    names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+                    if name in names and self._is_saved(stmt.value):
+                        k = names.index(name)
+                        if k >= len(self.saved):
+                            raise Unsupported(name)
+                        self.env[name] = self.saved[k]
+                        return self.env[name]
+        raise Unsupported(name)
+
+    @staticmethod
+    def _is_saved(node):
+        return isinstance(node, ast.Attribute) and node.attr in SAVED
+
+    def _saved_item(self, node, _):
+        if isinstance(node, ast.Subscript) and self._is_saved(node.value) and isinstance(node.slice, ast.Constant):
+            k = node.slice.value
+            if isinstance(k, int) and k < len(self.saved):
+                return self.saved[k]
+            raise Unsupported("saved index")
+        return None
+
+    def value(self, node):
+        self.depth += 1
+        if self.depth > 200:
+            raise Unsupported("too deep")
+        try:
+            return self._value(node)
+        finally:
+            self.depth -= 1
+
+    def _value(self, node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operand = self.value(node.operand)
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.BinOp):
+            ops = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
+                   ast.Pow: np.power}
+            op = ops.get(type(node.op))
+            if op is None:
+                raise Unsupported(type(node.op).__name__)
+            return op(self.value(node.left), self.value(node.right))
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "ctx" and node.attr in self.ctx_attrs:
+                return self.ctx_attrs[node.attr]
+            if node.attr in CONSTANTS and isinstance(node.value, ast.Name):
+                return CONSTANTS[node.attr]
+            raise Unsupported(node.attr)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+            attr, owner = node.func.attr, node.func.value
+            module = isinstance(owner, ast.Name) and owner.id not in self.env and owner.id not in self.assigned
+            args = [self.value(a) for a in node.args]
+            if module:  # torch.exp(x), math.sqrt(2), np.tanh(z)
+                if attr in UNARY and len(args) == 1:
+                    return UNARY[attr](args[0])
+                if attr in BINARY and len(args) == 2:
+                    return BINARY[attr](*args)
+                raise Unsupported(attr)
+            base = self.value(owner)
+            if attr in UNARY and not args:
+                return UNARY[attr](base)
+            if attr in BINARY and len(args) == 1:
+                return BINARY[attr](base, args[0])
+            raise Unsupported(attr)
+        raise Unsupported(type(node).__name__)
+
+
+def _inline(node, evaluator, depth=0):
+    """A name assigned a sum in backward (``d = a + b``) is expanded, so its terms are visible."""
+    if isinstance(node, ast.Name) and depth < 3 and node.id not in evaluator.env:
+        for stmt in reversed(evaluator.assignments):
+            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == node.id:
+                if isinstance(stmt.value, ast.BinOp) and isinstance(stmt.value.op, (ast.Add, ast.Sub, ast.Mult,
+                                                                                    ast.Div)):
+                    return stmt.value
+                break
+    return node
+
+
+def _terms(node, evaluator, depth=0):
+    """[(sign, [(factor node, 'mul' | 'div')])] with the sum distributed over products."""
+    node = _inline(node, evaluator, depth)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        right = _terms(node.right, evaluator, depth + 1)
+        if isinstance(node.op, ast.Sub):
+            right = [(-s, f) for s, f in right]
+        return _terms(node.left, evaluator, depth + 1) + right
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return [(-s, f) for s, f in _terms(node.operand, evaluator, depth + 1)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        left, right = _terms(node.left, evaluator, depth + 1), _terms(node.right, evaluator, depth + 1)
+        if len(left) == 1 or len(right) == 1:
+            return [(s1 * s2, f1 + f2) for s1, f1 in left for s2, f2 in right]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        left = _terms(node.left, evaluator, depth + 1)
+        return [(s, f + [(node.right, "div")]) for s, f in left]
+    return [(1, [(node, "mul")])]
+
+
+def _code(sign, factors):
+    parts = []
+    if len(factors) > 1:  # a factor 1 left over from distributing `1 / x` is noise in the quoted term
+        factors = [(f, op) for f, op in factors if not (op == "mul" and isinstance(f, ast.Constant) and f.value == 1)]
+    for factor, op in factors:
+        text = ast.unparse(factor)
+        if not isinstance(factor, (ast.Name, ast.Constant, ast.Call, ast.Attribute)):
+            text = f"({text})"
+        parts.append(("/ " if op == "div" else "* ") + text if parts else (text if op == "mul" else f"1 / {text}"))
+    return ("-" if sign < 0 else "") + " ".join(parts)
+
+
+def gradient_terms(src, position, rows, grad_names, saved, ctx_attrs):
+    """``(statement, [(code, values (K, ...))])`` for the additive terms of the gradient at
+    ``position`` of backward's return, one value per cotangent row; None when any part of it lies
+    outside the evaluator's vocabulary."""
+    statement, expr = gradient_statement(src, position)
+    if statement is None or expr is None or len(grad_names) != len(rows[0]):
+        return None
+    per_row, codes = [], None
+    for row in rows:
+        evaluator = _Evaluator(src, statement.lineno + 1 if isinstance(statement, ast.Assign) else statement.lineno,
+                               dict(zip(grad_names, row)), saved, ctx_attrs)
+        if isinstance(statement, ast.Assign):
+            evaluator.assignments = [a for a in evaluator.assignments if a is not statement]
+        terms = _terms(expr, evaluator)
+        if not 2 <= len(terms) <= MAX_TERMS:
+            return None
+        values = []
+        try:
+            with np.errstate(all="ignore"):
+                for sign, factors in terms:
+                    value = 1.0
+                    for factor, op in factors:
+                        part = evaluator.value(factor)
+                        value = value / part if op == "div" else value * part
+                    values.append(sign * np.asarray(value, dtype=float))
+        except (Unsupported, ValueError, TypeError):
+            return None
+        codes = [_code(s, f) for s, f in terms]
+        per_row.append(values)
+    return statement, [(codes[t], [row[t] for row in per_row]) for t in range(len(codes))]
+
+
+def _as_array(value):
+    from gradcli.check.diagnosis.probe import _to_numpy
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return np.asarray(_to_numpy(value), dtype=float)
+    return None
+
+
+def terms_for(probe, cls, position, rows):
+    """``gradient_terms`` for a Function re-run by ``probe``: the saved tensors and ``ctx``
+    attributes come from one more forward call at the probe's values."""
+    from gradcli.check.diagnosis.hints import backward_source
+    from gradcli.check.diagnosis.probe import _flatten_outputs
+
+    src = backward_source(cls)
+    if src is None or position is None or not rows:
+        return None
+    args = [a.arg for a in src.tree.args.args]
+    while args and args[0] in ("ctx", "self", "cls"):
+        args = args[1:]
+    with probe._grad_enabled(True):
+        outs = _flatten_outputs(probe.fn(*probe._build()))
+    differentiable = probe._differentiable_outputs(outs)
+    root = probe._root(differentiable)
+    if root is None or len(outs) != len(differentiable) or len(args) != len(differentiable):
+        return None
+    node = root[0]
+    saved = getattr(node, "_to_save", None) if probe.backend != "torch" else node.saved_tensors
+    saved = [None if t is None else _as_array(t) for t in (saved or ())]
+    ctx_attrs = {}
+    for key, value in vars(node).items() if hasattr(node, "__dict__") else ():
+        if not key.startswith("_"):
+            converted = _as_array(value)
+            if converted is not None:
+                ctx_attrs[key] = converted
+    from gradcli.check.diagnosis.probe import _to_numpy
+
+    shapes = [_to_numpy(o).shape for o in differentiable]
+    shaped = [tuple(np.reshape(c, s) for c, s in zip(row, shapes)) for row in rows]
+    found = gradient_terms(src, position, shaped, args, saved, ctx_attrs)
+    return None if found is None else found[1]

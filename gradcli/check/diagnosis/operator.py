@@ -1,0 +1,288 @@
+"""Patterns read from the whole linear map a backward computes, not from a few cotangents.
+
+For a small input (and output) the diagnosis builds two matrices over flat indices, both shaped
+(output size m, input size n):
+
+- ``J``: the numerical Jacobian, J[o, p] = ∂f_o/∂x_p (central differences with one cotangent per
+  output element; the forward calls are the same 4 per input element as for three cotangents);
+- ``G``: what backward computes, G[o, :] = backward(e_o) (one backward call per output element).
+
+A right backward has G = J. Each rule below names a *structural* mistake by the exact
+transformation of J that G equals (or, for ``wrong_axis``, by the axes along which G couples an
+output element to an input element), so none of them can fire on a gradient that is merely wrong:
+
+- ``missing_flip``: forward is cumulative along one axis (J triangular along it) and G = P·J·P,
+  J·P or P·J with P the flip along that axis (a reverse-cumulative backward missing its flips);
+- ``transposed`` (variant ``jacobian``): G = Jᵀ, J not symmetric (the backward applies the
+  Jacobian instead of its transpose: a gather where a scatter is needed, a permutation applied
+  forward instead of inverted);
+- ``not_accumulated``: every output reads one input element (a gather), some input element is
+  read more than once, and G is J with only the first or last of those reads kept (duplicates
+  overwritten instead of accumulated, as in an embedding or index backward);
+- ``missing_reshape``: G's rows are J's rows in another order (grad_output used in the wrong
+  layout: a missing transpose before a reshape), or G's columns are (the result laid out wrongly);
+- ``wrong_axis``: input and output have the same shape, and G couples elements along other axes
+  than J does (a softmax, norm or mean reduced over the wrong dim).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcli.check.report import Finding
+
+MAX_OPERATOR = 256  # elements of the input and of the outputs above which the matrices are not built
+
+
+def _operator(ev):
+    if ev.operator is None:
+        return None
+    return ev.operator()
+
+
+def _flip_matrix(shape, axis):
+    n = int(np.prod(shape, dtype=int))
+    index = np.arange(n).reshape(shape)
+    flipped = np.flip(index, axis=axis).ravel()
+    P = np.zeros((n, n))
+    P[np.arange(n), flipped] = 1.0
+    return P
+
+
+def _same_index_space(ev, J):
+    """Input and (single) output have the same shape, so flat indices mean the same position."""
+    return len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape) and J.shape[0] == J.shape[1]
+
+
+def _cumulative(mask, shape, axis) -> bool:
+    """Forward is cumulative along ``axis``: every output reads inputs at or before its own
+    position there (or every one at or after it), and some output reads more than its own."""
+    o, p = np.nonzero(mask)
+    if not o.size:
+        return False
+    io, ip = np.unravel_index(o, shape), np.unravel_index(p, shape)
+    same_elsewhere = all(np.array_equal(io[d], ip[d]) for d in range(len(shape)) if d != axis)
+    if not same_elsewhere or np.all(io[axis] == ip[axis]):
+        return False
+    return bool(np.all(ip[axis] <= io[axis]) or np.all(ip[axis] >= io[axis]))
+
+
+def missing_flip(ev):
+    found = _operator(ev)
+    if found is None:
+        return None
+    J, JE, G = found
+    if not _same_index_space(ev, J) or ev.fits(G, J, JE):
+        return None
+    significant = ~ev.near(J, 0 * J, JE)
+    for axis, size in enumerate(ev.shape):
+        if size < 2 or not _cumulative(significant, ev.shape, axis):
+            continue
+        P = _flip_matrix(ev.shape, axis)
+        for flips, candidate, error in (("both", P @ J @ P, P @ JE @ P), ("grad_output", J @ P, JE @ P),
+                                        ("result", P @ J, P @ JE)):
+            if ev.fits(candidate, J, JE + error):
+                continue  # the flip changes nothing here: no evidence
+            if ev.fits(G, candidate, error):
+                what = {"both": "the flips before and after the cumulative op",
+                        "grad_output": "the flip of grad_output", "result": "the flip of the result"}[flips]
+                return Finding("missing_flip", f"backward for input {ev.name} misses {what} along dim {axis}: "
+                               "a reverse cumulative op (cumsum-like backward) needs grad_output flipped, "
+                               "accumulated, and flipped back",
+                               input=ev.index, params={"dim": axis, "missing": flips}, confidence=0.9)
+    return None
+
+
+def jacobian_transposed(ev):
+    found = _operator(ev)
+    if found is None:
+        return None
+    J, JE, G = found
+    if J.shape[0] != J.shape[1] or ev.fits(J.T, J, JE + JE.T) or not ev.fits(G, J.T, JE.T):
+        return None
+    return Finding("transposed", f"backward for input {ev.name} applies the Jacobian instead of its transpose "
+                   "(e.g. gathers with the permutation where it must scatter, or the reverse)",
+                   input=ev.index, params={"jacobian": True}, confidence=0.9)
+
+
+def not_accumulated(ev):
+    found = _operator(ev)
+    if found is None:
+        return None
+    J, JE, G = found
+    significant = ~ev.near(J, 0 * J, JE)
+    if not np.all(significant.sum(axis=1) <= 1):
+        return None  # some output reads several input elements: not a gather
+    reads = significant.sum(axis=0)
+    duplicated = int(np.count_nonzero(reads > 1))
+    if duplicated == 0:
+        return None
+    for kept in ("last", "first"):
+        candidate = np.zeros_like(J)
+        for p in np.nonzero(reads)[0]:
+            rows = np.nonzero(significant[:, p])[0]
+            o = rows[-1] if kept == "last" else rows[0]
+            candidate[o, p] = J[o, p]
+        if ev.fits(G, candidate, JE):
+            return Finding("not_accumulated",
+                           f"backward for input {ev.name} overwrites instead of accumulating: {duplicated} "
+                           f"element{'s are' if duplicated != 1 else ' is'} read more than once by forward, and its "
+                           f"gradient keeps only the {kept} contribution (use index_add_/scatter_add_ or +=)",
+                           input=ev.index, params={"kept": kept, "duplicates": duplicated}, confidence=0.9)
+    return None
+
+
+def _match_permutation(ev, G, J, JE):
+    """σ with G[i] fitting J[σ(i)] for every row i, each row of J used once; None otherwise."""
+    sigma = []
+    for i in range(G.shape[0]):
+        hits = [k for k in range(J.shape[0]) if ev.fits(G[i], J[k], JE[k])]
+        if len(hits) != 1:
+            return None
+        sigma.append(hits[0])
+    return sigma if sorted(sigma) == list(range(J.shape[0])) else None
+
+
+def _layout(sigma, shape):
+    """(a, b) when the permutation reads a flat (a, b) array transposed; None otherwise."""
+    n = len(sigma)
+    for a in range(2, n):
+        if n % a:
+            continue
+        b = n // a
+        if list(np.arange(n).reshape(a, b).T.ravel()) == list(sigma):
+            return [a, b]
+    return None
+
+
+def missing_reshape(ev):
+    found = _operator(ev)
+    if found is None:
+        return None
+    J, JE, G = found
+    if ev.fits(G, J, JE) or ev.support() < 3:
+        return None
+    for side, (g, j, e) in (("grad_output", (G, J, JE)), ("result", (G.T, J.T, JE.T))):
+        sigma = _match_permutation(ev, g, j, e)
+        if sigma is None or sigma == list(range(len(sigma))):
+            continue
+        layout = _layout(sigma, ev.shape)
+        what = ("reads grad_output in the wrong layout" if side == "grad_output"
+                else "lays its result out in the wrong order")
+        extra = f" (a ({layout[0]}, {layout[1]}) array read transposed)" if layout else ""
+        return Finding("missing_reshape",
+                       f"backward for input {ev.name} {what}: the values are right but at permuted positions{extra} "
+                       "— a transpose/permute is missing before a reshape",
+                       input=ev.index, params={"side": side, "layout": layout}, confidence=0.85)
+    return None
+
+
+def _coupled_axes(mask, shape):
+    """Axes along which a nonzero entry (o, p) has o and p at different positions."""
+    o, p = np.nonzero(mask)
+    if not o.size:
+        return set()
+    io, ip = np.unravel_index(o, shape), np.unravel_index(p, shape)
+    return {d for d in range(len(shape)) if np.any(io[d] != ip[d])}
+
+
+def wrong_axis(ev):
+    found = _operator(ev)
+    if found is None:
+        return None
+    J, JE, G = found
+    if not _same_index_space(ev, J) or len(ev.shape) < 2 or ev.fits(G, J, JE):
+        return None
+    right = _coupled_axes(~ev.near(J, 0 * J, JE), ev.shape)
+    got = _coupled_axes(~ev.near(G, 0 * G, JE), ev.shape)
+    if not right or not got or got == right:
+        return None
+    dims = lambda axes: ", ".join(str(d) for d in sorted(axes))  # noqa: E731
+    return Finding("wrong_axis",
+                   f"backward for input {ev.name} reduces over dim {dims(got)} where forward reduces over dim "
+                   f"{dims(right)} (a softmax, norm, sum or mean over the wrong dim)",
+                   input=ev.index, params={"dims": sorted(got), "expected_dims": sorted(right)}, confidence=0.85)
+
+
+def operator_matrices(probe, ev, numeric):
+    """(J, J's error, G) for ``ev``'s input, both (m, n); None when too large or backward fails.
+    ``numeric(index, rows)`` is the driver's central difference (float64 when forward allows)."""
+    from gradcli.check.diagnosis.probe import ProbeError
+
+    if ev.values is None or not ev.outputs:
+        return None
+    n = int(ev.values.size)
+    sizes = [int(o.size) for o in ev.outputs]
+    m = sum(sizes)
+    if not 0 < n <= MAX_OPERATOR or not 0 < m <= MAX_OPERATOR:
+        return None
+    rows = []
+    for o in range(m):
+        flat = np.zeros(m)
+        flat[o] = 1.0
+        parts = np.split(flat, np.cumsum(sizes)[:-1])
+        rows.append(tuple(p.reshape(out.shape) for p, out in zip(parts, ev.outputs)))
+    found = numeric(ev.index, rows)
+    if found is None:
+        return None
+    J, JE = found[0].reshape(m, n), found[1].reshape(m, n)
+    G = np.empty((m, n))
+    for o, row in enumerate(rows):
+        try:
+            g = probe.vjp(row).get(ev.index)
+        except ProbeError:
+            return None
+        if g is None or g.size != n:
+            return None
+        G[o] = g.ravel()
+    return J, JE, G
+
+
+def _separable(M):
+    """(row part, column part) of the additive model M ≈ a_i + b_j fitted by means."""
+    mean = float(M.mean())
+    return M.mean(axis=1, keepdims=True) - mean / 2, M.mean(axis=0, keepdims=True) - mean / 2
+
+
+def _varies(part, size) -> bool:
+    return float(np.ptp(part)) > 1e-6 * max(size, 1e-300)
+
+
+def wrong_axis_separable(ev):
+    """A 2-D input whose gradient is normalized or reduced along the wrong axis, seen in the error
+    itself (for outputs of another shape, where the operator's couplings cannot be compared):
+    A/N = exp(a_i + b_j) (a softmax-like normalization over the other axis), or
+    (A − N)/w = a_i + b_j for w ∈ {1, exp(x)}, both parts varying — an error made of one term
+    per row and one per column is the trace of a sum taken over the wrong dim."""
+    if ev.analytic is None or ev.values is None or len(ev.shape) != 2 or min(ev.shape) < 2:
+        return None
+    rows, cols = ev.shape
+    if (rows - 1) * (cols - 1) < 4 or ev.support() < rows * cols:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    with np.errstate(all="ignore"):
+        candidates = []
+        if np.all(A * N > 0):
+            L = np.log(A / N)
+            parts = [_separable(L[k]) for k in range(len(L))]
+            candidates.append(("ratio", N * np.exp(np.stack([a + b for a, b in parts])), parts, 1.0))
+        for weight_name, w in (("1", np.ones(ev.shape)), ("exp(x)", np.exp(ev.values))):
+            D = (A - N) / w
+            if not np.all(np.isfinite(D)):
+                continue
+            parts = [_separable(D[k]) for k in range(len(D))]
+            candidates.append((weight_name, N + w * np.stack([a + b for a, b in parts]), parts,
+                               float(np.max(np.abs(D)))))
+    for form, predicted, parts, size in candidates:
+        if not np.all(np.isfinite(predicted)) or not ev.fits(A, predicted, E):
+            continue
+        if not all(_varies(a, size) and _varies(b, size) for a, b in parts):
+            continue
+        expected = None
+        if len(ev.outputs) == 1 and ev.outputs[0].ndim == 1 and ev.outputs[0].shape[0] in ev.shape:
+            expected = [1 if ev.outputs[0].shape[0] == rows else 0] if rows != cols else None
+        message = (f"backward for input {ev.name} is off by one factor per row and one per column"
+                   if form == "ratio" else f"backward for input {ev.name} is off by one term per row and one per "
+                   "column") + ": a softmax, norm, sum or mean taken over the wrong dim"
+        params = {"form": form, "dims": None if expected is None else [1 - expected[0]], "expected_dims": expected}
+        return Finding("wrong_axis", message, input=ev.index, params=params, confidence=0.75)
+    return None

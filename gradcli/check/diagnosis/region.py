@@ -1,0 +1,209 @@
+"""Partial failures: ``kink`` (the wrong elements sit where one-sided derivatives differ: not a bug)
+and ``region`` (the wrong elements are exactly a simple set: x < 0, the diagonal, the first row...).
+
+A region is named only when a predicate reproduces the set of wrong elements *exactly* on every
+element that carries information; thresholds are reported at a simple number (0, 1, ½, ...) when
+one separates the two sets, and merely approximate ones need at least two elements on each side.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
+from gradcli.check.report import Finding
+
+# Thresholds tried in this order: the first that separates wrong from right elements is reported.
+NICE_THRESHOLDS = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0) + tuple(
+    float(v) for k in range(3, 11) for v in (k, -k)) + (0.25, -0.25, 0.1, -0.1, 1.5, -1.5, 2.5, -2.5)
+KINK_GAP = 1e-4  # relative gap between one-sided derivatives that counts as a kink
+KINK_SAMPLE = 8  # wrong elements whose one-sided derivatives are computed before all of them
+
+
+def kink(ev: Evidence):
+    """Every wrong element sits at a kink and the backward's value there lies between the
+    one-sided derivatives: not a bug, the point is just not differentiable."""
+    wrong = ev.wrong()
+    if wrong is None or not wrong.any():
+        return None
+    left = right = None
+    if ev.left is not None and ev.right is not None:
+        left, right = ev.left, ev.right
+    elif ev.one_sided is not None:
+        positions = np.flatnonzero(wrong)
+        # a few wrong elements first: most failures are not at kinks, and that is cheap to see
+        sided = ev.one_sided(positions[:KINK_SAMPLE])
+        if sided is not None and not _at_kink(ev, *sided).ravel()[positions[:KINK_SAMPLE]].all():
+            return None
+        if sided is not None and positions.size > KINK_SAMPLE:
+            sided = ev.one_sided(positions)
+        if sided is not None:
+            left, right = sided
+    if left is not None:
+        at_kink = _at_kink(ev, left, right)
+    elif ev.kink_mask is not None:
+        at_kink = np.asarray(ev.kink_mask, dtype=bool)
+    else:
+        return None
+    if not np.all(at_kink[wrong]):
+        return None
+    confidence = 0.8
+    params = {"count": int(wrong.sum())}
+    if left is not None:
+        lo, hi = np.minimum(left, right), np.maximum(left, right)
+        slack = 1e-6 * np.maximum(np.abs(lo), np.abs(hi)) + 1e-8 * ev.scale
+        rows = ev.wrong_rows()
+        A = ev.analytic
+        if not np.all(((A >= lo - slack) & (A <= hi + slack))[rows]):
+            return None  # outside both one-sided derivatives: a genuine error at the kink
+        k, *first = np.argwhere(rows)[0]
+        params.update(left=float(left[(k, *first)]), right=float(right[(k, *first)]))
+        confidence = 0.9
+    elements = [[int(i) for i in idx] for idx in np.argwhere(wrong)[:5]]
+    params["elements"] = elements
+    where = f"element {elements[0]}" if len(elements) == 1 else f"{params['count']} elements (first {elements[0]})"
+    sides = f" (left {params['left']:.4g}, right {params['right']:.4g})" if "left" in params else ""
+    return Finding("kink",
+                   f"not a bug: input {ev.name} sits at a kink at {where}, where the one-sided derivatives "
+                   f"differ{sides}; the backward's value lies between them",
+                   input=ev.index, params=params, confidence=confidence)
+
+
+def _at_kink(ev, left, right):
+    """Positions where the one-sided derivatives differ for some cotangent (NaN: not computed)."""
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(right - left)
+        return (gap > KINK_GAP * np.maximum(np.abs(left), np.abs(right)) + 1e-8 * ev.scale).any(axis=0)
+
+
+def _positional(shape):
+    size = int(np.prod(shape, dtype=int))
+    if size < 2:
+        return []
+    idx = np.indices(shape)
+    preds = []
+    if len(shape) == 2 and min(shape) > 1:
+        i, j = idx
+        preds += [("the diagonal", i == j), ("off the diagonal", i != j), ("above the diagonal", i < j),
+                  ("below the diagonal", i > j), ("on and above the diagonal", i <= j),
+                  ("on and below the diagonal", i >= j)]
+    if len(shape) >= 2 and shape[0] > 1:
+        preds += [("the first row", idx[0] == 0), ("the last row", idx[0] == shape[0] - 1)]
+    if len(shape) >= 2 and shape[-1] > 1:
+        preds += [("the first column", idx[-1] == 0), ("the last column", idx[-1] == shape[-1] - 1)]
+    flat = np.arange(size).reshape(shape)
+    preds += [("the first element", flat == 0), ("the last element", flat == size - 1)]
+    return preds
+
+
+def _threshold(lo, hi, include_lo):
+    """A simple t with lo < t ≤ hi (or lo ≤ t < hi): (t, is_nice), or None."""
+    inside = (lambda t: lo <= t < hi) if include_lo else (lambda t: lo < t <= hi)
+    for t in NICE_THRESHOLDS:
+        if inside(t):
+            return t, True
+    middle = float(f"{(lo + hi) / 2:.2g}")
+    return ((middle, False) if inside(middle) else None)
+
+
+def _value_predicates(name, z, wrong, info):
+    """Descriptions of ``wrong`` as a threshold on z (or |z|) over the informative elements."""
+    zi, wi = z[info], wrong[info]
+    found = []
+    for label, values in ((name, zi), (f"|{name}|", np.abs(zi))):
+        if label.startswith("|") and np.all(zi >= 0):
+            continue  # |z| = z: already tried
+        # wrong where value < t: every wrong value below every right one
+        if values[wi].max() < values[~wi].min():
+            t = _threshold(values[wi].max(), values[~wi].min(), include_lo=False)
+            if t:
+                found.append((f"{label} < {short_number(t[0]) if t[1] else t[0]}", t[1]))
+        if values[wi].min() > values[~wi].max():
+            t = _threshold(values[~wi].max(), values[wi].min(), include_lo=True)
+            if t:
+                found.append((f"{label} > {short_number(t[0]) if t[1] else t[0]}", t[1]))
+    return found
+
+
+def _within(ev: Evidence, region):
+    """What the backward does inside the region: gives 0, or a scaled value."""
+    A, N = ev.analytic[:, region], ev.numeric[:, region]
+    if ev.fits(A, 0 * A):
+        return {"within": "zero"}, "gives 0 there"
+    denominator = float(np.sum(N * N))
+    if denominator > 0:
+        c = float(np.sum(A * N)) / denominator
+        if ev.fits(A, c * N, abs(c) * ev.numeric_error[:, region]):
+            nice = nice_number(c)
+            factor = nice if nice is not None else float(f"{c:.6g}")
+            if factor == -1:
+                return {"within": "sign"}, "has the wrong sign there"
+            return {"within": "scale", "factor": factor}, f"is off by a factor {short_number(factor)} there"
+    return {"within": "wrong"}, ""
+
+
+def region(ev: Evidence):
+    """The wrong elements are exactly those of a simple region of the input."""
+    wrong = ev.wrong()
+    if wrong is None or ev.numeric is None:
+        return None
+    info = ev.informative()
+    wi = wrong[info]
+    if wi.all() or not wi.any():
+        return None
+    n_wrong, n_right = int(wi.sum()), int((~wi).sum())
+    matches = []  # (description, confidence, what it is about: "position" or a variable's name)
+    for description, mask in _positional(ev.shape):
+        if np.array_equal(mask[info], wi):
+            matches.append((description, 0.9 if n_wrong > 1 else 0.75, "position"))
+    variables = []
+    if ev.values is not None:
+        variables.append((ev.name, np.asarray(ev.values, dtype=float), True))
+    for other in ev.others.values():
+        if other.values is not None and other.values.shape == tuple(ev.shape):
+            variables.append((other.name, np.asarray(other.values, dtype=float), False))
+    if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape):
+        variables.append(("the output", ev.outputs[0], False))
+    balanced = min(n_wrong, n_right) >= 2
+    for name, z, own in variables:
+        for description, nice in _value_predicates(name, z, wrong, info):
+            if nice:
+                matches.append((description, (0.9 if own else 0.85) if balanced else 0.8, name))
+            elif balanced and own:
+                matches.append((description + " (approximately)", 0.6, name))
+    inputs = [v for v in variables if v[0] != "the output"]
+    for (n1, z1, _), (n2, z2, _) in itertools.combinations(inputs[:3], 2):
+        for description, mask in ((f"{n1} < {n2}", z1 < z2), (f"{n1} > {n2}", z1 > z2)):
+            if np.array_equal(mask[info], wi):
+                matches.append((description, 0.85, f"{n1},{n2}"))
+    if not matches:
+        return None
+    description, confidence, _ = matches[0]
+    if len({about for _, _, about in matches}) > 1:
+        # the same elements are described by different quantities (x < 0 and y > 1): the first
+        # is only the likeliest explanation
+        confidence -= 0.1
+    params, what = _within(ev, wrong)
+    fraction = n_wrong / (n_wrong + n_right)
+    params.update(description=description, fraction=fraction, count=n_wrong, total=n_wrong + n_right,
+                  alternatives=[d for d, _, _ in matches[1:4]])
+    tail = f"; the backward {what}" if what else ""
+    return Finding("region",
+                   f"backward for input {ev.name} is wrong only {_where(description)} "
+                   f"({n_wrong} of {n_wrong + n_right} elements, {fraction:.0%}){tail}",
+                   input=ev.index, params=params, confidence=confidence)
+
+
+
+def _where(description: str) -> str:
+    """'x < 0' → 'where x < 0'; 'the diagonal' → 'on the diagonal'; 'the first row' → 'in the first row'."""
+    if description.startswith(("above ", "below ", "off ", "on ")):
+        return description
+    if description == "the diagonal":
+        return "on the diagonal"
+    if description.endswith(("row", "column")):
+        return f"in {description}"
+    if description.endswith("element"):
+        return f"at {description}"
+    return f"where {description}"

@@ -1,0 +1,250 @@
+"""Formula-level patterns of one gradient: ``wrong_variable`` (a saved tensor or variable used
+where another is needed), ``term_sign`` (one additive term with the wrong sign) and
+``missing_term`` (a term missing or too many). Each demands a near-exact fit over at least 3
+positions: merely finding that the analytic gradient is *some* simple expression is no evidence.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
+from gradcli.check.diagnosis.patterns import broadcast_dims, sum_to
+from gradcli.check.report import Finding
+
+def _variables(ev: Evidence):
+    """(name, values) of the inputs and the output that are shaped like this input."""
+    variables = [(ev.name, ev.values)]
+    for other in ev.others.values():
+        if other.values is not None and other.values.shape == ev.values.shape:
+            variables.append((other.name, other.values))
+    if len(ev.outputs) == 1 and ev.outputs[0].shape == ev.values.shape:
+        variables.append(("output", ev.outputs[0]))
+    return variables
+
+
+def _term_library(variables):
+    """(description, array) for the simple terms a derivative is made of: constants, powers,
+    elementary functions of one variable, their product-rule partners z·f(z), and products of
+    two variables."""
+    terms = [("1", np.ones(np.shape(variables[0][1])))]
+    with np.errstate(all="ignore"):
+        for name, z in variables:
+            terms += [(name, z), (f"{name}²", z * z), (f"1/{name}", 1.0 / z), (f"1/{name}²", 1.0 / (z * z)),
+                      (f"sin({name})", np.sin(z)), (f"cos({name})", np.cos(z)), (f"exp({name})", np.exp(z)),
+                      (f"{name}·sin({name})", z * np.sin(z)), (f"{name}·cos({name})", z * np.cos(z)),
+                      (f"{name}·exp({name})", z * np.exp(z))]
+        for (n1, z1), (n2, z2) in itertools.combinations(variables, 2):
+            terms.append((f"{n1}·{n2}", z1 * z2))
+    return [(d, t) for d, t in terms if np.all(np.isfinite(t))]
+
+
+# Local derivatives written in terms of one saved tensor z: using the wrong z (the input where
+# the output is needed, as in exp, tanh or sigmoid) keeps the form and changes the tensor.
+SAVED_FORMS = (("{z}", lambda z: z), ("{z}²", lambda z: z * z), ("1 − {z}²", lambda z: 1 - z * z),
+               ("{z}·(1 − {z})", lambda z: z * (1 - z)), ("1/{z}", lambda z: 1 / z), ("2·{z}", lambda z: 2 * z))
+
+
+def _cosine(a, b):
+    # sums of products rather than np.linalg.norm: BLAS dot on these small arrays is slower under load
+    na, nb = float(np.sqrt(np.sum(a * a))), float(np.sqrt(np.sum(b * b)))
+    return 0.0 if na == 0 or nb == 0 else abs(float(np.sum(a * b)) / (na * nb))
+
+
+def missing_term(ev: Evidence):
+    """Elementwise functions only (one output shaped like the input): numeric − analytic =
+    α·v·t for one simple term t (α < 0: a term too many)."""
+    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.outputs[0].shape != ev.values.shape:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
+    if ev.support() < 3:
+        return None
+    variables = _variables(ev)
+    residual = N - A
+    for description, term in _term_library(variables):
+        T = V * term
+        if ev.support(T) < 3 or _cosine(T, N) > 1 - 1e-9 or _cosine(T, A) > 1 - 1e-9:
+            continue  # a term proportional to the gradient itself is a scale, not a term
+        alpha = float(np.sum(residual * T) / np.sum(T * T))
+        if not ev.fits(A + alpha * T, N, E):
+            continue
+        nice = nice_number(alpha)
+        coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+        # the residual is what is missing: a negative coefficient is a term too many
+        size = abs(coefficient)
+        text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
+            "" if description == "1" else f"·{description}")
+        what = "misses the term" if coefficient > 0 else "has an extra term"
+        return Finding("missing_term",
+                       f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
+                       input=ev.index, params={"variant": "missing", "term": description, "coefficient": coefficient,
+                                               "expression": text},
+                       confidence=0.85 if nice is not None else 0.75)
+    return None
+
+
+def _normalized(x, axis, eps):
+    mean = x.mean(axis=axis, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axis, keepdims=True) + eps)
+
+
+def _candidates(ev: Evidence, shape):
+    """(name, values shaped like the output) a local derivative is written with: the inputs and
+    the output of that shape, and the normalized input x̂ — from the output of an affine
+    normalization ((output − b)/g for inputs g, b) or computed along one axis."""
+    inputs = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
+    found = [(name, z) for name, z in inputs if z.shape == tuple(shape)]
+    out = ev.outputs[0]
+    found.append(("output", out))
+    with np.errstate(all="ignore"):
+        broadcastable = [(name, z) for name, z in inputs if z.shape != tuple(shape)
+                         and broadcast_dims(z.shape, shape) is not None]
+        for g_name, g in broadcastable:
+            found.append((f"x̂ = output/{g_name}", out / g))
+            for b_name, b in broadcastable:
+                if b_name != g_name:
+                    found.append((f"x̂ = (output − {b_name})/{g_name}", (out - b) / g))
+        for name, z in inputs:
+            if z.shape == tuple(shape) and z.ndim >= 1:
+                for axis in range(z.ndim):
+                    if z.shape[axis] > 1:
+                        for eps in (0.0, 1e-5):
+                            found.append((f"x̂ = {name} normalized over dim {axis}", _normalized(z, axis, eps)))
+    return [(name, z) for name, z in found if np.all(np.isfinite(z))]
+
+
+def wrong_variable(ev: Evidence):
+    """analytic = Σ v·h(z₁) and numeric = Σ v·h(z₂) (summed down to the input's shape) for one
+    local-derivative form h and two different tensors: the input where the output is needed (exp,
+    tanh, sigmoid), x where x̂ is needed (a normalization's dgamma), and vice versa."""
+    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.support() < 3:
+        return None
+    shape = ev.outputs[0].shape
+    if broadcast_dims(ev.shape, shape) is None:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    V = np.stack([np.reshape(row[0], shape) for row in ev.cotangents])
+    candidates = _candidates(ev, shape)
+    with np.errstate(all="ignore"):
+        for form, h in SAVED_FORMS:
+            values = []
+            for name, z in candidates:
+                P = V * h(z)
+                if np.all(np.isfinite(P)):
+                    values.append((name, np.stack([sum_to(p, ev.shape) for p in P])))
+            for used, got in values:
+                if not ev.fits(A, got):
+                    continue
+                for needed, want in values:
+                    if needed != used and ev.fits(want, N, E) and not ev.fits(got, want):
+                        got_text, want_text = form.format(z=used.split(" = ")[0]), form.format(z=needed.split(" = ")[0])
+                        return Finding("wrong_variable",
+                                       f"backward for input {ev.name} uses {used} where {needed} is needed: it "
+                                       f"computes grad_output·({got_text}) instead of grad_output·({want_text})",
+                                       input=ev.index, params={"used": used, "needed": needed,
+                                                               "expression": f"grad_output·({got_text})",
+                                                               "expected": f"grad_output·({want_text})"},
+                                       confidence=0.85)
+    return None
+
+
+def term_sign(ev: Evidence):
+    """One additive term of the backward's gradient statement has the wrong sign: numeric =
+    analytic − 2·term exactly, where the statement's terms, evaluated, add up to analytic."""
+    if ev.analytic is None or ev.backward_terms is None or ev.support() < 3:
+        return None
+    found = ev.backward_terms()
+    if not found:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    try:
+        terms = [(code, np.stack([np.broadcast_to(t, ev.shape) for t in rows])) for code, rows in found]
+    except ValueError:
+        return None
+    if not ev.fits(sum(t for _, t in terms), A):
+        return None  # the evaluation does not reproduce what backward returned: no claim
+    for code, T in terms:
+        if ev.support(T) < 3 or ev.fits(T, 0 * T):
+            continue
+        if ev.fits(A - 2 * T, N, E):
+            return Finding("term_sign", f"backward for input {ev.name} has the wrong sign on one term: "
+                           f"`{code}` (numeric = analytic − 2·that term, exactly)",
+                           input=ev.index, params={"term": code}, confidence=0.9)
+    return None
+
+
+def _scales(ev: Evidence, candidates, shape):
+    """(name, s) divisors a normalization's backward uses: 1, and the standard deviation of an
+    input along one axis — derived exactly as (x − mean)/x̂ from an x̂ candidate, or computed
+    with a usual eps."""
+    found = [("", None)]
+    inputs = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
+    with np.errstate(all="ignore"):
+        for name, x in inputs:
+            if x.shape != tuple(shape):
+                continue
+            for axis in range(x.ndim):
+                if x.shape[axis] < 2:
+                    continue
+                centred = x - x.mean(axis=axis, keepdims=True)
+                for xhat_name, xhat in candidates:
+                    if xhat_name.startswith("x̂ = (") or xhat_name.startswith("x̂ = output/"):
+                        s = centred / xhat
+                        if np.all(np.isfinite(s)) and np.allclose(s, s.mean(axis=axis, keepdims=True), rtol=1e-9):
+                            found.append((f"std_{axis}({name})", s))
+                for eps in (0.0, 1e-5, 1e-6, 1e-8):
+                    std = np.sqrt((centred ** 2).mean(axis=axis, keepdims=True) + eps)
+                    rms = np.sqrt((x ** 2).mean(axis=axis, keepdims=True) + eps)
+                    found += [(f"std_{axis}({name})", std), (f"rms_{axis}({name})", rms),
+                              (f"rms_{axis}({name})³", rms ** 3)]
+    return found
+
+
+def missing_reduction_term(ev: Evidence):
+    """Same-shaped input and output (a normalization, a softmax): numeric − analytic =
+    α·a·mean_d(v·b)/s for tensors a, b among the inputs, the output and x̂ (or 1), one axis d and
+    a divisor s (1 or a standard deviation): the backward misses one reduction term, as a LayerNorm
+    backward missing its −x̂·mean(g·x̂)/σ."""
+    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.support() < 3:
+        return None
+    shape = ev.outputs[0].shape
+    if shape != tuple(ev.shape) or len(shape) < 1:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    V = np.stack([np.reshape(row[0], shape) for row in ev.cotangents])
+    candidates = _candidates(ev, shape)[:10]
+    tensors = [("", np.ones(shape))] + candidates
+    residual = N - A
+    with np.errstate(all="ignore"):
+        for axis in range(len(shape)):
+            if shape[axis] < 2:
+                continue
+            for scale_name, s in _scales(ev, candidates, shape):
+                for b_name, b in tensors:
+                    reduced = (V * b).mean(axis=axis + 1, keepdims=True)
+                    for a_name, a in tensors:
+                        T = a * reduced if s is None else a * reduced / s
+                        # cheap screen first: the residual must be collinear with the term
+                        if _cosine(residual, T) < 1 - 1e-8 or not np.all(np.isfinite(T)) or ev.support(T) < 3:
+                            continue
+                        if _cosine(T, N) > 1 - 1e-9 or _cosine(T, A) > 1 - 1e-9:
+                            continue
+                        alpha = float(np.sum(residual * T) / np.sum(T * T))
+                        if not ev.fits(A + alpha * T, N, E):
+                            continue
+                        nice = nice_number(alpha)
+                        coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+                        inner = "grad_output" + (f"·{b_name.split(' = ')[0]}" if b_name else "")
+                        text = (f"{short_number(abs(coefficient))}·" if abs(coefficient) != 1 else "") + (
+                            f"{a_name.split(' = ')[0]}·" if a_name else "") + f"mean_{axis}({inner})" + (
+                            f"/{scale_name}" if scale_name else "")
+                        sign = "" if coefficient > 0 else "−"
+                        return Finding("missing_term",
+                                       f"backward for input {ev.name} misses the term {sign}{text} (numeric − "
+                                       "analytic fits it exactly)", input=ev.index,
+                                       params={"variant": "reduction", "term": text, "coefficient": coefficient,
+                                               "dim": axis, "expression": sign + text},
+                                       confidence=0.8 if nice is not None else 0.7)
+    return None
