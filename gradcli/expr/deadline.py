@@ -31,6 +31,7 @@ class Deadline:
         self.cut = []          # what did not finish, in order
         self._armed = False
         self._alarm_at = end
+        self._previous_handler = None
 
     def remaining(self):
         """Seconds until the alarm (the end minus the reserve given to ``arm``)."""
@@ -41,15 +42,19 @@ class Deadline:
         self._alarm_at = self.end - reserve
         left = self._alarm_at - time.monotonic()
         try:
-            signal.signal(signal.SIGALRM, _raise)
+            previous = signal.signal(signal.SIGALRM, _raise)
+            if not self._armed:
+                self._previous_handler = previous
             signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
             self._armed = True
         except (ValueError, AttributeError, OSError):   # not the main thread, or no SIGALRM (Windows)
             self._armed = False
 
     def disarm(self):
+        """Stop the alarm and give SIGALRM back to whoever had it (an in-process caller's own timer)."""
         if self._armed:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous_handler or signal.SIG_DFL)
             self._armed = False
 
     def attempt(self, what, function, *args):
