@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-from gradcli.check.report import Check, json_safe
+from gradcli.check.report import Check, CheckReport, Finding, InputResult, json_safe
 
 DEFAULT_ERROR_RATIO = 2.0
 WORST_SHOWN = 3  # worst elements kept per row
@@ -55,6 +55,9 @@ class ReferenceRow:
     floor: Optional[float] = None
     worst: list = field(default_factory=list)  # WorstValue, largest |Function - golden| first
     message: str = ""
+    # Not in JSON: the Function's and the golden's values (float64), for the diagnosis
+    function_values: Any = field(default=None, repr=False, compare=False)
+    golden_values: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "name": self.name, "dtype": self.dtype, "status": self.status,
@@ -207,6 +210,7 @@ def compare(kind: str, name: str, dtype: str, function, reference, golden, k: fl
     if not np.isfinite(golden).all():
         row.status, row.message = "skip", "the float64 golden is not finite here: inputs outside the reference's domain"
         return row
+    row.function_values, row.golden_values = function, golden
     diff_f, diff_r = np.abs(function - golden), np.abs(reference - golden)
     row.floor = (EPS[dtype] / 2 if eps is None else eps) * float(np.abs(golden).max(initial=0.0))
     row.worst = _worst(diff_f, function, reference, golden)
@@ -254,3 +258,33 @@ def not_checked_of(report: ReferenceReport) -> list:
     """``Case.not_checked`` entries for the dtypes that were asked for and not checked."""
     return [{"input": d.dtype, "reason": f"reference mode at {d.dtype}: {d.skipped}", "partial": True}
             for d in report.dtypes if d.skipped]
+
+
+def diagnose(report: ReferenceReport) -> list:
+    """The diagnosis's findings on (Function - golden) for the failing gradients at each dtype,
+    where its patterns apply (a factor, a sign, a transpose ...): a precision loss fits none, and
+    "no simple pattern" is not repeated here. Messages start with the dtype."""
+    import numpy as np
+
+    from gradcli.check.diagnosis import NO_PATTERN, diagnose as diagnose_report
+
+    findings = []
+    for d in report.dtypes:
+        rows = [r for r in d.rows if r.kind == "gradient" and r.status == "fail" and r.function_values is not None
+                and np.isfinite(r.function_values).all()]
+        if not rows:
+            continue
+        synthetic = CheckReport(function="", cotangent_kinds=["random"], checks=[Check("values", "fail")])
+        for k, r in enumerate(rows):
+            shape = tuple(r.golden_values.shape)
+            synthetic.inputs.append(InputResult(r.name, k, shape, d.dtype, "fail", max_abs_error=r.error,
+                                                tolerance=r.allowed, analytic=r.function_values[None],
+                                                numeric=r.golden_values[None], numeric_error=np.zeros((1,) + shape)))
+        try:
+            found = diagnose_report(synthetic)
+        except Exception:  # noqa: BLE001 -- a diagnosis is a courtesy, never a crash
+            continue
+        for f in found:
+            if f.kind != NO_PATTERN:
+                findings.append(Finding(f.kind, f"at {d.dtype}: {f.message}", f.hint, None, f.params, f.confidence))
+    return findings

@@ -99,6 +99,10 @@ def add_reference(report, target, case, out, options) -> bool:
     result = reference_check(target.fn, case.args, reference, dtypes=dtypes, error_ratio=options.error_ratio,
                              device=options.device, seed=options.seed, names=names, reference_name=name)
     report.checks.extend(checks_of(result))
+    if result.status == "fail":
+        from gradcli.check.reference import diagnose
+
+        report.diagnosis.extend(diagnose(result))
     out.not_checked.extend(not_checked_of(result))
     return any(d.error for d in result.dtypes)
 

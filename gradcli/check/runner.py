@@ -212,6 +212,13 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
         left = None if deadline is None else deadline - time.monotonic()
         add_exact(report, target, case.args, options, left)
         out.status = report.status  # an exact check that fails fails the case
+    if getattr(target, "custom_op", None) is not None:  # torch.library.custom_op: its registration tests too
+        from gradcli.check.custom_ops import opcheck
+
+        registration = opcheck(target.custom_op, case.args)
+        if registration is not None:
+            report.checks.append(registration)
+            out.status = report.status
     if options.reference_dtypes:
         from gradcli.check.reference_mode import add_reference
 

@@ -232,6 +232,9 @@ def repro_command(result, records, seed: int) -> str:
         cmd += ["--inputs-from", inputs_file]
     if _needs_exact_flag(result):
         cmd.append("--exact")
+    from gradcli.report.reference_rows import repro_flags
+
+    cmd += repro_flags(result)
     disproved = [p for p in getattr(result, "proofs", None) or () if p["verdict"] == "disproved"]
     if disproved:
         cmd.append("--prove")

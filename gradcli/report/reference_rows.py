@@ -56,3 +56,21 @@ def numeric_status(report) -> str:
         return report.status
     statuses = [c.status for c in checks] + [r.status for r in report.inputs]
     return "fail" if "fail" in statuses else "pass"
+
+
+def repro_flags(result) -> list:
+    """``--dtype``, ``--device`` and ``--error-ratio`` for a reproduce line of a result checked in
+    reference mode (the checks' details say what ran); [] otherwise."""
+    dtypes, device, ratio = [], "cpu", 2.0
+    for case in result.cases:
+        for check in case.report.checks if case.report is not None else ():
+            if check.name == "reference" and check.details.get("dtype"):
+                dtypes += [check.details["dtype"]] if check.details["dtype"] not in dtypes else []
+                device = check.details.get("device", device)
+                ratio = check.details.get("error_ratio", ratio)
+    if not dtypes:
+        return []
+    flags = ["--dtype", ",".join(dtypes)]
+    flags += ["--device", device] if device != "cpu" else []
+    flags += ["--error-ratio", f"{ratio:g}"] if ratio != 2.0 else []
+    return flags
