@@ -245,11 +245,12 @@ def _worst(diff, function, reference, golden) -> list:
     return out
 
 
-def checks_of(report: ReferenceReport) -> list:
-    """One ``Check`` named ``reference`` per dtype (details: DtypeResult.to_dict() plus the ratio)."""
+def checks_of(report: ReferenceReport, source: str = "attribute") -> list:
+    """One ``Check`` named ``reference`` per dtype (details: DtypeResult.to_dict(), the reference,
+    the ratio, and ``source``: "attribute" (the class's) or "option" (--reference))."""
     out = []
     for d in report.dtypes:
-        details = dict(d.to_dict(), reference=report.reference, error_ratio=report.error_ratio)
+        details = dict(d.to_dict(), reference=report.reference, error_ratio=report.error_ratio, source=source)
         out.append(Check("reference", d.status, d.message(report.error_ratio), details=details))
     return out
 

@@ -98,7 +98,7 @@ def add_reference(report, target, case, out, options) -> bool:
     names = [(rec or {}).get("name", f"input {i}") for i, rec in enumerate(case.records)]
     result = reference_check(target.fn, case.args, reference, dtypes=dtypes, error_ratio=options.error_ratio,
                              device=options.device, seed=options.seed, names=names, reference_name=name)
-    report.checks.extend(checks_of(result))
+    report.checks.extend(checks_of(result, "option" if getattr(options, "reference", None) else "attribute"))
     if result.status == "fail":
         from gradcli.check.reference import diagnose
 

@@ -61,16 +61,18 @@ def numeric_status(report) -> str:
 def repro_flags(result) -> list:
     """``--dtype``, ``--device`` and ``--error-ratio`` for a reproduce line of a result checked in
     reference mode (the checks' details say what ran); [] otherwise."""
-    dtypes, device, ratio = [], "cpu", 2.0
+    dtypes, device, ratio, given = [], "cpu", 2.0, None
     for case in result.cases:
         for check in case.report.checks if case.report is not None else ():
             if check.name == "reference" and check.details.get("dtype"):
                 dtypes += [check.details["dtype"]] if check.details["dtype"] not in dtypes else []
                 device = check.details.get("device", device)
                 ratio = check.details.get("error_ratio", ratio)
+                given = check.details["reference"] if check.details.get("source") == "option" else given
     if not dtypes:
         return []
     flags = ["--dtype", ",".join(dtypes)]
     flags += ["--device", device] if device != "cpu" else []
     flags += ["--error-ratio", f"{ratio:g}"] if ratio != 2.0 else []
+    flags += ["--reference", given] if given else []
     return flags
