@@ -276,3 +276,27 @@ def test_without_a_grid_a_reference_changes_nothing(tmp_path, monkeypatch):
     assert result.exit_code == 0
     names = [c["name"] for c in json.loads(out.read_text())["results"][0]["checks"][0]["checks"]]
     assert "values" in names and "reference" not in names
+
+
+def test_rich_table_rows_per_dtype(tmp_path):
+    """The rich renderer shows the same rows (Console(file=StringIO()), in-process run)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from gradcli.check.discovery import expand_paths
+    from gradcli.check.runner import RunOptions, run
+    from gradcli.report.terminal import RichRenderer
+
+    path = write(tmp_path, "cases.py", ENGINE_CASES)
+    items = expand_paths([f"{path}::HalfOnlySquare"], [], None)
+    result = run(items, RunOptions(isolate=False, reference_dtypes=("float16", "bfloat16")))
+    console = Console(file=StringIO(), width=120, color_system=None)
+    RichRenderer(console).file("cases.py", result.results)
+    lines = console.file.getvalue().splitlines()
+    rows = [line for line in lines if "f16" in line or "bfloat16" in line]
+    # the kernel computes what its reference does, op for op: the same rounding, ratio 1
+    assert re.match(r"^│ HalfOnlySquare │ out\s+│ f16\s+│ err (\d\.\de-0\d) │ ref \1 │ ratio 1\s+│ PASS\s+│$", rows[0])
+    assert re.match(r"^│\s+│ x\s+│ f16\s+│ err (\d\.\de-0\d) │ ref \1 │ ratio 1\s+│ PASS\s+│$", rows[1])
+    assert re.match(r"^│\s+│ bfloat16\s+│ —\s+│\s+— │\s+— │ —\s+│ NOT CHECKED │$", rows[2])
+    assert "PASS (partial: bfloat16 not checked) HalfOnlySquare:" in console.file.getvalue()
