@@ -22,6 +22,8 @@ def write(tmp_path, name, source):
      "    return x\n", ["f"]),
     ("from torch.library import custom_op\n@custom_op('ns::g', mutates_args=())\ndef g(x):\n    return x\n", ["g"]),
     ("import torch.library as L\n@L.custom_op('ns::h', mutates_args=())\ndef h(x):\n    return x\n", ["h"]),
+    ("import torch\ndef _f(x: torch.Tensor) -> torch.Tensor:\n    return x\n"
+     "op = torch.library.custom_op('ns::f', _f, mutates_args=())\n", ["op"]),
     ("def custom_op(name, **kw):\n    return lambda f: f\n@custom_op('ns::k')\ndef k(x):\n    return x\n", []),
     ("import torch\n# torch.library.custom_op in a comment only\ndef plain(x):\n    return x\n", []),
 ])
@@ -97,6 +99,21 @@ OPS = """
 
 
     wrong_fake.register_autograd(_three, setup_context=lambda ctx, inputs, output: None)
+
+
+    def _pack(x: torch.Tensor) -> torch.Tensor:
+        return (x > 0).to(torch.uint8)
+
+
+    pack = torch.library.custom_op("gradcli_test_ops::pack", _pack, mutates_args=())  # no autograd: not collected
+
+
+    @torch.library.custom_op("gradcli_test_ops::cuda_only", mutates_args=(), device_types="cuda")
+    def cuda_only(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+    cuda_only.register_autograd(_three, setup_context=lambda ctx, inputs, output: None)
 """
 
 
@@ -116,14 +133,17 @@ def test_custom_ops_are_collected_in_source_order(ops_run):
     collected, _, _ = ops_run
     lines = [line.split("::")[1] for line in collected.output.splitlines() if "::" in line]
     assert lines == ["scaled_tanh  (setup_context, torch)", "bad_square  (setup_context, torch)",
-                     "wrong_fake  (setup_context, torch)"]
+                     "wrong_fake  (setup_context, torch)", "cuda_only  (setup_context, torch)"]
 
 
 def test_custom_ops_are_checked_like_functions_with_opcheck_besides(ops_run):
     _, result, results = ops_run
     assert result.exit_code == 1
     assert {n: r["status"] for n, r in results.items()} == {"scaled_tanh": "pass", "bad_square": "fail",
-                                                            "wrong_fake": "fail"}
+                                                            "wrong_fake": "fail", "cuda_only": "skip"}
+    assert results["cuda_only"]["message"] == (
+        "a torch.library.custom_op for cuda only (device_types): its kernel does not run on the CPU, where gradcli "
+        "builds inputs; not checked")
     good = {c["name"]: c for c in results["scaled_tanh"]["checks"][0]["checks"]}
     assert good["values"]["status"] == "pass" and good["opcheck"]["status"] == "pass"
     assert good["opcheck"]["details"]["tests"] == {"test_schema": "SUCCESS", "test_autograd_registration": "SUCCESS",

@@ -4,8 +4,9 @@ PyTorch recommends ``@torch.library.custom_op("ns::name", mutates_args=())`` wit
 ``op.register_autograd(backward, setup_context=...)`` (and ``op.register_fake``) for new custom
 ops. The syntax pre-scan (scan.py) finds module-level functions with that decorator; after the
 import, every ``CustomOpDef`` defined in the file (its function's ``__module__`` is the file's) is
-a Target whose forward is the op's Python function (its signature gives the inputs) and whose
-``apply`` is the op itself. Attributes set on the op -- ``op.reference = fn``,
+a Target -- when it has a ``register_autograd`` backward -- whose forward is the op's Python
+function (its signature gives the inputs) and whose ``apply`` is the op itself; an op whose
+kernels are for other devices only (``device_types="cuda"``) is a skip that says so. Attributes set on the op -- ``op.reference = fn``,
 ``op.example_inputs = fn`` -- play the roles of the class attributes of a Function. After the
 numeric check, ``torch.library.opcheck``'s registration tests are one more check, ``opcheck``.
 """
@@ -19,11 +20,19 @@ ROLES = ("reference", "example_inputs", "formula", "surrogate")  # op attributes
 
 
 def custom_op_names(statements, bindings: dict, dotted: Callable) -> list:
-    """Names of module-level functions decorated ``@torch.library.custom_op(...)`` (read, never run)."""
+    """Names of module-level functions decorated ``@torch.library.custom_op(...)``, and of names bound to
+    ``torch.library.custom_op("ns::name", fn, ...)`` (read, never run)."""
     import ast
 
     found = []
     for node in statements:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call) and len(node.value.args) >= 2):
+            # op = torch.library.custom_op("ns::name", fn, mutates_args=()): the function form
+            text = dotted(node.value.func)
+            if text and _qualified(text, bindings) in DECORATORS:
+                found.append(node.targets[0].id)
+            continue
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for deco in node.decorator_list:
@@ -51,17 +60,24 @@ def collect_custom_ops(module, item) -> list:
         return []
     from gradcli.check.discovery import Target, _line
 
-    targets = []
-    for attr, op in list(vars(module).items()):
+    targets, seen = [], set()
+    for name, op in list(vars(module).items()):  # named as the module names it: file.py::name selects it
         init = getattr(op, "_init_fn", None)
-        if not isinstance(op, kind) or getattr(init, "__module__", None) != module.__name__:
+        if not isinstance(op, kind) or getattr(init, "__module__", None) != module.__name__ or id(op) in seen:
             continue
+        seen.add(id(op))
         backward = getattr(op, "_backward_fn", None)
-        name = getattr(op, "_name", attr)
+        if backward is None:
+            continue  # no register_autograd: no backward of the user's to check (a packing op, a backward kernel)
         shim = _shim(op, name, module.__name__)
         target = Target(shim, name, item.path, _line(init), _line(backward), "setup_context", "torch",
                         module=getattr(item, "module", "") or module.__name__)
         target.custom_op = op  # runner: the opcheck check; reporting: a custom op, not a class
+        devices = set(getattr(op, "_backend_fns", None) or {None: None})
+        if None not in devices and "cpu" not in devices:  # device_types="cuda": no CPU kernel to run
+            target.abstract = (f"a torch.library.custom_op for {', '.join(sorted(map(str, devices)))} only "
+                               f"(device_types): its kernel does not run on the CPU, where gradcli builds inputs; "
+                               f"not checked")
         targets.append(target)
     return targets
 
