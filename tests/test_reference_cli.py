@@ -300,3 +300,18 @@ def test_rich_table_rows_per_dtype(tmp_path):
     assert re.match(r"^│\s+│ x\s+│ f16\s+│ err (\d\.\de-0\d) │ ref \1 │ ratio 1\s+│ PASS\s+│$", rows[1])
     assert re.match(r"^│\s+│ bfloat16\s+│ —\s+│\s+— │\s+— │ —\s+│ NOT CHECKED │$", rows[2])
     assert "PASS (partial: bfloat16 not checked) HalfOnlySquare:" in console.file.getvalue()
+
+
+def test_an_inputs_file_names_the_reference_of_code_you_cannot_edit(tmp_path):
+    """--inputs-from (specs/check.md §2a): REFERENCES = {"module.Class": ...} next to INPUTS."""
+    path = write(tmp_path, "cases.py", ENGINE_CASES)
+    inputs = write(tmp_path, "my_inputs.py", """
+        REFERENCES = {"cases.Unreferenced": "gradcli.nn.functional.relu"}  # deliberately wrong: 2x is no relu
+    """)
+    out = tmp_path / "r.json"
+    result = check(f"{path}::Unreferenced", "--inputs-from", inputs, "--dtype", "float32", "--json", out)
+    assert result.exit_code == 1, result.output
+    checks = json.loads(out.read_text())["results"][0]["checks"][0]["checks"]
+    reference = next(c for c in checks if c["name"] == "reference")
+    assert reference["details"]["reference"] == "gradcli.nn.functional.relu"
+    assert [row["status"] for row in reference["details"]["rows"]] == ["fail", "fail"]

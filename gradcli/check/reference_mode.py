@@ -1,9 +1,9 @@
 """Reference mode inside ``gradcli check``: find a Function's reference, run reference.py's
 comparison for the ``--dtype`` grid on each input set, and add it to the input set's report.
 
-A reference is a class attribute ``reference`` (a function, ``staticmethod(fn)``, or a dotted
-name such as ``"torch.nn.functional.gelu"``), or ``--reference FILE.py::NAME`` /
-``--reference module.name`` for the one selected Function. Dotted names are imported and looked
+A reference is ``--reference FILE.py::NAME`` / ``--reference module.name`` for the one selected
+Function, else a class attribute ``reference`` (a function, ``staticmethod(fn)``, or a dotted name
+such as ``"torch.nn.functional.gelu"``), else an inputs file's ``REFERENCES["module.Class"]``. Dotted names are imported and looked
 up attribute by attribute, never evaluated; for an engine Function a name under ``torch.`` is
 looked up in gradcli's torch-like namespace (``import gradcli as torch`` code).
 """
@@ -33,12 +33,30 @@ def declared(target, options) -> Optional[tuple]:
     given = getattr(options, "reference", None)
     attr = getattr(target.cls, "reference", None) if given is None else given
     if attr is None:
+        attr = _from_inputs_files(target, getattr(options, "given_inputs", None))
+    if attr is None:
         return None
     if callable(attr):
         return attr, getattr(attr, "__qualname__", getattr(attr, "__name__", "reference"))
     if not isinstance(attr, str):
         raise ReferenceNotFound(f"reference must be a function or a dotted name, not {type(attr).__name__}")
     return resolve(attr, target.backend), attr
+
+
+def _from_inputs_files(target, given):
+    """``REFERENCES = {"module.Class": fn_or_dotted_name, "Class": ...}`` in an inputs file
+    (--inputs-from, [tool.gradcli] inputs-from: specs/check.md §2a), for code the user cannot edit."""
+    from gradcli.check.inputs_from import InputsFileError, _load
+
+    keys = [k for k in (f"{target.module}.{target.name}" if target.module else None, target.name) if k]
+    for path in getattr(given, "files", ()) or ():
+        module = _load(path)
+        table = getattr(module, "REFERENCES", None) if not isinstance(module, InputsFileError) else None
+        if isinstance(table, dict):
+            for key in keys:
+                if key in table:
+                    return table[key]
+    return None
 
 
 def resolve(text: str, backend: str = "torch") -> Callable:
