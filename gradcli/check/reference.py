@@ -224,7 +224,8 @@ def compare(kind: str, name: str, dtype: str, function, reference, golden, k: fl
         row.message = f"the reference itself is not finite at {dtype}: no error to compare with"
         return row
     row.reference_error = float(diff_r.max(initial=0.0))
-    row.ratio = row.error / row.reference_error if row.reference_error > 0 else (0.0 if row.error == 0 else float("inf"))
+    exact = row.reference_error == 0
+    row.ratio = (0.0 if row.error == 0 else float("inf")) if exact else row.error / row.reference_error
     row.allowed = k * row.reference_error + row.floor
     row.status = "pass" if row.error <= row.allowed else "fail"
     return row
