@@ -268,3 +268,30 @@ def test_torch_cuda_is_skipped_with_its_reason(monkeypatch):
     assert [d.skipped for d in report.dtypes] == [
         "--device cuda: torch.cuda.is_available() is False (no CUDA device here)"] * 2
     assert report.status == "skip" and report.device == "cuda"
+
+
+def test_the_diagnosis_runs_on_function_minus_golden():
+    """A rescale forgotten on the low-precision path only: the diagnosis names the factor."""
+    import gradcli
+
+    from gradcli.check.reference import diagnose
+
+    class LowPathHalved(gradcli.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return (2 if x.dtype == np.float64 else 1) * g * x
+
+    report = reference_check(LowPathHalved.apply, (_engine_input(),), lambda x: x * x, names=["x"],
+                             dtypes=("float32", "float16"))
+    assert [d.status for d in report.dtypes] == ["fail", "fail"]
+    findings = diagnose(report)
+    assert [(f.kind, f.message.split(" (")[0]) for f in findings] == [
+        ("scale", "at float32: backward is 2× too small for input x"),
+        ("scale", "at float16: backward is 2× too small for input x")]
+    assert findings[0].params["factor"] == pytest.approx(0.5, rel=1e-6)
