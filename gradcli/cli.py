@@ -50,6 +50,22 @@ def main():
 from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  (pure Python: no numpy)
 
 
+class DtypeGridParam(click.ParamType):
+    """``--dtype float32,bfloat16,float16`` (reference mode's grid; numpy-free parsing)."""
+
+    name = "DTYPE[,DTYPE...]"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        from gradcli.check.dtype_grid import parse_grid
+
+        try:
+            return parse_grid(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
 @main.command("check")
 @click.argument("paths", nargs=-1)
 @click.option("-k", "keyword", metavar="EXPR", help="Only Functions whose name/file matches EXPR (and/or/not).")
@@ -62,7 +78,9 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
               help="Inputs for Functions you cannot edit: a Python file defining INPUTS = {'module.Class': ...} "
                    "or functions named after the classes (specs/check.md).")
 @click.option("--shape", type=ShapeParam(), default="3x4", show_default=True, help="Shape of automatic inputs.")
-@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64", show_default=True)
+@click.option("--dtype", "dtype", type=DtypeGridParam(), default="float64", show_default=True,
+              help="dtype of automatic inputs (float64|float32), or a grid such as float32,bfloat16,float16: "
+                   "Functions with a reference are also compared with it at each low-precision dtype.")
 @click.option("--mode", type=click.Choice(["auto", "full", "fast"]), help="gradcheck mode.")
 @click.option("--method", type=click.Choice(["auto", "complex_step", "richardson", "central"]),
               help="Numerical reference.")
@@ -96,9 +114,17 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Files checked in parallel [default: CPUs, max 4].")
 @click.option("-v", "--verbose", is_flag=True, help="Show the inputs of every Function, and tracebacks.")
 @click.option("--debug", is_flag=True, help="Show gradcli's own tracebacks.")
+@click.option("--reference", "reference", metavar="FILE.py::NAME|module.name",
+              help="The reference implementation of the one selected Function (file.py::Name), compared with it at "
+                   "each low-precision --dtype [default: the class's `reference` attribute].")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="Device for reference mode (torch Functions); the float64 golden always runs on the CPU.")
+@click.option("--error-ratio", "error_ratio", type=click.FloatRange(min=1.0), default=2.0, show_default=True,
+              help="Reference mode passes when the Function's error is at most this times the reference's own "
+                   "error at the dtype, plus a dtype floor.")
 def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, mode, method, atol, rtol, eps, seed,
           second_order, timeout, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
-          junit_path, no_timing, jobs, verbose, debug):
+          junit_path, no_timing, jobs, verbose, debug, reference, device, error_ratio):
     """Check every autograd Function in files, directories or installed modules (default: the current
     directory).
 
@@ -153,11 +179,23 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
         raise click.UsageError(f"--{name} is not supported by this version of gradcli.gradcheck")
     if exprs:
         _check_exprs(exprs, items, exact)
-    options = RunOptions(gradcheck=gradcheck_options, seed=seed, dtype=dtype, shape=shape, specs=specs,
+    if reference is not None and (len(items) != 1 or not items[0].names or len(items[0].names) != 1):
+        raise click.UsageError("--reference gives the reference of one Function: select it as PATH/file.py::Name "
+                               "(for several Functions, give each class a `reference` attribute)")
+    grid = dtype if isinstance(dtype, tuple) else (dtype,)
+    if reference is not None and all(d == "float64" for d in grid):
+        raise click.UsageError("--reference compares at low-precision dtypes: give them with --dtype, e.g. "
+                               "--dtype float32,bfloat16,float16")
+    if reference is not None and "::" in reference:  # the checkers resolve it: make the file's path absolute
+        reference = os.path.abspath(reference.rsplit("::", 1)[0]) + "::" + reference.rsplit("::", 1)[1]
+    input_dtype = grid[0] if len(grid) == 1 and grid[0] in ("float64", "float32") else "float64"
+    options = RunOptions(gradcheck=gradcheck_options, seed=seed, dtype=input_dtype, shape=shape, specs=specs,
                          timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
                          jobs=jobs or min(4, os.cpu_count() or 1), debug=debug, given_inputs=given or None,
                          exact={None: "auto", True: "on", False: "off"}[exact], expr=tuple(exprs) or None,
-                         prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout, strict=strict)
+                         prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout, strict=strict,
+                         reference_dtypes=tuple(d for d in grid if d != "float64"), reference=reference,
+                         device=device, error_ratio=error_ratio)
     fmt = choose_format(fmt)
     out = Output(fmt, seed, verbose or debug, collect_only)
     try:

@@ -40,7 +40,8 @@ def imports_torch(abspath: str) -> bool:
         return True
     from gradcli.check.scan import scan_file
 
-    return "torch" in scan_file(abspath).functions.values()
+    scan = scan_file(abspath)
+    return "torch" in scan.functions.values() or bool(scan.custom_ops)
 
 
 # ----- -k expressions ----------------------------------------------------------------------------
@@ -240,6 +241,9 @@ def collect(module, item: FileItem) -> list:
                               module=getattr(item, "module", "") or module.__name__,
                               abstract=abstract_reason(cls, [c for c in classes if c is not cls and issubclass(c, cls)],
                                                        _own)))
+    from gradcli.check.custom_ops import collect_custom_ops  # torch.library.custom_op ops, like Functions
+
+    targets += collect_custom_ops(module, item)
     targets.sort(key=lambda t: t.line or 0)
     return targets
 

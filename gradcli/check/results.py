@@ -36,6 +36,11 @@ class RunOptions:
     prove_shape: tuple = (2, 2)
     prove_timeout: float = 10.0
     strict: bool = False  # --strict: partial and skipped results fail the run
+    # issue 21, reference mode (reference_mode.py): the --dtype grid's low-precision dtypes, --reference, ...
+    reference_dtypes: tuple = ()
+    reference: Optional[str] = None  # --reference FILE.py::NAME | module.name, for the one selected Function
+    device: str = "cpu"
+    error_ratio: float = 2.0
 
     def symbolic_seconds(self) -> float:
         """Time a checker may take beyond ``timeout`` (the exact check shares ``timeout``)."""

@@ -186,6 +186,15 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
             return out
         report = gradcheck(target.fn, case.args, **options.gradcheck)
     except (Exception, SystemExit) as e:
+        from gradcli.check.reference_mode import only_reference
+
+        report = only_reference(target, case, out, options, e) if isinstance(e, Exception) else None
+        if report is not None:  # a low-precision-only kernel: reference mode gives the verdict
+            out.report, out.status = report, report.status
+            out.message = next((f"{c.name}: {c.message}" for c in report.failures), "")
+            if report.check("backward") is not None:  # user code raised in reference mode
+                out.status = "error"
+            return out
         out.status = "error"
         out.message = describe_exception(e, abspath)[0]
         out.traceback = _traceback(e, options.debug)
@@ -203,6 +212,22 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
         left = None if deadline is None else deadline - time.monotonic()
         add_exact(report, target, case.args, options, left)
         out.status = report.status  # an exact check that fails fails the case
+    if getattr(target, "custom_op", None) is not None:  # torch.library.custom_op: its registration tests too
+        from gradcli.check.custom_ops import opcheck
+
+        registration = opcheck(target.custom_op, case.args)
+        if registration is not None:
+            report.checks.append(registration)
+            out.status = report.status
+    if options.reference_dtypes:
+        from gradcli.check.reference_mode import add_reference
+
+        raised = add_reference(report, target, case, out, options)
+        out.status = report.status
+        if raised:  # the Function or its reference raised at a dtype: user code, an error
+            out.status = "error"
+            out.message = next(f"{c.name}: {c.message}" for c in report.failures)
+            return out
     failed = report.failures
     if failed:
         out.message = f"{failed[0].name}: {failed[0].message}"

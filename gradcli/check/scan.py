@@ -45,6 +45,7 @@ class FileScan:
     bindings: dict = field(default_factory=dict, repr=False)
     classes: dict = field(default_factory=dict, repr=False)  # name -> [base expressions as dotted text]
     star_from: list = field(default_factory=list, repr=False)  # modules star-imported
+    custom_ops: list = field(default_factory=list)  # functions decorated @torch.library.custom_op (custom_ops.py)
 
 
 _CACHE: dict = {}
@@ -67,10 +68,10 @@ def has_functions(abspath: str) -> bool:
             text = f.read()
     except OSError:
         return False
-    if not _CLASS_WITH_BASES.search(text) and b"Function" not in text:
-        return False  # no class with a base, no mention of Function: nothing to parse
+    if not _CLASS_WITH_BASES.search(text) and b"Function" not in text and b"custom_op" not in text:
+        return False  # no class with a base, no mention of Function or custom_op: nothing to parse
     scan = scan_file(abspath)
-    return bool(scan.functions) or scan.unreadable == "mentions Function"
+    return bool(scan.functions) or bool(scan.custom_ops) or scan.unreadable == "mentions Function"
 
 
 _CLASS_WITH_BASES = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(", re.M)
@@ -95,6 +96,9 @@ def _scan(abspath: str) -> FileScan:
         backend = _class_backend(scan, name, abspath, 0, set())
         if backend:
             scan.functions[name] = backend
+    from gradcli.check.custom_ops import custom_op_names
+
+    scan.custom_ops = custom_op_names(_module_level(tree.body), scan.bindings, _dotted)
     return scan
 
 

@@ -128,8 +128,10 @@ def rows(result, ascii_only: bool = False) -> list:
     failed Function-level check; a single row when nothing was checked."""
     dash = "-" if ascii_only else "—"
     blank = lambda name, status: Row(name, dash, dash, dash, dash, dash, status, dash)  # noqa: E731
-    shown = lambda c: c.status == "fail" and c.name not in ("values", "exact")  # noqa: E731  (own rows/column)
+    shown = lambda c: c.status == "fail" and c.name not in ("values", "exact", "reference")  # noqa: E731  (own rows)
     number = lambda v: dash if v is None else fmt(v)  # noqa: E731  (not computed: fast mode, no reference)
+    from gradcli.report.reference_rows import numeric_status, reference_rows  # reference mode: rows per dtype
+
     out = []
     for i, case in enumerate(result.cases):
         name = label(result, i)
@@ -139,7 +141,7 @@ def rows(result, ascii_only: bool = False) -> list:
             continue
         exact = exact_rows(report)
         for r in report.inputs:
-            status = r.status if r.status != "skip" else report.status
+            status = r.status if r.status != "skip" else numeric_status(report)
             proof = proof_for(result, i, r.index)
             if (exact.get(r.index) or {}).get("failed_elements") or (proof and proof["verdict"] == "disproved"):
                 status = "fail"
@@ -151,6 +153,10 @@ def rows(result, ascii_only: bool = False) -> list:
                            number(r.max_rel_error), r.method or dash, status, number(r.exact_error),
                            PROOF_WORDS.get(proof["verdict"], "") if proof else ""))
             name = ""
+        extra = reference_rows(report, lambda *cells: Row("", *cells[:5], status=cells[5]), ascii_only)
+        if extra:
+            extra[0].function, name = name, ""
+            out += extra
         for c in report.checks:
             if shown(c):
                 out.append(Row(name, f"({c.name})", "", "", "", "", "error" if case.status == "error" else
@@ -226,6 +232,9 @@ def repro_command(result, records, seed: int) -> str:
         cmd += ["--inputs-from", inputs_file]
     if _needs_exact_flag(result):
         cmd.append("--exact")
+    from gradcli.report.reference_rows import repro_flags
+
+    cmd += repro_flags(result)
     disproved = [p for p in getattr(result, "proofs", None) or () if p["verdict"] == "disproved"]
     if disproved:
         cmd.append("--prove")
