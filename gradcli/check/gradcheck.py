@@ -16,7 +16,7 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check import complex_view as _complex
 from gradcli.check.analytic import Analytic, BackwardFailed
-from gradcli.check.compare import compare_elements, compare_probes, values_check
+from gradcli.check.compare import compare_elements, compare_probes, settled_elements, values_check
 from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
@@ -281,6 +281,7 @@ class _Session:
         report.checks.insert(0, _checks.structure_check(problems, warnings, details))
         report.checks.insert(1, self._invoked_check())
         self.timing["forward_evals"] = self.nf.evaluations
+        self.timing["forward_evaluations"] = _checks.evaluation_counts(self.nf)
 
     def _values(self, mode):
         """The value check in ``mode``; fast mode escalates to full to localise a failure or a kink."""
@@ -325,8 +326,10 @@ class _Session:
             if strategy == "auto" and x.size > LOCALIZE_MAX_ELEMENTS:
                 strategy = "broadcast"
             start = time.perf_counter()
+            # method="auto": Richardson only where the cheaper estimate leaves the verdict open
+            settled = settled_elements(analytic, self.tolerance, len(cotangents)) if self.method == "auto" else None
             try:
-                numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed)
+                numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed, settled)
             except ValueError:
                 too_large.append((p, result, analytic))
                 self.report.inputs.append(result)

@@ -33,6 +33,10 @@ from gradcli.numeric.function import (  # noqa: F401 -- re-exported: the numeric
 )
 from gradcli.numeric.line import Line, estimate_line
 
+# The element-wise hypothesis test of the broadcast strategy needs both of its lines this accurate
+# (relative to the line's largest derivative): a coupling above ~1e-8 of it is seen, far below the
+# values check's rtol; a line less accurate than that is refined by Richardson.
+BROADCAST_TEST_RELATIVE = 1e-8
 BATCH_BUDGET_ELEMENTS = 2**21  # elements per batched evaluation (inputs + outputs), ~16 MB in float64
 STRATEGIES = ("auto", "broadcast", "batched", "loop")
 
@@ -76,6 +80,7 @@ def directional(
         projector(nf.outputs),
         projector.magnitude(nf.outputs),
         complex_ok=method in ("auto", "complex_step") and nf.accepts_complex(moved),
+        phase=nf.phase,
     )
     before = nf.evaluations
     estimate = estimate_line(line, method, nf.eps, good_enough, step=nf.step)
@@ -90,21 +95,28 @@ def element_derivatives(
     method: str = "auto",
     strategy: str = "auto",
     seed: int = 0,
+    settled: Optional[Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = None,
 ) -> ElementDerivatives:
-    """(vᵀJ)_j for every element j of input ``index``, by the first strategy that applies."""
+    """(vᵀJ)_j for every element j of input ``index``, by the first strategy that applies.
+
+    ``settled(elements, value, error)`` (optional): for flat element indices (m,) and their estimates
+    so far, (m, k) values and errors in x-space, which (m, k) estimates are good enough for the
+    caller (a verdict a better reference could not change): only the others are refined by
+    Richardson. Without it every smooth element without a verified complex step is refined.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
     before = nf.evaluations
     result = None
     if strategy in ("auto", "broadcast") and _broadcastable(nf, index, projector):
-        result = _broadcast_strategy(nf, index, projector, method, seed)
+        result = _broadcast_strategy(nf, index, projector, method, seed, settled)
     if result is None and strategy == "broadcast":
         raise ValueError("the broadcast strategy does not apply to this function")
     if result is None:
         batched = strategy in ("auto", "batched") and _batchable(nf, index, projector)
         if strategy == "batched" and not batched:
             raise ValueError("the forward does not broadcast over a leading batch axis")
-        result = _per_element_strategy(nf, index, projector, method, batched)
+        result = _per_element_strategy(nf, index, projector, method, batched, settled)
     result.evaluations = nf.evaluations - before
     return result
 
@@ -131,23 +143,41 @@ def _flat_outputs(outputs, used) -> np.ndarray:
     return np.concatenate([outputs[o].reshape(-1) for o in used]) if used else np.zeros(0)
 
 
-def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementDerivatives]:
+def _broadcast_strategy(nf, index, projector, method, seed, settled=None) -> Optional[ElementDerivatives]:
     x = nf.inputs[index]
     scale = step_scales(x)
     used = projector.outputs_used
     complex_ok = method in ("auto", "complex_step") and nf.accepts_complex([index])
     g0 = _flat_outputs(nf.outputs, used)
+    scale_per_output = _flat_outputs([np.broadcast_to(scale, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
 
-    def line_along(direction):
+    def line_along(direction, good_enough):
         def evaluate(t, rows=None):
             flat = _flat_outputs(nf.replaced(index, shifted(x, t, direction)), used)
             return flat if rows is None else flat[rows]
 
-        return estimate_line(Line(evaluate, g0, complex_ok=complex_ok), method, nf.eps, step=nf.step)
+        line = Line(evaluate, g0, complex_ok=complex_ok, phase=nf.phase)
+        return estimate_line(line, method, nf.eps, good_enough, step=nf.step)
 
-    along_scale = line_along(scale)  # t-space: d_i·s_j(i) for output i fed by element j(i)
+    def accurate(estimate):  # what the element-wise hypothesis test below needs of both lines
+        line_scale = np.nanmax(np.abs(np.r_[estimate.value, 1e-300]))
+        with np.errstate(invalid="ignore"):
+            return 10.0 * estimate.error <= BROADCAST_TEST_RELATIVE * line_scale
+
+    def scale_good_enough(estimate):  # and the caller's verdicts, per input element, of the other
+        d = estimate.value / scale_per_output
+        d_error = estimate.error / scale_per_output
+        value, error = _reduced(projector, nf, used, x.shape, d, d_error)
+        flat = lambda a: np.moveaxis(a, 0, -1).reshape(x.size, projector.k)  # noqa: E731
+        good = np.asarray(settled(np.arange(x.size), flat(value), flat(error)), dtype=bool).all(axis=1)
+        per_output = _flat_outputs([np.broadcast_to(good.reshape(x.shape), nf.outputs[o].shape)
+                                    for o in range(len(nf.outputs))], used)
+        return accurate(estimate) & per_output
+
+    refine_all = settled is None
+    along_scale = line_along(scale, None if refine_all else scale_good_enough)  # t-space: d_i·s_j(i) for output i fed by element j(i)
     u = np.random.default_rng([seed, index, 0xB0]).standard_normal(x.shape)
-    along_random = line_along(u * scale)
+    along_random = line_along(u * scale, None if refine_all else accurate)
     u_per_output = _flat_outputs([np.broadcast_to(u, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
     predicted = along_scale.value * u_per_output
     tolerance = 10.0 * (along_scale.error * np.abs(u_per_output) + along_random.error)
@@ -159,7 +189,6 @@ def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementD
         return None  # outputs couple several elements: not element-wise after all
 
     # Back to x-space per output element, then reduce v ⊙ d over the broadcast axes.
-    scale_per_output = _flat_outputs([np.broadcast_to(scale, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
     d = along_scale.value / scale_per_output
     d_error = along_scale.error / scale_per_output
     one_sided = np.stack([along_scale.left, along_scale.right]) / scale_per_output
@@ -187,6 +216,19 @@ def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementD
         kink |= _reduce_to(along_scale.kink[piece].reshape(shape), x.shape, np.logical_or)
         used_complex &= _reduce_to(along_scale.used_complex[piece].reshape(shape), x.shape, np.logical_and)
     return ElementDerivatives(value, error, low, high, kink, used_complex, along_scale.method, "broadcast")
+
+
+def _reduced(projector, nf, used, shape, d, d_error) -> tuple:
+    """(value, error), each (k, *shape): Σ v·d and Σ |v|·d_error over the outputs each element feeds."""
+    k = projector.k
+    value, error = np.empty((k,) + shape), np.empty((k,) + shape)
+    offsets = np.cumsum([0] + [nf.outputs[o].size for o in used])
+    for c in range(k):
+        v = np.concatenate([projector.row(o, c) for o in used])
+        for target, flat in ((value, v * d), (error, np.abs(v) * d_error)):
+            target[c] = sum(_reduce_to(flat[offsets[p]:offsets[p + 1]].reshape(nf.outputs[o].shape), shape)
+                            for p, o in enumerate(used))
+    return value, error
 
 
 def _reduce_to(array: np.ndarray, shape: tuple, ufunc=np.add) -> np.ndarray:
@@ -249,7 +291,7 @@ def _batchable(nf, index, projector) -> bool:
     return ok
 
 
-def _per_element_strategy(nf, index, projector, method, batched) -> ElementDerivatives:
+def _per_element_strategy(nf, index, projector, method, batched, settled=None) -> ElementDerivatives:
     x = nf.inputs[index]
     n, k = x.size, projector.k
     scale = step_scales(x).reshape(-1)
@@ -282,9 +324,11 @@ def _per_element_strategy(nf, index, projector, method, batched) -> ElementDeriv
             return out
 
         rows = len(block)
-        line = Line(evaluate, np.tile(g0_row, (rows, 1)), np.tile(magnitude_row, (rows, 1)), complex_ok)
-        estimate = estimate_line(line, method, nf.eps, step=nf.step)
         s = scale[block][:, None]
+        line = Line(evaluate, np.tile(g0_row, (rows, 1)), np.tile(magnitude_row, (rows, 1)), complex_ok, nf.phase)
+        good_enough = None if settled is None else (
+            lambda so_far, block=block, s=s: settled(block, so_far.value / s, so_far.error / s))
+        estimate = estimate_line(line, method, nf.eps, good_enough, step=nf.step)
         value[block], error[block] = estimate.value / s, estimate.error / s
         sided = np.stack([estimate.left, estimate.right]) / s
         low[block] = np.where(estimate.kink, sided.min(axis=0), value[block])
