@@ -133,6 +133,17 @@ def values_check(result: InputResult, failed_cotangents: list, failed_elements: 
     return Check("values", result.status, f"{result.name}: {result.message}", result.index, details)
 
 
+def probe_good_enough(tolerance: Tolerance, magnitudes: np.ndarray):
+    """For fast mode's probes (``numeric.directional(good_enough=...)``): the reference may use a tenth
+    of the allowed error, no more; a probe whose central difference is that accurate is not refined."""
+
+    def good_enough(estimate: Estimate) -> np.ndarray:
+        allowed = tolerance.atol + tolerance.rtol * np.abs(estimate.value) + tolerance.scale_atol * magnitudes
+        return tolerance.safety * estimate.error <= 0.1 * allowed
+
+    return good_enough
+
+
 def compare_probes(dots: np.ndarray, magnitudes: np.ndarray, estimate: Estimate, tolerance: Tolerance) -> Check:
     """Fast mode: uᵀ(Jᵀv) from backward against the numerical vᵀ(J u), one probe per cotangent v.
 

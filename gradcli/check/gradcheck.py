@@ -16,7 +16,7 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check import complex_view as _complex
 from gradcli.check.analytic import Analytic, BackwardFailed
-from gradcli.check.compare import compare_elements, compare_probes, settled_elements, values_check
+from gradcli.check.compare import compare_elements, compare_probes, probe_good_enough, settled_elements, values_check
 from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
@@ -360,15 +360,9 @@ class _Session:
         self.summary = self.analytic.probe(cotangents, reduce, self.nondet_tol)
         self.failed_cotangents = []
         start = time.perf_counter()
-        tol = self.tolerance
-
-        def good_enough(central):  # the reference may use a tenth of the allowed error, no more
-            allowed = tol.atol + tol.rtol * np.abs(central.value) + tol.scale_atol * magnitudes
-            return tol.safety * central.error <= 0.1 * allowed
-
         # method="auto" only: an explicitly requested method is honoured in full.
-        estimate = directional(self.nf, directions, projector, self.method,
-                               good_enough if self.method == "auto" else None)
+        good_enough = probe_good_enough(self.tolerance, magnitudes) if self.method == "auto" else None
+        estimate = directional(self.nf, directions, projector, self.method, good_enough)
         self.timing["numeric_s"] += time.perf_counter() - start
         for p, i in enumerate(self.diff):
             self.report.inputs.append(InputResult(self.names[i], i, tuple(self.nf.inputs[p].shape),
