@@ -35,7 +35,8 @@ def settled_elements(analytic: Optional[np.ndarray], tolerance: Tolerance, k: in
     accuracy. ``analytic``: (k, *shape) backward values, or None (compared as zeros).
     """
 
-    def settled(elements: np.ndarray, value: np.ndarray, error: np.ndarray) -> np.ndarray:
+    def settled(elements: slice, value: np.ndarray, error: np.ndarray) -> np.ndarray:
+        """``elements``: which flat elements (a slice); ``value``, ``error``: (m, k) estimates so far."""
         if analytic is None:
             a = np.zeros_like(value)
         else:

@@ -99,7 +99,7 @@ def element_derivatives(
 ) -> ElementDerivatives:
     """(vᵀJ)_j for every element j of input ``index``, by the first strategy that applies.
 
-    ``settled(elements, value, error)`` (optional): for flat element indices (m,) and their estimates
+    ``settled(elements, value, error)`` (optional): for a slice of the flat elements (m of them) and their estimates
     so far, (m, k) values and errors in x-space, which (m, k) estimates are good enough for the
     caller (a verdict a better reference could not change): only the others are refined by
     Richardson. Without it every smooth element without a verified complex step is refined.
@@ -151,12 +151,14 @@ def _broadcast_strategy(nf, index, projector, method, seed, settled=None) -> Opt
     g0 = _flat_outputs(nf.outputs, used)
     scale_per_output = _flat_outputs([np.broadcast_to(scale, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
 
-    def line_along(direction, good_enough):
+    def line_along(direction, good_enough, subset=None):
+        """The line x + t·direction; ``subset``: only these of its rows (output elements)."""
         def evaluate(t, rows=None):
             flat = _flat_outputs(nf.replaced(index, shifted(x, t, direction)), used)
+            flat = flat if subset is None else flat[subset]
             return flat if rows is None else flat[rows]
 
-        line = Line(evaluate, g0, complex_ok=complex_ok, phase=nf.phase)
+        line = Line(evaluate, g0 if subset is None else g0[subset], complex_ok=complex_ok, phase=nf.phase)
         return estimate_line(line, method, nf.eps, good_enough, step=nf.step)
 
     def accurate(estimate):  # what the element-wise hypothesis test below needs of both lines
@@ -164,20 +166,13 @@ def _broadcast_strategy(nf, index, projector, method, seed, settled=None) -> Opt
         with np.errstate(invalid="ignore"):
             return 10.0 * estimate.error <= BROADCAST_TEST_RELATIVE * line_scale
 
-    def scale_good_enough(estimate):  # and the caller's verdicts, per input element, of the other
-        d = estimate.value / scale_per_output
-        d_error = estimate.error / scale_per_output
-        value, error = _reduced(projector, nf, used, x.shape, d, d_error)
-        flat = lambda a: np.moveaxis(a, 0, -1).reshape(x.size, projector.k)  # noqa: E731
-        good = np.asarray(settled(np.arange(x.size), flat(value), flat(error)), dtype=bool).all(axis=1)
-        per_output = _flat_outputs([np.broadcast_to(good.reshape(x.shape), nf.outputs[o].shape)
-                                    for o in range(len(nf.outputs))], used)
-        return accurate(estimate) & per_output
-
-    refine_all = settled is None
-    along_scale = line_along(scale, None if refine_all else scale_good_enough)  # t-space: d_i·s_j(i) for output i fed by element j(i)
+    # With ``settled``, both lines first stop where they are accurate enough for the hypothesis test
+    # (a function that couples elements is rejected after ~10 evaluations, not ~70); once it holds,
+    # the elements whose verdict is still open are refined (Richardson) along the scale line.
+    cheap = None if settled is None else accurate
+    along_scale = line_along(scale, cheap)  # t-space: d_i·s_j(i) for output i fed by element j(i)
     u = np.random.default_rng([seed, index, 0xB0]).standard_normal(x.shape)
-    along_random = line_along(u * scale, None if refine_all else accurate)
+    along_random = line_along(u * scale, cheap)
     u_per_output = _flat_outputs([np.broadcast_to(u, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
     predicted = along_scale.value * u_per_output
     tolerance = 10.0 * (along_scale.error * np.abs(u_per_output) + along_random.error)
@@ -187,6 +182,11 @@ def _broadcast_strategy(nf, index, projector, method, seed, settled=None) -> Opt
         mismatch = np.abs(predicted - along_random.value) > tolerance
     if np.any(mismatch & checkable):
         return None  # outputs couple several elements: not element-wise after all
+    if settled is not None:
+        open_rows = ~_settled_rows(settled, projector, nf, used, x, along_scale, scale_per_output)
+        open_rows &= ~along_scale.kink & ~along_scale.used_complex
+        if open_rows.any():
+            along_scale = _refined_rows(along_scale, np.flatnonzero(open_rows), line_along, scale, method, nf)
 
     # Back to x-space per output element, then reduce v ⊙ d over the broadcast axes.
     d = along_scale.value / scale_per_output
@@ -216,6 +216,29 @@ def _broadcast_strategy(nf, index, projector, method, seed, settled=None) -> Opt
         kink |= _reduce_to(along_scale.kink[piece].reshape(shape), x.shape, np.logical_or)
         used_complex &= _reduce_to(along_scale.used_complex[piece].reshape(shape), x.shape, np.logical_and)
     return ElementDerivatives(value, error, low, high, kink, used_complex, along_scale.method, "broadcast")
+
+
+def _settled_rows(settled, projector, nf, used, x, estimate, scale_per_output) -> np.ndarray:
+    """Per output element (the line's rows): whether the input element it is broadcast from has a
+    settled verdict (``settled``) under this estimate."""
+    value, error = _reduced(projector, nf, used, x.shape, estimate.value / scale_per_output,
+                            estimate.error / scale_per_output)
+    flat = lambda a: np.moveaxis(a, 0, -1).reshape(x.size, projector.k)  # noqa: E731
+    good = np.asarray(settled(slice(None), flat(value), flat(error)), dtype=bool).all(axis=1).reshape(x.shape)
+    return _flat_outputs([np.broadcast_to(good, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
+
+
+def _refined_rows(estimate: Estimate, rows: np.ndarray, line_along, scale, method, nf) -> Estimate:
+    """``estimate`` with the line's ``rows`` estimated again by the whole pipeline (Richardson included)."""
+    refined = line_along(scale, None, rows)
+    names = ("value", "error", "left", "right", "left_error", "right_error", "kink", "used_complex")
+    merged = {}
+    for name in names:
+        full = np.array(getattr(estimate, name), copy=True)
+        full[rows] = getattr(refined, name)
+        merged[name] = full
+    label = refined.method if rows.size == np.size(estimate.value) or refined.method == estimate.method else "mixed"
+    return Estimate(method=label, evaluations=estimate.evaluations + refined.evaluations, **merged)
 
 
 def _reduced(projector, nf, used, shape, d, d_error) -> tuple:
@@ -327,7 +350,8 @@ def _per_element_strategy(nf, index, projector, method, batched, settled=None) -
         s = scale[block][:, None]
         line = Line(evaluate, np.tile(g0_row, (rows, 1)), np.tile(magnitude_row, (rows, 1)), complex_ok, nf.phase)
         good_enough = None if settled is None else (
-            lambda so_far, block=block, s=s: settled(block, so_far.value / s, so_far.error / s))
+            lambda so_far, elements=slice(block[0], block[-1] + 1), s=s:
+            settled(elements, so_far.value / s, so_far.error / s))
         estimate = estimate_line(line, method, nf.eps, good_enough, step=nf.step)
         value[block], error[block] = estimate.value / s, estimate.error / s
         sided = np.stack([estimate.left, estimate.right]) / s
