@@ -47,6 +47,7 @@ def main():
 
 
 # ----- gradcli check (specs/check.md) ---------------------------------------------------------------
+from gradcli.check.budget import MemoryParam  # noqa: E402  (pure Python: no numpy)
 from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  (pure Python: no numpy)
 
 
@@ -74,6 +75,9 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 @click.option("--second-order", is_flag=True, help="Also check double backward.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds per Function (gradcheck and the exact check; --prove has its own).")
+@click.option("--max-memory", "max_memory", type=MemoryParam(), metavar="SIZE",
+              help="Refuse a check estimated to need more memory than SIZE (e.g. 2G, 512M), saying what it needs "
+                   "and what fast mode needs [default: half the memory available].")
 @click.option("--exact/--no-exact", "exact", default=None,
               help="Exact reference (the 'exact err' column) for every traceable engine Function up to 1024 input "
                    "elements, and torch Functions whose file runs with gradcli as torch / never [default: engine "
@@ -97,7 +101,7 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 @click.option("-v", "--verbose", is_flag=True, help="Show the inputs of every Function, and tracebacks.")
 @click.option("--debug", is_flag=True, help="Show gradcli's own tracebacks.")
 def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, mode, method, atol, rtol, eps, seed,
-          second_order, timeout, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
+          second_order, timeout, max_memory, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
           junit_path, no_timing, jobs, verbose, debug):
     """Check every autograd Function in files, directories or installed modules (default: the current
     directory).
@@ -157,7 +161,8 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
                          timeout=timeout, exitfirst=exitfirst, keyword=match, collect_only=collect_only,
                          jobs=jobs or min(4, os.cpu_count() or 1), debug=debug, given_inputs=given or None,
                          exact={None: "auto", True: "on", False: "off"}[exact], expr=tuple(exprs) or None,
-                         prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout, strict=strict)
+                         prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout, strict=strict,
+                         max_memory=max_memory)
     fmt = choose_format(fmt)
     out = Output(fmt, seed, verbose or debug, collect_only)
     try:

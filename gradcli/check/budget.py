@@ -164,14 +164,13 @@ def refusal(needs: Needs, requested_mode: str, limit: Optional[int]) -> Optional
     need = needs.full_bytes if mode == "full" else needs.fast_bytes
     if need <= limit:
         return None
-    size = f"{needs.elements:,} input elements"
+    at = f"at {needs.elements:,} input elements"
     if mode == "full":
-        cheaper = (f"--mode fast needs ~{format_size(needs.fast_bytes)}" if needs.fast_bytes <= limit else
-                   f"--mode fast needs ~{format_size(needs.fast_bytes)}, too; check at a smaller --shape")
-        return (f"not checked: needs ~{format_size(need)} for full mode (limit {format_size(limit)}; {cheaper}; "
-                f"full mode also needs ~{needs.full_evaluations:,} forward evaluations) at {size}; "
-                f"raise the limit with --max-memory")
-    return (f"not checked: needs ~{format_size(need)} even in fast mode (limit {format_size(limit)}) at {size}: "
+        over = ", over the limit too: check at a smaller --shape" if needs.fast_bytes > limit else ""
+        return (f"not checked: needs ~{format_size(need)} for full mode (limit {format_size(limit)}; --mode fast "
+                f"needs ~{format_size(needs.fast_bytes)}{over}) {at}, and ~{needs.full_evaluations:,} forward "
+                f"evaluations (fast mode: ~{needs.fast_evaluations}); raise the limit with --max-memory")
+    return (f"not checked: needs ~{format_size(need)} even in fast mode (limit {format_size(limit)}) {at}: "
             f"check at a smaller --shape, or raise the limit with --max-memory")
 
 
@@ -211,3 +210,39 @@ def _elements(shape) -> int:
     for d in shape:
         n *= int(d)
     return n
+
+
+class TooLarge(Exception):
+    """A check refused before allocating: the message says what it needs and the cheaper option."""
+
+
+def limit_for(options) -> Optional[int]:
+    """The memory limit of a run: ``--max-memory``, else a fraction of what is available now."""
+    given = getattr(options, "max_memory", None)
+    return int(given) if given is not None else default_limit()
+
+
+def requested_mode(options) -> str:
+    return (getattr(options, "gradcheck", None) or {}).get("mode") or "auto"
+
+
+def refuse_before_drawing(target, options):
+    """Raise TooLarge when the input set about to be drawn (``--shape``, ``--input`` shapes) would need
+    more than the limit; nothing is allocated (milliseconds, whatever the shape)."""
+    planned = planned_sizes(target, options.specs, tuple(options.shape), options.dtype)
+    if planned is None:
+        return
+    why = refusal(estimate(*planned), requested_mode(options), limit_for(options))
+    if why is not None:
+        raise TooLarge(why)
+
+
+def refusal_for_case(be, args, options) -> Optional[str]:
+    """The refusal for an input set as built (the Function's own example inputs included), or None."""
+    tensors = [a for a in args if be.is_tensor(a)]
+    floating = [a for a in tensors if be.is_floating(a)]
+    diff = [a for a in floating if be.requires_grad(a)] or floating
+    diff_ids = {id(a) for a in diff}
+    sizes = [_elements(tuple(a.shape)) for a in diff]
+    other = sum(_elements(tuple(a.shape)) for a in tensors if id(a) not in diff_ids)
+    return refusal(estimate(sizes, other), requested_mode(options), limit_for(options))

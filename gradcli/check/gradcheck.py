@@ -23,7 +23,7 @@ from gradcli.check.second_order import second_order_check
 from gradcli.check.undefined_grads import undefined_grads_check
 from gradcli.check.tolerances import EPS_BY_DTYPE, tolerance_for, widest
 from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, directional, element_derivatives, user_step
-from gradcli.numeric.vjp import step_exponents
+from gradcli.numeric.vjp import OverBudget, step_exponents
 
 MODES = ("auto", "full", "fast")
 AUTO_FULL_ELEMENTS = 4096  # auto runs full mode up to this many differentiable input elements
@@ -50,6 +50,7 @@ def gradcheck(
     name: Optional[str] = None,
     raise_exception: bool = False,
     eps: Optional[float] = None,
+    time_budget: Optional[float] = None,
 ) -> CheckReport:
     """Check ``fn``'s backward at ``inputs``; return a CheckReport (no printing, no raising unless asked).
 
@@ -59,10 +60,13 @@ def gradcheck(
     Exceptions raised by the forward at ``inputs`` propagate; exceptions in backward are reported.
     ``eps``: a central-difference step of your own (torch's ``eps``), taken besides the default one,
     the better kept per element: it can only improve the reference (specs/gradcheck.md).
+    ``time_budget``: seconds full mode may spend localising; an input whose element-by-element
+    reference is estimated to need more is checked along random directions instead, and says so.
     """
     _validate(mode, method, eps)
     options = dict(mode=mode, method=method, seed=seed, atol=atol, rtol=rtol, tolerances=tolerances,
-                   nondet_tol=nondet_tol, strict_shapes=strict_shapes, strategy=strategy, name=name, eps=eps)
+                   nondet_tol=nondet_tol, strict_shapes=strict_shapes, strategy=strategy, name=name, eps=eps,
+                   time_budget=time_budget)
     fn, inputs, function = _complex_view(fn, inputs, function, None)
     session = _Session(fn, inputs, function=function, **options)
     report = session.run()
@@ -121,7 +125,7 @@ def _inner_session(fn, inputs, **options) -> "_Session":
 class _Session:
     def __init__(self, fn, inputs, *, mode="auto", method="auto", seed=0, atol=None, rtol=None, tolerances=None,
                  nondet_tol=0.0, strict_shapes=False, strategy="auto", function=None, name=None, eps=None,
-                 unconnected_as_zero=False):
+                 unconnected_as_zero=False, time_budget=None):
         self.started = time.perf_counter()
         self.args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
         self.cls = function or _backends.function_class(fn)
@@ -133,6 +137,8 @@ class _Session:
         self.mode, self.method, self.seed, self.strategy = mode, method, seed, strategy
         self.nondet_tol, self.strict_shapes = nondet_tol, strict_shapes
         self.eps, self.unconnected_as_zero = eps, unconnected_as_zero
+        self.time_budget = time_budget
+        self.fast_reasons = {}  # input position -> why full mode checked it along random directions
         self.names = _checks.parameter_names(fn, self.cls, len(self.args))
         tensors = [i for i, a in enumerate(self.args) if b.is_tensor(a) and b.is_floating(a)]
         self.diff = [i for i in tensors if b.requires_grad(self.args[i])] or tensors
@@ -328,9 +334,13 @@ class _Session:
             start = time.perf_counter()
             # method="auto": Richardson only where the cheaper estimate leaves the verdict open
             settled = settled_elements(analytic, self.tolerance, len(cotangents)) if self.method == "auto" else None
+            budget = None if self.time_budget is None else self.time_budget - (time.perf_counter() - self.started)
             try:
-                numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed, settled)
-            except ValueError:
+                numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed, settled,
+                                              budget)
+            except ValueError as exc:
+                if isinstance(exc, OverBudget):
+                    self.fast_reasons[p] = str(exc)
                 too_large.append((p, result, analytic))
                 self.report.inputs.append(result)
                 continue

@@ -36,6 +36,7 @@ class RunOptions:
     prove_shape: tuple = (2, 2)
     prove_timeout: float = 10.0
     strict: bool = False  # --strict: partial and skipped results fail the run
+    max_memory: Optional[int] = None  # --max-memory bytes; None: budget.default_limit() in the checker
 
     def symbolic_seconds(self) -> float:
         """Time a checker may take beyond ``timeout`` (the exact check shares ``timeout``)."""

@@ -8,6 +8,7 @@ they come back, so nothing of size n×m is ever built.
 """
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Callable, Optional, Sequence
 
@@ -62,6 +63,7 @@ class NumericFunction:
         self.step = step
         self.evaluations = 0  # calls of func (a batched call counts once)
         self.points = 0  # points evaluated: a batched call of r perturbed copies counts r
+        self.seconds = 0.0  # spent in func: its cost per point, for time budgets
         self.by_phase: dict = {}  # calls per estimator (``phase``): central, complex_step, richardson, ...
         self.current_phase = "base"  # f at the base point, when the caller did not bring it
         self.outputs = [np.asarray(o) for o in outputs] if outputs is not None else self(self.inputs)
@@ -88,6 +90,13 @@ class NumericFunction:
         batch = None if inputs is None else next(
             (a.shape[0] for a, x in zip(arrays, inputs) if np.ndim(a) == x.ndim + 1), None)
         self.points += 1 if batch is None else int(batch)
+        start = time.perf_counter()
+        try:
+            return self._call(arrays)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _call(self, arrays: Sequence[np.ndarray]) -> list:
         # Perturbed, complex or batched inputs make forwards warn (casts dropping an imaginary part,
         # overflow at a large step): expected here, and not the user's business.
         with np.errstate(all="ignore"), warnings.catch_warnings():
