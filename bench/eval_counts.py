@@ -50,6 +50,15 @@ def functions():
             (y,) = ctx.saved_tensors
             return y * (g - (g * y).sum(-1, keepdim=True))
 
+    class RowSoftmaxDim1(RowSoftmax):
+        """The same over dim 1 (a leading batch axis changes which axis that is: no batching, a loop)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            y = torch.softmax(x, dim=1)
+            ctx.save_for_backward(y)
+            return y
+
     class Matmul(torch.autograd.Function):
         """Smooth, bilinear, two inputs (per-element strategy)."""
 
@@ -135,6 +144,7 @@ def functions():
         ("smooth", "Softplus 16x16", Softplus, (rand(16, 16),)),
         ("smooth", "RowSoftmax 3x4", RowSoftmax, (rand(3, 4),)),
         ("smooth", "RowSoftmax 8x16", RowSoftmax, (rand(8, 16),)),
+        ("smooth", "RowSoftmax dim=1 3x4 (loop)", RowSoftmaxDim1, (rand(3, 4),)),
         ("smooth", "Matmul 4x5 @ 5x3", Matmul, (rand(4, 5), rand(5, 3))),
         ("kinked", "Relu 4x6 (3 at 0)", Relu, (relu_x,)),
         ("kinked", "MaxPool 4x6", MaxPool, (rand(4, 6),)),

@@ -168,6 +168,18 @@ def _estimate(line, method, eps, good_enough, step, scalar, g0, magnitude, evalu
         so_far = Estimate(value, error, "central", left, right, left_error, right_error, evaluations,
                           used_complex, kink)
         refine &= ~np.broadcast_to(np.asarray(good_enough(so_far), dtype=bool), refine.shape)
+        rows = _rows_needing(refine)
+        if rows.size:  # a wider step first: 4 evaluations a row where Richardson takes 30
+            line.enter("central_wide")
+            wide_rows, wide = _wider_step(sliced(rows), refine[rows], value[rows], error[rows], eps)
+            evaluations += wide.evaluations
+            if wide_rows.any():
+                value, error = np.array(value, copy=True), np.array(error, copy=True)
+                value[rows] = np.where(wide_rows, wide.value, value[rows])
+                error[rows] = np.where(wide_rows, wide.error, error[rows])
+                so_far = Estimate(value, error, "central", left, right, left_error, right_error, evaluations,
+                                  used_complex, kink)
+                refine &= ~np.broadcast_to(np.asarray(good_enough(so_far), dtype=bool), refine.shape)
     rows = _rows_needing(refine)
     if rows.size:
         line.enter("richardson")
@@ -209,6 +221,28 @@ def _estimate(line, method, eps, good_enough, step, scalar, g0, magnitude, evalu
     label = _label(used_complex, refine, kink)
     result = Estimate(value, error, label, left, right, left_error, right_error, evaluations, used_complex, kink)
     return _unwrap(result, scalar)
+
+
+def wide_step(eps: float = EPS64) -> float:
+    """eps^(1/6) rounded to a power of two (2⁻⁹ in float64): rounding ~2⁸× below the default step's."""
+    return float(2.0 ** np.round(np.log2(eps ** (1.0 / 6.0))))
+
+
+def _wider_step(sliced_rows, open_rows, value, error, eps):
+    """Central differences at ``wide_step`` for rows whose verdict the default step left open.
+
+    The default step's error estimate is often all rounding (eps·|g|/h: a derivative that is
+    exactly zero, softmax's Jᵀ1, on outputs of size 1): a wider step has ~2⁸× less of it, and where
+    truncation is small too its estimate settles the element for 4 evaluations a row. Taken per
+    element only where it is clean (no kink, no jump within its steps), finite, agrees with the
+    default step within their errors, and has the smaller error. Returns (that mask, the estimate).
+    """
+    line_rows, g0_rows, magnitude_rows = sliced_rows
+    wide = central_difference(line_rows, step=wide_step(eps), eps=eps, g0=g0_rows, magnitude=magnitude_rows)
+    with np.errstate(invalid="ignore"):
+        take = (open_rows & ~np.asarray(wide.jump, dtype=bool) & ~wide.kinks(eps) & np.isfinite(wide.value)
+                & (wide.error < error) & (np.abs(wide.value - value) <= 3.0 * (wide.error + error)))
+    return np.asarray(take, dtype=bool), wide
 
 
 def _step_under_jumps(central: Estimate, suspects, sliced, eps, step):
