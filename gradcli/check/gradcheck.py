@@ -23,7 +23,8 @@ from gradcli.check.second_order import second_order_check
 from gradcli.check.undefined_grads import undefined_grads_check
 from gradcli.check.tolerances import EPS_BY_DTYPE, tolerance_for, widest
 from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, directional, element_derivatives, user_step
-from gradcli.numeric.vjp import OverBudget, step_exponents
+from gradcli.numeric.time_budget import OverBudget
+from gradcli.numeric.vjp import step_exponents
 
 MODES = ("auto", "full", "fast")
 AUTO_FULL_ELEMENTS = 4096  # auto runs full mode up to this many differentiable input elements

@@ -32,6 +32,7 @@ from gradcli.numeric.function import (  # noqa: F401 -- re-exported: the numeric
     step_scales,
 )
 from gradcli.numeric.line import Line, estimate_line
+from gradcli.numeric.time_budget import within_budget
 
 # The element-wise hypothesis test of the broadcast strategy needs both of its lines this accurate
 # (relative to the line's largest derivative): a coupling above ~1e-8 of it is seen, far below the
@@ -39,10 +40,6 @@ from gradcli.numeric.line import Line, estimate_line
 BROADCAST_TEST_RELATIVE = 1e-8
 BATCH_BUDGET_ELEMENTS = 2**21  # elements per batched evaluation (inputs + outputs), ~16 MB in float64
 STRATEGIES = ("auto", "broadcast", "batched", "loop")
-
-
-class OverBudget(ValueError):
-    """The element-by-element reference of one input would take longer than the time budget."""
 
 
 @dataclass
@@ -124,31 +121,10 @@ def element_derivatives(
         if strategy == "batched" and not batched:
             raise ValueError("the forward does not broadcast over a leading batch axis")
         if budget is not None:
-            _within_budget(nf, index, method, batched, budget)
+            within_budget(nf, index, method, _batch_rows(nf, index) if batched else None, budget)
         result = _per_element_strategy(nf, index, projector, method, batched, settled)
     result.evaluations = nf.evaluations - before
     return result
-
-
-def _within_budget(nf: NumericFunction, index: int, method: str, batched: bool, budget: float):
-    """Raise OverBudget when the per-element strategy's evaluations (per element: central 4, complex
-    step 1; Richardson's 30 only where a verdict stays open, not counted), at the forward's cost
-    measured so far, would not fit in ``budget`` seconds: per call when batched (a chunk a call),
-    per point otherwise."""
-    if nf.points == 0:
-        nf(nf.inputs)  # one timed evaluation: nothing measured the forward's cost yet
-    n = nf.inputs[index].size
-    steps = 5 if method in ("auto", "complex_step") else 4 if method == "central" else 31
-    if batched:
-        chunks = -(-n // _batch_rows(nf, index))
-        evaluations, cost = steps * chunks + 3 * chunks, nf.seconds / max(nf.evaluations, 1)
-    else:
-        evaluations, cost = steps * n, nf.seconds / max(nf.points, 1)
-    needed = evaluations * cost
-    if needed > budget:
-        raise OverBudget(f"full mode needs ~{evaluations:,} forward evaluations for its {n:,} elements "
-                         f"(~{needed:.0f} s at {cost * 1e3:.2g} ms each), more than the time budget left "
-                         f"({max(budget, 0):.0f} s)")
 
 
 # --- broadcast strategy -------------------------------------------------------------------------
