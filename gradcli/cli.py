@@ -47,6 +47,7 @@ def main():
 
 
 # ----- gradcli check (specs/check.md) ---------------------------------------------------------------
+from gradcli.check.budget import MemoryParam  # noqa: E402  (pure Python: no numpy)
 from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  (pure Python: no numpy)
 
 
@@ -92,6 +93,9 @@ class DtypeGridParam(click.ParamType):
 @click.option("--second-order", is_flag=True, help="Also check double backward.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds per Function (gradcheck and the exact check; --prove has its own).")
+@click.option("--max-memory", "max_memory", type=MemoryParam(), metavar="SIZE",
+              help="Refuse a check estimated to need more memory than SIZE (e.g. 2G, 512M), saying what it needs "
+                   "and what fast mode needs [default: half the memory available].")
 @click.option("--exact/--no-exact", "exact", default=None,
               help="Exact reference (the 'exact err' column) for every traceable engine Function up to 1024 input "
                    "elements, and torch Functions whose file runs with gradcli as torch / never [default: engine "
@@ -123,7 +127,8 @@ class DtypeGridParam(click.ParamType):
               help="Reference mode passes when the Function's error is at most this times the reference's own "
                    "error at the dtype, plus a dtype floor.")
 def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, mode, method, atol, rtol, eps, seed,
-          second_order, timeout, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
+          second_order, timeout, max_memory, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt,
+          json_path,
           junit_path, no_timing, jobs, verbose, debug, reference, device, error_ratio):
     """Check every autograd Function in files, directories or installed modules (default: the current
     directory).
@@ -195,7 +200,8 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
                          exact={None: "auto", True: "on", False: "off"}[exact], expr=tuple(exprs) or None,
                          prove=prove, prove_shape=prove_shape, prove_timeout=prove_timeout, strict=strict,
                          reference_dtypes=tuple(d for d in grid if d != "float64"), reference=reference,
-                         device=device, error_ratio=error_ratio)
+                         device=device, error_ratio=error_ratio,
+                         max_memory=max_memory)
     fmt = choose_format(fmt)
     out = Output(fmt, seed, verbose or debug, collect_only)
     try:

@@ -246,3 +246,14 @@ def parameter_names(fn, cls, count: int) -> list:
     except (TypeError, ValueError):
         pass
     return [names[i] if i < len(names) else f"input{i}" for i in range(count)]
+
+
+def evaluation_counts(nf) -> dict:
+    """``timing.forward_evaluations``: the numeric side's forward calls in all and per estimator, the
+    points they evaluated (a batched call of r perturbed copies counts r) and points per
+    differentiable input element (torch's gradcheck makes 2 per element in its default mode)."""
+    counts = nf.counts()
+    elements = sum(int(x.size) for x in nf.inputs)
+    counts["elements"] = elements
+    counts["points_per_element"] = counts["points"] / elements if elements else 0.0
+    return counts

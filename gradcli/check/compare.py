@@ -23,6 +23,33 @@ def _scale(values: np.ndarray) -> float:
     return float(finite.max()) if finite.size else 0.0
 
 
+def settled_elements(analytic: Optional[np.ndarray], tolerance: Tolerance, k: int):
+    """For the numerical reference (``numeric.element_derivatives(settled=...)``): which estimates so
+    far already decide their element's verdict, so that no better reference could change it.
+
+    An estimate c with error e settles a *pass* when |backward − c| + safety·e fits the allowance
+    without its error term (atol + rtol·|c| + scale_atol·scale, the scale taken over the elements at
+    hand: never more than the whole input's): a more accurate value, within ~e of c, passes too,
+    and so does c itself under the pass criterion. Everything else — failing or ambiguous elements,
+    non-finite ones — is refined by Richardson, as before, so failures are reported at full
+    accuracy. ``analytic``: (k, *shape) backward values, or None (compared as zeros).
+    """
+
+    def settled(elements: slice, value: np.ndarray, error: np.ndarray) -> np.ndarray:
+        """``elements``: which flat elements (a slice); ``value``, ``error``: (m, k) estimates so far."""
+        if analytic is None:
+            a = np.zeros_like(value)
+        else:
+            a = np.asarray(analytic, dtype=np.float64).reshape(k, -1)[:, elements].T
+        with np.errstate(invalid="ignore", over="ignore"):
+            finite = np.abs(value[np.isfinite(value)])
+            scale = float(finite.max()) if finite.size else 0.0
+            allowed = tolerance.atol + tolerance.rtol * np.abs(value) + tolerance.scale_atol * scale
+            return np.asarray(np.abs(a - value) + tolerance.safety * error <= allowed, dtype=bool)
+
+    return settled
+
+
 def compare_elements(
     result: InputResult,
     analytic: Optional[np.ndarray],
@@ -105,6 +132,17 @@ def values_check(result: InputResult, failed_cotangents: list, failed_elements: 
         "kinks": result.kinks,
     }
     return Check("values", result.status, f"{result.name}: {result.message}", result.index, details)
+
+
+def probe_good_enough(tolerance: Tolerance, magnitudes: np.ndarray):
+    """For fast mode's probes (``numeric.directional(good_enough=...)``): the reference may use a tenth
+    of the allowed error, no more; a probe whose central difference is that accurate is not refined."""
+
+    def good_enough(estimate: Estimate) -> np.ndarray:
+        allowed = tolerance.atol + tolerance.rtol * np.abs(estimate.value) + tolerance.scale_atol * magnitudes
+        return tolerance.safety * estimate.error <= 0.1 * allowed
+
+    return good_enough
 
 
 def compare_probes(dots: np.ndarray, magnitudes: np.ndarray, estimate: Estimate, tolerance: Tolerance) -> Check:

@@ -16,13 +16,14 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check import complex_view as _complex
 from gradcli.check.analytic import Analytic, BackwardFailed
-from gradcli.check.compare import compare_elements, compare_probes, values_check
+from gradcli.check.compare import compare_elements, compare_probes, probe_good_enough, settled_elements, values_check
 from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
 from gradcli.check.undefined_grads import undefined_grads_check
 from gradcli.check.tolerances import EPS_BY_DTYPE, tolerance_for, widest
 from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, directional, element_derivatives, user_step
+from gradcli.numeric.time_budget import OverBudget
 from gradcli.numeric.vjp import step_exponents
 
 MODES = ("auto", "full", "fast")
@@ -50,6 +51,7 @@ def gradcheck(
     name: Optional[str] = None,
     raise_exception: bool = False,
     eps: Optional[float] = None,
+    time_budget: Optional[float] = None,
 ) -> CheckReport:
     """Check ``fn``'s backward at ``inputs``; return a CheckReport (no printing, no raising unless asked).
 
@@ -59,10 +61,13 @@ def gradcheck(
     Exceptions raised by the forward at ``inputs`` propagate; exceptions in backward are reported.
     ``eps``: a central-difference step of your own (torch's ``eps``), taken besides the default one,
     the better kept per element: it can only improve the reference (specs/gradcheck.md).
+    ``time_budget``: seconds full mode may spend localising; an input whose element-by-element
+    reference is estimated to need more is checked along random directions instead, and says so.
     """
     _validate(mode, method, eps)
     options = dict(mode=mode, method=method, seed=seed, atol=atol, rtol=rtol, tolerances=tolerances,
-                   nondet_tol=nondet_tol, strict_shapes=strict_shapes, strategy=strategy, name=name, eps=eps)
+                   nondet_tol=nondet_tol, strict_shapes=strict_shapes, strategy=strategy, name=name, eps=eps,
+                   time_budget=time_budget)
     fn, inputs, function = _complex_view(fn, inputs, function, None)
     session = _Session(fn, inputs, function=function, **options)
     report = session.run()
@@ -121,7 +126,7 @@ def _inner_session(fn, inputs, **options) -> "_Session":
 class _Session:
     def __init__(self, fn, inputs, *, mode="auto", method="auto", seed=0, atol=None, rtol=None, tolerances=None,
                  nondet_tol=0.0, strict_shapes=False, strategy="auto", function=None, name=None, eps=None,
-                 unconnected_as_zero=False):
+                 unconnected_as_zero=False, time_budget=None):
         self.started = time.perf_counter()
         self.args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
         self.cls = function or _backends.function_class(fn)
@@ -133,6 +138,8 @@ class _Session:
         self.mode, self.method, self.seed, self.strategy = mode, method, seed, strategy
         self.nondet_tol, self.strict_shapes = nondet_tol, strict_shapes
         self.eps, self.unconnected_as_zero = eps, unconnected_as_zero
+        self.time_budget = time_budget
+        self.fast_reasons = {}  # input position -> why full mode checked it along random directions
         self.names = _checks.parameter_names(fn, self.cls, len(self.args))
         tensors = [i for i, a in enumerate(self.args) if b.is_tensor(a) and b.is_floating(a)]
         self.diff = [i for i in tensors if b.requires_grad(self.args[i])] or tensors
@@ -281,6 +288,7 @@ class _Session:
         report.checks.insert(0, _checks.structure_check(problems, warnings, details))
         report.checks.insert(1, self._invoked_check())
         self.timing["forward_evals"] = self.nf.evaluations
+        self.timing["forward_evaluations"] = _checks.evaluation_counts(self.nf)
 
     def _values(self, mode):
         """The value check in ``mode``; fast mode escalates to full to localise a failure or a kink."""
@@ -325,9 +333,15 @@ class _Session:
             if strategy == "auto" and x.size > LOCALIZE_MAX_ELEMENTS:
                 strategy = "broadcast"
             start = time.perf_counter()
+            # method="auto": Richardson only where the cheaper estimate leaves the verdict open
+            settled = settled_elements(analytic, self.tolerance, len(cotangents)) if self.method == "auto" else None
+            budget = None if self.time_budget is None else self.time_budget - (time.perf_counter() - self.started)
             try:
-                numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed)
-            except ValueError:
+                numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed, settled,
+                                              budget)
+            except ValueError as exc:
+                if isinstance(exc, OverBudget):
+                    self.fast_reasons[p] = str(exc)
                 too_large.append((p, result, analytic))
                 self.report.inputs.append(result)
                 continue
@@ -357,15 +371,9 @@ class _Session:
         self.summary = self.analytic.probe(cotangents, reduce, self.nondet_tol)
         self.failed_cotangents = []
         start = time.perf_counter()
-        tol = self.tolerance
-
-        def good_enough(central):  # the reference may use a tenth of the allowed error, no more
-            allowed = tol.atol + tol.rtol * np.abs(central.value) + tol.scale_atol * magnitudes
-            return tol.safety * central.error <= 0.1 * allowed
-
         # method="auto" only: an explicitly requested method is honoured in full.
-        estimate = directional(self.nf, directions, projector, self.method,
-                               good_enough if self.method == "auto" else None)
+        good_enough = probe_good_enough(self.tolerance, magnitudes) if self.method == "auto" else None
+        estimate = directional(self.nf, directions, projector, self.method, good_enough)
         self.timing["numeric_s"] += time.perf_counter() - start
         for p, i in enumerate(self.diff):
             self.report.inputs.append(InputResult(self.names[i], i, tuple(self.nf.inputs[p].shape),

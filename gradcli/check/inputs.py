@@ -132,7 +132,12 @@ def reduced_shapes(case: Case, returned_shapes) -> dict:
 
 def reshape_auto(target, case: Case, shapes: dict, *, seed: int, dtype: str) -> Optional[Case]:
     """``case`` with the automatic inputs in ``shapes`` rebuilt in those shapes (same domain, same
-    seeded draw), or None when forward does not run on them. Their records say ``shape_from: backward``."""
+    seeded draw), or None when forward does not run on them. Their records say ``shape_from: backward``.
+
+    Only a re-draw that forward's own broadcasting asks for is kept: forward's outputs must keep
+    their shapes (a per-feature ``[4]`` gamma or bias is broadcast back against the ``3x4`` batch).
+    A re-draw that changes them (``x*x`` with a 0-d gradient for a ``3x4`` x: x itself would become
+    0-d) would fit the input to a wrong gradient and hide the shape bug: None."""
     be = backend_for(target.backend)
     params, _ = forward_params(target)
     args, records = list(case.args), list(case.records)
@@ -145,9 +150,25 @@ def reshape_auto(target, case: Case, shapes: dict, *, seed: int, dtype: str) -> 
         records[i]["shape_from"] = "backward"
     try:
         why, _ = forward_problem(be, target.fn, args)
+        if why is None and output_shapes(be, target.fn, args) != output_shapes(be, target.fn, case.args):
+            return None
     except UNSUITABLE_INPUT_ERRORS:
         return None
     return Case(args, records, list(case.not_checked)) if why is None else None
+
+
+def output_shapes(be, fn, args) -> list:
+    """Shapes of forward's tensor outputs (None for a non-tensor one) at ``args``, without a graph."""
+    import warnings
+
+    import numpy as np
+
+    from gradcli.check.backends import flatten_outputs
+
+    with be.no_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = fn(*[be.leaf(be.to_numpy(a).copy(), False) if be.is_tensor(a) else a for a in args])
+    return [tuple(be.to_numpy(o).shape) if be.is_tensor(o) else None for o in flatten_outputs(out)]
 
 
 def forward_problem(be, fn, args) -> tuple:

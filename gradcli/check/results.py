@@ -41,6 +41,7 @@ class RunOptions:
     reference: Optional[str] = None  # --reference FILE.py::NAME | module.name, for the one selected Function
     device: str = "cpu"
     error_ratio: float = 2.0
+    max_memory: Optional[int] = None  # --max-memory bytes; None: budget.default_limit() in the checker
 
     def symbolic_seconds(self) -> float:
         """Time a checker may take beyond ``timeout`` (the exact check shares ``timeout``)."""

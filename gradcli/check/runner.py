@@ -71,6 +71,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
     import numpy as np
 
     from gradcli.check.inputs import ForwardBroken, NoInputs, backend_for, build_cases
+    from gradcli.check import budget
 
     start = time.perf_counter()
     # the exact check gets what gradcheck leaves of --timeout, less a margin to hand the result over
@@ -86,16 +87,21 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
         warnings.simplefilter("ignore")
         cases = None
         try:
+            budget.refuse_before_drawing(target, options)  # TooLarge: estimated before allocating anything
             cases = build_cases(target, options.specs, seed=options.seed, dtype=options.dtype, shape=options.shape)
             announce([c.records for c in cases])
             be = backend_for(target.backend)
             for k, case in enumerate(cases):
-                out = _check_case(target, case, be, options, abspath, deadline)
+                # full mode may spend about half of each remaining input set's share of --timeout
+                share = (deadline - time.monotonic()) / (len(cases) - k)
+                out = _check_case(target, case, be, options, abspath, deadline, time_budget=0.5 * max(share, 0.0))
                 retried = _in_backward_shapes(target, case, out, be, options, abspath, deadline)
                 if retried is not None:
                     cases[k], out = retried
                     announce([c.records for c in cases])
                 res.cases.append(out)
+        except budget.TooLarge as e:
+            res.status, res.message = "skip", str(e)
         except NoInputs as e:
             res.status, res.message = "skip", str(e)
             _broken_forward(target, options, abspath, res)
@@ -173,18 +179,27 @@ def _declared_surrogate(target, res: FunctionResult):
     res.status, res.message = "surrogate", surrogates.message(res.surrogate)
 
 
-def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: Optional[float] = None) -> CaseResult:
+def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: Optional[float] = None,
+                time_budget: Optional[float] = None) -> CaseResult:
     from gradcli import gradcheck
+    from gradcli.check.budget import refusal_for_case
     from gradcli.check.inputs import forward_problem
 
     out = CaseResult(case.records, not_checked=list(getattr(case, "not_checked", None) or ()))
     try:
+        too_large = refusal_for_case(be, case.args, options)  # the inputs as built (example_inputs too)
+        if too_large is not None:
+            out.status, out.message = "skip", too_large
+            return out
         why, _ = forward_problem(be, target.fn, case.args)
         if why is not None:
             out.status = "error"
             out.message = f"{why} at the given inputs: not checked; choose inputs inside forward's domain"
             return out
-        report = gradcheck(target.fn, case.args, **options.gradcheck)
+        gradcheck_options = dict(options.gradcheck)
+        if time_budget is not None:
+            gradcheck_options.setdefault("time_budget", time_budget)
+        report = gradcheck(target.fn, case.args, **gradcheck_options)
     except (Exception, SystemExit) as e:
         from gradcli.check.reference_mode import only_reference
 

@@ -1,7 +1,8 @@
-"""Full mode's fallback for inputs too large to localise element by element.
+"""Full mode's fallback for inputs too large (or too costly) to localise element by element.
 
 An input above ``LOCALIZE_MAX_ELEMENTS`` that the broadcast strategy cannot localise (a row sum, a
-matmul) is not skipped: it is checked as fast mode checks, along random directions in those
+matmul), or one whose element-by-element reference would take longer than the time budget
+(``gradcheck(time_budget=...)``: the reason is then said instead of "too many elements"), is not skipped: it is checked as fast mode checks, along random directions in those
 inputs only (the others held fixed), for every probe cotangent, and its ``InputResult`` says so.
 See specs/gradcheck.md, "What is compared".
 """
@@ -11,10 +12,13 @@ import time
 
 import numpy as np
 
-from gradcli.check.compare import compare_probes
+from gradcli.check.compare import compare_probes, probe_good_enough
 from gradcli.check.report import Check
 from gradcli.numeric import directional
 from gradcli.numeric.vjp import step_exponents
+
+
+TOO_MANY = "too many elements to localise one by one"
 
 
 def probe_too_large(session, projector, cotangents, too_large):
@@ -32,25 +36,29 @@ def probe_too_large(session, projector, cotangents, too_large):
             dots += products.reshape(len(cotangents), -1).sum(axis=1)
             magnitudes += np.abs(products).reshape(len(cotangents), -1).sum(axis=1)
     start = time.perf_counter()
-    estimate = directional(session.nf, directions, projector, session.method, None)
+    # method="auto": the probes' central difference suffices where it is a tenth of the allowance
+    good_enough = probe_good_enough(session.tolerance, magnitudes) if session.method == "auto" else None
+    estimate = directional(session.nf, directions, projector, session.method, good_enough)
     session.timing["numeric_s"] += time.perf_counter() - start
     names = [r.name for _, r, _ in too_large]
-    why = (f"{', '.join(f'{r.name} ({int(np.prod(r.shape))} elements)' for _, r, _ in too_large)}: "
-           f"too many elements to localise one by one")
+    reasons = {p: getattr(session, "fast_reasons", {}).get(p, TOO_MANY) for p, _, _ in too_large}
+    why = "; ".join(f"{r.name} ({int(np.prod(r.shape))} elements): {reasons[p]}" for p, r, _ in too_large)
     if np.any(estimate.kink):
         check = Check("values", "skip", f"{why}; the random probe that would check instead crossed a kink", None,
                       {"kink": True, "inputs": names, "too_large": True})
     else:
         check = compare_probes(dots, magnitudes, estimate, session.tolerance)
-        check.details.update(inputs=names, too_large=True)
+        check.details.update(inputs=names, too_large=True, why=sorted(set(reasons.values())))
         check.message = f"{why}, checked along random directions (fast mode) instead: {check.message}"
         if check.status == "fail":  # every probe that failed (the cotangents check reads which)
             d = check.details
             session.failed_cotangents += [c for c, (a, n, allowed) in enumerate(zip(d["analytic"], d["numeric"],
                                                                                   d["allowed"]))
                                        if not abs(a - n) <= allowed]
-    for _, result, _ in too_large:
+    for p, result, _ in too_large:
         result.status, result.method = check.status, estimate.method
-        result.message = (f"checked in fast mode (random directions, not localised): {int(np.prod(result.shape))} "
-                          f"elements are too many to localise one by one" if check.status != "skip" else check.message)
+        reason = (f"{int(np.prod(result.shape))} elements are too many to localise one by one"
+                  if reasons[p] == TOO_MANY else reasons[p])
+        result.message = (f"checked in fast mode (random directions, not localised): {reason}"
+                          if check.status != "skip" else check.message)
     session.report.checks.append(check)

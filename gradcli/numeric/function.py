@@ -8,6 +8,7 @@ they come back, so nothing of size n×m is ever built.
 """
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Callable, Optional, Sequence
 
@@ -60,17 +61,42 @@ class NumericFunction:
         self.inputs = [np.asarray(x, order="C") for x in inputs]
         self.eps = eps
         self.step = step
-        self.evaluations = 0
+        self.evaluations = 0  # calls of func (a batched call counts once)
+        self.points = 0  # points evaluated: a batched call of r perturbed copies counts r
+        self.seconds = 0.0  # spent in func: its cost per point, for time budgets
+        self.by_phase: dict = {}  # calls per estimator (``phase``): central, complex_step, richardson, ...
+        self.current_phase = "base"  # f at the base point, when the caller did not bring it
         self.outputs = [np.asarray(o) for o in outputs] if outputs is not None else self(self.inputs)
         self.output_shapes = [o.shape for o in self.outputs]
+        self.current_phase = "other"  # probes (complex, batching) until an estimator says otherwise
         self._complex_ok: dict = {}
         self._batchable: dict = {}
 
     def input_elements(self, indices: Sequence[int]) -> int:
         return int(sum(self.inputs[i].size for i in indices))
 
+    def phase(self, name: str):
+        """Attribute the next calls to estimator ``name`` (``numeric.line.Line``'s phase hook)."""
+        self.current_phase = name
+
+    def counts(self) -> dict:
+        """Calls by estimator and in all, and points evaluated (for a report's timing)."""
+        return {"calls": self.evaluations, "points": self.points, **dict(sorted(self.by_phase.items()))}
+
     def __call__(self, arrays: Sequence[np.ndarray]) -> list:
         self.evaluations += 1
+        self.by_phase[self.current_phase] = self.by_phase.get(self.current_phase, 0) + 1
+        inputs = getattr(self, "inputs", None)
+        batch = None if inputs is None else next(
+            (a.shape[0] for a, x in zip(arrays, inputs) if np.ndim(a) == x.ndim + 1), None)
+        self.points += 1 if batch is None else int(batch)
+        start = time.perf_counter()
+        try:
+            return self._call(arrays)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _call(self, arrays: Sequence[np.ndarray]) -> list:
         # Perturbed, complex or batched inputs make forwards warn (casts dropping an imaginary part,
         # overflow at a large step): expected here, and not the user's business.
         with np.errstate(all="ignore"), warnings.catch_warnings():

@@ -43,7 +43,9 @@ class Line:
     when ``rows`` is None); lines that cannot evaluate a subset cheaply may ignore ``rows`` and
     slice. ``g0`` is g(0); ``magnitude`` the scale of one evaluation's rounding error (e.g.
     |v|ᵀ|f(x)| for a projection, whose cancellation |vᵀf| would hide); ``complex_ok`` whether
-    complex t may be tried.
+    complex t may be tried; ``phase(name)`` (optional) is told which estimator the next evaluations
+    serve ("central", "complex_step", "richardson", "jump_steps", then "other"), so the function
+    being evaluated can count them (``NumericFunction.phase``).
     """
 
     def __init__(
@@ -52,11 +54,17 @@ class Line:
         g0: np.ndarray,
         magnitude: Optional[np.ndarray] = None,
         complex_ok: bool = False,
+        phase: Optional[Callable[[str], None]] = None,
     ):
         self.evaluate = evaluate
         self.g0 = np.asarray(g0)
         self.magnitude = magnitude
         self.complex_ok = complex_ok
+        self.phase = phase
+
+    def enter(self, name: str):
+        if self.phase is not None:
+            self.phase(name)
 
     def restricted(self, rows: np.ndarray) -> Callable:
         return lambda t: self.evaluate(t, rows)
@@ -74,8 +82,11 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
                   step: Optional[float] = None) -> Estimate:
     """Estimate dg/dt at 0 for every element of the line, with per-element error estimates.
 
-    ``good_enough(central)`` (optional) marks elements whose central difference is already accurate
-    enough for the caller's purpose: those skip Richardson refinement (a fast check's budget).
+    ``good_enough(estimate)`` (optional) marks elements whose estimate so far (the central difference,
+    or the verified complex step where it was used) is already accurate enough for the caller's
+    purpose — a fast probe's allowance, or a full check's verdict that a better reference could not
+    change: only the others are refined by Richardson (the budget goes to failing or ambiguous
+    elements).
     ``step`` (optional, t-space): a second step for the central difference besides the default
     eps^(1/3); per element the one with the smaller estimated error is kept, and with a ``step``
     Richardson replaces an element's central value only where its own estimated error is smaller.
@@ -102,12 +113,21 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
     def sliced(rows):
         return (lambda t: evaluate(t, rows)), g0[rows], (None if magnitude is None else magnitude[rows])
 
+    try:
+        return _estimate(line, method, eps, good_enough, step, scalar, g0, magnitude, evaluate, sliced)
+    finally:
+        line.enter("other")
+
+
+def _estimate(line, method, eps, good_enough, step, scalar, g0, magnitude, evaluate, sliced) -> Estimate:
     if method == "richardson":
+        line.enter("richardson")
         result = richardson(evaluate, eps=eps, g0=g0, magnitude=magnitude)
         result.used_complex = np.zeros(g0.shape, dtype=bool)
         result.kink = result.kinks(eps)
         return _unwrap(result, scalar)
 
+    line.enter("central")
     central = central_difference(evaluate, eps=eps, g0=g0, magnitude=magnitude)
     if step is not None and step != central_step(eps):
         central = _better(central, central_difference(evaluate, step=step, eps=eps, g0=g0, magnitude=magnitude))
@@ -117,6 +137,7 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
     suspects = np.asarray(central.jump, dtype=bool) & ~kink
     stepped_under = 0
     if suspects.any():
+        line.enter("jump_steps")
         central, jump, handed_back, stepped_under = _step_under_jumps(central, suspects, sliced, eps, step)
         kink = kink | jump
         suspects = suspects & ~handed_back  # a corner after all: Richardson and the kink path as usual
@@ -131,6 +152,7 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
     value, error = central.value, central.error  # refined in place below, after every use of central
     left, right, left_error, right_error = central.left, central.right, central.left_error, central.right_error
     if line.complex_ok:
+        line.enter("complex_step")
         try:
             cs = complex_step(evaluate, eps=eps)
         except Exception:  # the forward rejected complex input after all: real methods only
@@ -142,10 +164,25 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
             error = np.where(used_complex, cs.error, error)
 
     refine = ~used_complex & ~kink & ~suspects
-    if good_enough is not None:
-        refine &= ~np.asarray(good_enough(central), dtype=bool)
+    if good_enough is not None and refine.any():
+        so_far = Estimate(value, error, "central", left, right, left_error, right_error, evaluations,
+                          used_complex, kink)
+        refine &= ~np.broadcast_to(np.asarray(good_enough(so_far), dtype=bool), refine.shape)
+        rows = _rows_needing(refine)
+        if rows.size:  # a wider step first: 4 evaluations a row where Richardson takes 30
+            line.enter("central_wide")
+            wide_rows, wide = _wider_step(sliced(rows), refine[rows], value[rows], error[rows], eps)
+            evaluations += wide.evaluations
+            if wide_rows.any():
+                value, error = np.array(value, copy=True), np.array(error, copy=True)
+                value[rows] = np.where(wide_rows, wide.value, value[rows])
+                error[rows] = np.where(wide_rows, wide.error, error[rows])
+                so_far = Estimate(value, error, "central", left, right, left_error, right_error, evaluations,
+                                  used_complex, kink)
+                refine &= ~np.broadcast_to(np.asarray(good_enough(so_far), dtype=bool), refine.shape)
     rows = _rows_needing(refine)
     if rows.size:
+        line.enter("richardson")
         line_rows, g0_rows, magnitude_rows = sliced(rows)
         refined = richardson(line_rows, eps=eps, g0=g0_rows, magnitude=magnitude_rows)
         evaluations += refined.evaluations
@@ -184,6 +221,28 @@ def estimate_line(line: Line, method: str = "auto", eps: float = EPS64,
     label = _label(used_complex, refine, kink)
     result = Estimate(value, error, label, left, right, left_error, right_error, evaluations, used_complex, kink)
     return _unwrap(result, scalar)
+
+
+def wide_step(eps: float = EPS64) -> float:
+    """eps^(1/6) rounded to a power of two (2⁻⁹ in float64): rounding ~2⁸× below the default step's."""
+    return float(2.0 ** np.round(np.log2(eps ** (1.0 / 6.0))))
+
+
+def _wider_step(sliced_rows, open_rows, value, error, eps):
+    """Central differences at ``wide_step`` for rows whose verdict the default step left open.
+
+    The default step's error estimate is often all rounding (eps·|g|/h: a derivative that is
+    exactly zero, softmax's Jᵀ1, on outputs of size 1): a wider step has ~2⁸× less of it, and where
+    truncation is small too its estimate settles the element for 4 evaluations a row. Taken per
+    element only where it is clean (no kink, no jump within its steps), finite, agrees with the
+    default step within their errors, and has the smaller error. Returns (that mask, the estimate).
+    """
+    line_rows, g0_rows, magnitude_rows = sliced_rows
+    wide = central_difference(line_rows, step=wide_step(eps), eps=eps, g0=g0_rows, magnitude=magnitude_rows)
+    with np.errstate(invalid="ignore"):
+        take = (open_rows & ~np.asarray(wide.jump, dtype=bool) & ~wide.kinks(eps) & np.isfinite(wide.value)
+                & (wide.error < error) & (np.abs(wide.value - value) <= 3.0 * (wide.error + error)))
+    return np.asarray(take, dtype=bool), wide
 
 
 def _step_under_jumps(central: Estimate, suspects, sliced, eps, step):

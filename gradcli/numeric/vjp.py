@@ -32,7 +32,12 @@ from gradcli.numeric.function import (  # noqa: F401 -- re-exported: the numeric
     step_scales,
 )
 from gradcli.numeric.line import Line, estimate_line
+from gradcli.numeric.time_budget import within_budget
 
+# The element-wise hypothesis test of the broadcast strategy needs both of its lines this accurate
+# (relative to the line's largest derivative): a coupling above ~1e-8 of it is seen, far below the
+# values check's rtol; a line less accurate than that is refined by Richardson.
+BROADCAST_TEST_RELATIVE = 1e-8
 BATCH_BUDGET_ELEMENTS = 2**21  # elements per batched evaluation (inputs + outputs), ~16 MB in float64
 STRATEGIES = ("auto", "broadcast", "batched", "loop")
 
@@ -76,6 +81,7 @@ def directional(
         projector(nf.outputs),
         projector.magnitude(nf.outputs),
         complex_ok=method in ("auto", "complex_step") and nf.accepts_complex(moved),
+        phase=nf.phase,
     )
     before = nf.evaluations
     estimate = estimate_line(line, method, nf.eps, good_enough, step=nf.step)
@@ -90,21 +96,33 @@ def element_derivatives(
     method: str = "auto",
     strategy: str = "auto",
     seed: int = 0,
+    settled: Optional[Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = None,
+    budget: Optional[float] = None,
 ) -> ElementDerivatives:
-    """(vᵀJ)_j for every element j of input ``index``, by the first strategy that applies."""
+    """(vᵀJ)_j for every element j of input ``index``, by the first strategy that applies.
+
+    ``settled(elements, value, error)`` (optional): for a slice of the flat elements (m of them) and their estimates
+    so far, (m, k) values and errors in x-space, which (m, k) estimates are good enough for the
+    caller (a verdict a better reference could not change): only the others are refined by
+    Richardson. Without it every smooth element without a verified complex step is refined.
+    ``budget`` (seconds, optional): raise ``OverBudget`` instead of starting a per-element strategy
+    estimated (from the forward's measured cost) to take longer.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
     before = nf.evaluations
     result = None
     if strategy in ("auto", "broadcast") and _broadcastable(nf, index, projector):
-        result = _broadcast_strategy(nf, index, projector, method, seed)
+        result = _broadcast_strategy(nf, index, projector, method, seed, settled)
     if result is None and strategy == "broadcast":
         raise ValueError("the broadcast strategy does not apply to this function")
     if result is None:
         batched = strategy in ("auto", "batched") and _batchable(nf, index, projector)
         if strategy == "batched" and not batched:
             raise ValueError("the forward does not broadcast over a leading batch axis")
-        result = _per_element_strategy(nf, index, projector, method, batched)
+        if budget is not None:
+            within_budget(nf, index, method, _batch_rows(nf, index) if batched else None, budget)
+        result = _per_element_strategy(nf, index, projector, method, batched, settled)
     result.evaluations = nf.evaluations - before
     return result
 
@@ -131,23 +149,36 @@ def _flat_outputs(outputs, used) -> np.ndarray:
     return np.concatenate([outputs[o].reshape(-1) for o in used]) if used else np.zeros(0)
 
 
-def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementDerivatives]:
+def _broadcast_strategy(nf, index, projector, method, seed, settled=None) -> Optional[ElementDerivatives]:
     x = nf.inputs[index]
     scale = step_scales(x)
     used = projector.outputs_used
     complex_ok = method in ("auto", "complex_step") and nf.accepts_complex([index])
     g0 = _flat_outputs(nf.outputs, used)
+    scale_per_output = _flat_outputs([np.broadcast_to(scale, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
 
-    def line_along(direction):
+    def line_along(direction, good_enough, subset=None):
+        """The line x + t·direction; ``subset``: only these of its rows (output elements)."""
         def evaluate(t, rows=None):
             flat = _flat_outputs(nf.replaced(index, shifted(x, t, direction)), used)
+            flat = flat if subset is None else flat[subset]
             return flat if rows is None else flat[rows]
 
-        return estimate_line(Line(evaluate, g0, complex_ok=complex_ok), method, nf.eps, step=nf.step)
+        line = Line(evaluate, g0 if subset is None else g0[subset], complex_ok=complex_ok, phase=nf.phase)
+        return estimate_line(line, method, nf.eps, good_enough, step=nf.step)
 
-    along_scale = line_along(scale)  # t-space: d_i·s_j(i) for output i fed by element j(i)
+    def accurate(estimate):  # what the element-wise hypothesis test below needs of both lines
+        line_scale = np.nanmax(np.abs(np.r_[estimate.value, 1e-300]))
+        with np.errstate(invalid="ignore"):
+            return 10.0 * estimate.error <= BROADCAST_TEST_RELATIVE * line_scale
+
+    # With ``settled``, both lines first stop where they are accurate enough for the hypothesis test
+    # (a function that couples elements is rejected after ~10 evaluations, not ~70); once it holds,
+    # the elements whose verdict is still open are refined (Richardson) along the scale line.
+    cheap = None if settled is None else accurate
+    along_scale = line_along(scale, cheap)  # t-space: d_i·s_j(i) for output i fed by element j(i)
     u = np.random.default_rng([seed, index, 0xB0]).standard_normal(x.shape)
-    along_random = line_along(u * scale)
+    along_random = line_along(u * scale, cheap)
     u_per_output = _flat_outputs([np.broadcast_to(u, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
     predicted = along_scale.value * u_per_output
     tolerance = 10.0 * (along_scale.error * np.abs(u_per_output) + along_random.error)
@@ -157,9 +188,13 @@ def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementD
         mismatch = np.abs(predicted - along_random.value) > tolerance
     if np.any(mismatch & checkable):
         return None  # outputs couple several elements: not element-wise after all
+    if settled is not None:
+        open_rows = ~_settled_rows(settled, projector, nf, used, x, along_scale, scale_per_output)
+        open_rows &= ~along_scale.kink & ~along_scale.used_complex
+        if open_rows.any():
+            along_scale = _refined_rows(along_scale, np.flatnonzero(open_rows), line_along, scale, method, nf)
 
     # Back to x-space per output element, then reduce v ⊙ d over the broadcast axes.
-    scale_per_output = _flat_outputs([np.broadcast_to(scale, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
     d = along_scale.value / scale_per_output
     d_error = along_scale.error / scale_per_output
     one_sided = np.stack([along_scale.left, along_scale.right]) / scale_per_output
@@ -187,6 +222,42 @@ def _broadcast_strategy(nf, index, projector, method, seed) -> Optional[ElementD
         kink |= _reduce_to(along_scale.kink[piece].reshape(shape), x.shape, np.logical_or)
         used_complex &= _reduce_to(along_scale.used_complex[piece].reshape(shape), x.shape, np.logical_and)
     return ElementDerivatives(value, error, low, high, kink, used_complex, along_scale.method, "broadcast")
+
+
+def _settled_rows(settled, projector, nf, used, x, estimate, scale_per_output) -> np.ndarray:
+    """Per output element (the line's rows): whether the input element it is broadcast from has a
+    settled verdict (``settled``) under this estimate."""
+    value, error = _reduced(projector, nf, used, x.shape, estimate.value / scale_per_output,
+                            estimate.error / scale_per_output)
+    flat = lambda a: np.moveaxis(a, 0, -1).reshape(x.size, projector.k)  # noqa: E731
+    good = np.asarray(settled(slice(None), flat(value), flat(error)), dtype=bool).all(axis=1).reshape(x.shape)
+    return _flat_outputs([np.broadcast_to(good, nf.outputs[o].shape) for o in range(len(nf.outputs))], used)
+
+
+def _refined_rows(estimate: Estimate, rows: np.ndarray, line_along, scale, method, nf) -> Estimate:
+    """``estimate`` with the line's ``rows`` estimated again by the whole pipeline (Richardson included)."""
+    refined = line_along(scale, None, rows)
+    names = ("value", "error", "left", "right", "left_error", "right_error", "kink", "used_complex")
+    merged = {}
+    for name in names:
+        full = np.array(getattr(estimate, name), copy=True)
+        full[rows] = getattr(refined, name)
+        merged[name] = full
+    label = refined.method if rows.size == np.size(estimate.value) or refined.method == estimate.method else "mixed"
+    return Estimate(method=label, evaluations=estimate.evaluations + refined.evaluations, **merged)
+
+
+def _reduced(projector, nf, used, shape, d, d_error) -> tuple:
+    """(value, error), each (k, *shape): Σ v·d and Σ |v|·d_error over the outputs each element feeds."""
+    k = projector.k
+    value, error = np.empty((k,) + shape), np.empty((k,) + shape)
+    offsets = np.cumsum([0] + [nf.outputs[o].size for o in used])
+    for c in range(k):
+        v = np.concatenate([projector.row(o, c) for o in used])
+        for target, flat in ((value, v * d), (error, np.abs(v) * d_error)):
+            target[c] = sum(_reduce_to(flat[offsets[p]:offsets[p + 1]].reshape(nf.outputs[o].shape), shape)
+                            for p, o in enumerate(used))
+    return value, error
 
 
 def _reduce_to(array: np.ndarray, shape: tuple, ufunc=np.add) -> np.ndarray:
@@ -249,7 +320,7 @@ def _batchable(nf, index, projector) -> bool:
     return ok
 
 
-def _per_element_strategy(nf, index, projector, method, batched) -> ElementDerivatives:
+def _per_element_strategy(nf, index, projector, method, batched, settled=None) -> ElementDerivatives:
     x = nf.inputs[index]
     n, k = x.size, projector.k
     scale = step_scales(x).reshape(-1)
@@ -282,9 +353,12 @@ def _per_element_strategy(nf, index, projector, method, batched) -> ElementDeriv
             return out
 
         rows = len(block)
-        line = Line(evaluate, np.tile(g0_row, (rows, 1)), np.tile(magnitude_row, (rows, 1)), complex_ok)
-        estimate = estimate_line(line, method, nf.eps, step=nf.step)
         s = scale[block][:, None]
+        line = Line(evaluate, np.tile(g0_row, (rows, 1)), np.tile(magnitude_row, (rows, 1)), complex_ok, nf.phase)
+        good_enough = None if settled is None else (
+            lambda so_far, elements=slice(block[0], block[-1] + 1), s=s:
+            settled(elements, so_far.value / s, so_far.error / s))
+        estimate = estimate_line(line, method, nf.eps, good_enough, step=nf.step)
         value[block], error[block] = estimate.value / s, estimate.error / s
         sided = np.stack([estimate.left, estimate.right]) / s
         low[block] = np.where(estimate.kink, sided.min(axis=0), value[block])

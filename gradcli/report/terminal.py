@@ -76,8 +76,9 @@ class PlainRenderer:
                 if c.name == "structure" and c.status == "warn":
                     self.write(f"  warning {view.label(r, i)}: structure: {c.message}")
                 if c.name == "values" and c.details.get("too_large") and c.status in ("pass", "fail"):
+                    why = "; ".join(c.details.get("why") or ["too many elements"])  # or over the time budget
                     self.write(f"  note {view.label(r, i)}: {', '.join(c.details.get('inputs', ()))} checked in fast "
-                               f"mode (random directions, not localised element by element): too many elements")
+                               f"mode (random directions, not localised element by element): {why}")
 
     def symbolic_notes(self, r):
         """Lines under the table: exact checks that could not be computed, proofs that did not prove
