@@ -14,7 +14,7 @@ when the ops package is imported (``attach``), so the op modules stay about thei
 import numpy as np
 
 from gradcli.autograd.creation import _rng
-from gradcli.autograd.ops import arithmetic, elementwise, indexing, join, linalg, linalg_more
+from gradcli.autograd.ops import activation, arithmetic, elementwise, indexing, join, linalg, linalg_more
 from gradcli.autograd.ops import pointwise, reduce, shape, shaping
 from gradcli.autograd.tensor import Tensor
 
@@ -44,6 +44,41 @@ def _off_jumps(*size, period=1.0, offset=0.0):
     floor-like op's jumps are far from every step the numerical derivative takes."""
     k = _rng().integers(-2, 2, size)
     return Tensor(period * (k + offset + _rng().uniform(0.1, 0.9, size)))
+
+
+# ---- binary arithmetic: broadcasting, and a Python number on one side ------------------------------
+def _add_like():
+    return [(_floats(3, 4), _floats(3, 4)), (_floats(3, 4), _floats(4)), (_floats(3, 1), _floats(1, 4)),
+            (_floats(3, 4), 2.5), (1.5, _floats(3, 4))]
+
+
+def _div():
+    return [(_floats(3, 4), _nonzero(3, 4)), (_floats(3, 4), _nonzero(4)), (_floats(3, 4), 2.5)]
+
+
+def _pow():
+    base = _floats(3, 4, low=0.1, high=2)
+    return [(base, _floats(3, 4)), (base, _floats(4)), (_floats(3, 4), 2), (_floats(3, 4), 3), (_floats(3, 4), 1),
+            (_floats(3, 4), 0), (base, 0.5), (base, -1.5)]
+
+
+def _extreme_pair():  # maximum/minimum
+    return [(_floats(3, 4), _floats(3, 4)), (_floats(3, 4), _floats(4))]
+
+
+def _where():
+    return [(_mask(3, 4), _floats(3, 4), _floats(3, 4)), (_mask(3, 4), _floats(4), _floats(3, 1)),
+            (_mask(3, 4), 1.0, _floats(3, 4))]
+
+
+def _lerp():  # |weight| < 0.5 and >= 0.5 take different formulas
+    a, end = _floats(3, 4), _floats(3, 4)
+    return [(a, end, _floats(3, 4, low=-1, high=1.5)), (a, end, 0.3), (a, end, 0.7), (a, _floats(4), _floats(3, 1))]
+
+
+def _distance_root():  # (sum of p-th powers, p): cdist's root
+    s = _floats(3, 4, low=0.1, high=2)
+    return [(s, 2), (s, 3.0), (s, 1.5)]
 
 
 # ---- arithmetic with a Python constant: the constant is a number, as the engine passes it --------
@@ -165,6 +200,63 @@ def _gather():
     return [(_floats(3, 4), 1, _ints((3, 2), 4)), (_floats(3, 4), 0, _ints((4, 4), 3))]
 
 
+# ---- dims, sizes, shapes, dtypes: Python values, as the engine passes them ----------------------
+def _along_dim():  # softmax, log_softmax, cumsum, cumprod, unbind
+    return [(_floats(3, 4), 1), (_floats(3, 4), 0), (_floats(2, 3, 4), -1)]
+
+
+def _cumprod():
+    x = _floats(3, 4).data
+    x[1, 1] = 0.0  # a zero takes the other gradient formula (no division by x)
+    return _along_dim() + [(Tensor(x), 1), (Tensor(x), 0)]
+
+
+def _split():  # (x, sizes, dim)
+    return [(_floats(3, 4), (1, 3), 1), (_floats(3, 4), (2, 1), 0), (_floats(3, 4), (2, 2), -1)]
+
+
+def _reshape():
+    return [(_floats(3, 4), (4, 3)), (_floats(3, 4), (2, -1)), (_floats(3, 4), (12,)), (_floats(1), ())]
+
+
+def _expand():
+    return [(_floats(3, 1), (3, 4)), (_floats(4), (2, 3, 4)), (_floats(3, 1), (-1, 4)), (_floats(), (2, 2))]
+
+
+def _cast():
+    return [(_floats(3, 4), np.float64), (Tensor(_rng().uniform(-2, 2, (3, 4)).astype(np.float32)), np.float64)]
+
+
+def _copy_into():
+    return [(_floats(3, 4), _floats(3, 4)), (_floats(3, 4), _floats(4)), (_floats(3, 4), 2.5)]
+
+
+# ---- linear algebra: shapes that fit --------------------------------------------------------------
+def _matmul():  # matrices and batches (``matmul`` turns 1-d operands into matrices before the op)
+    return [(_floats(3, 4), _floats(4, 5)), (_floats(2, 3, 4), _floats(4, 5)), (_floats(2, 1, 3, 4), _floats(3, 4, 2))]
+
+
+def _mm():
+    return [(_floats(3, 4), _floats(4, 5))]
+
+
+def _bmm():
+    return [(_floats(2, 3, 4), _floats(2, 4, 5))]
+
+
+def _dot():
+    return [(_floats(4), _floats(4))]
+
+
+def _diag():  # (x, offset): a vector to a matrix and back
+    return [(_floats(4), 0), (_floats(3), 1), (_floats(3), -2), (_floats(3, 4), 0), (_floats(3, 4), -1),
+            (_floats(3, 4), 2)]
+
+
+def _trace():
+    return [(_floats(3, 4),), (_floats(4, 4),)]
+
+
 # ---- joins and shapes -----------------------------------------------------------------------------
 def _cat():
     return [(1, _floats(3, 2), _floats(3, 4)), (0, _floats(1, 4), _floats(2, 4), _floats(3, 4))]
@@ -205,6 +297,14 @@ def _einsum():  # (parsed equation: input subscripts, output subscripts, sizes),
 
 
 _EXAMPLES = {
+    arithmetic.Add: _add_like, arithmetic.Sub: _add_like, arithmetic.Mul: _add_like, arithmetic.Div: _div,
+    arithmetic.Pow: _pow, elementwise.Maximum: _extreme_pair, elementwise.Minimum: _extreme_pair,
+    elementwise.Where: _where, pointwise.Lerp: _lerp, linalg_more._DistanceRoot: _distance_root,
+    activation.Softmax: _along_dim, activation.LogSoftmax: _along_dim, reduce.Cumsum: _along_dim,
+    pointwise.Cumprod: _cumprod, join.Unbind: _along_dim, join.Split: _split, shape.Reshape: _reshape,
+    shape.Expand: _expand, shape.Cast: _cast, shape.CopyInto: _copy_into,
+    linalg.MatMul: _matmul, linalg.Mm: _mm, linalg.Bmm: _bmm, linalg.Dot: _dot, linalg.Diag: _diag,
+    linalg.Trace: _trace,
     arithmetic.RSub: _rsub, arithmetic.RDiv: _rdiv, arithmetic.RPow: _rpow, shape.Fill: _fill,
     elementwise.Clamp: _clamp, elementwise.Floor: _floor_like, elementwise.Ceil: _floor_like,
     elementwise.Trunc: _floor_like, elementwise.Round: _round,
