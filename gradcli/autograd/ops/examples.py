@@ -9,7 +9,9 @@ each, so that the optional arguments — a reduction's ``dim``/``keepdim`` — a
 
 Plain engine code: tensors are drawn from gradcli's global generator, which ``gradcli check`` seeds
 from ``--seed`` and the op's name before ``example_inputs()`` runs. They are attached to the classes
-when the ops package is imported (``attach``), so the op modules stay about their maths.
+when ``gradcli.autograd`` is imported (``attach``), so the op modules stay about their maths. A new
+op either passes ``gradcli check`` on the inputs gradcli infers or gets an entry in ``_EXAMPLES``
+(tests/test_dogfood.py fails until it does).
 """
 import numpy as np
 
