@@ -94,3 +94,31 @@ def test_fortran_ordered_input_is_perturbed_element_by_element():
     for strategy in ("loop", "auto"):
         result = element_derivatives(nf, 0, projector, strategy=strategy)
         assert np.max(np.abs(result.value[0] - v @ b.T)) <= 1e-12
+
+
+def remainder(a, b=0.03924805020314537):
+    return a - b * np.floor(a / b)
+
+
+def test_a_jump_only_richardsons_large_steps_cross_is_no_kink():
+    # a = -1.48302..., 0.0084 above a jump of remainder(·, 0.039) (issue 23's dogfood run, seed 5):
+    # the central steps (2⁻¹⁷·2) see the slope 1 cleanly; Richardson's one-sided tables cross the
+    # jump and once made it a kink with one-sided "derivatives" -0.256 and 0.058, rejecting 1.
+    a = np.array([-1.4830229668919075])
+    e = derivative(remainder, a)
+    assert not e.kink.any()
+    assert abs(e.value[0] - 1.0) <= 1e-9
+    # a slope that is wrong there still fails
+    x = gradcli.tensor(a, requires_grad=True)
+    assert gradcheck(lambda t: gradcli.remainder(t, 0.03924805020314537), (x,), mode="full").ok
+    assert not gradcheck(lambda t: RemainderHalfSlope.apply(t), (x,), mode="full").ok
+
+
+class RemainderHalfSlope(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return gradcli.remainder(x, 0.03924805020314537)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0.5

@@ -3,6 +3,7 @@ from gradcli.autograd.tensor import Tensor  # noqa: I001  (tensor first: it wire
 from gradcli.autograd.engine import backward, grad
 from gradcli.autograd.function import Function, FunctionCtx, once_differentiable
 from gradcli.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from gradcli.autograd.ops import examples as _examples  # noqa: F401  (the ops' example_inputs, for gradcli check)
 
 Variable = Tensor  # old tutorials wrap inputs in Variable(...)
 

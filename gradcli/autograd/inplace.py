@@ -139,6 +139,8 @@ class CopySlices(Function):
     """``base`` with the elements at ``index`` (flat indices, shaped like the view) replaced by
     ``value``. The storage already holds the result, so forward only wraps it."""
 
+    gradcli_collect = False  # a graph node, not an op: its forward alone is not its maths
+
     @staticmethod
     def forward(ctx, base, value, index):
         ctx.index, ctx.base_shape = index, base.data.shape
@@ -157,6 +159,8 @@ class CopySlices(Function):
 
 class ViewOfBase(Function):
     """A view re-read from its base after the storage changed: a gather by flat index."""
+
+    gradcli_collect = False  # a graph node, not an op: forward returns the view it is handed
 
     @staticmethod
     def forward(ctx, base, index, view_data):

@@ -235,6 +235,8 @@ def collect(module, item: FileItem) -> list:
         has_bwd = _own(cls, "backward") is not None or _own(cls, "vjp") is not None
         if not has_fwd or (not has_bwd and cls in subclassed) or inspect.isabstract(cls):
             continue  # an abstract helper: a base class without its own forward/backward
+        if cls.__dict__.get("gradcli_collect", True) is False:
+            continue  # declared not a Function to check on its own (a graph node, a base); not inherited
         backward = _own(cls, "backward")
         targets.append(Target(cls, cls.__name__, item.path, _line(cls), _line(backward), _style(cls), backend,
                               backward_file=_elsewhere(backward, item.abspath),

@@ -197,9 +197,17 @@ def _estimate(line, method, eps, good_enough, step, scalar, g0, magnitude, evalu
         # slopes. The one-sided tables (same evaluations) disagree there: a kink, as at x = 0.
         # Their gap must also stand out against the line's derivatives (at a smooth stationary
         # point both one-sided values are rounding, ±1e-15, with error estimates of 0).
+        # A kink's central difference lies between its one-sided derivatives; one well outside them
+        # means Richardson's large steps crossed a jump the central steps did not (remainder 0.008
+        # from a jump): those one-sided values are not the function's, and the test below keeps
+        # the central value.
         with np.errstate(invalid="ignore"):
             line_scale = np.nanmax(np.abs(refined.value), initial=0.0)
-            near = take & refined.kinks(eps) & (np.abs(refined.right - refined.left) > np.sqrt(eps) * line_scale)
+            slack = RICHARDSON_AGREEMENT * (error[rows] + refined.left_error + refined.right_error)
+            between = ((value[rows] >= np.minimum(refined.left, refined.right) - slack)
+                       & (value[rows] <= np.maximum(refined.left, refined.right) + slack))
+            near = (take & refined.kinks(eps) & (np.abs(refined.right - refined.left) > np.sqrt(eps) * line_scale)
+                    & between)
         if near.any():
             take &= ~near
             kink, left, right, left_error, right_error = (np.array(a, copy=True) for a in (

@@ -202,6 +202,7 @@ class _Rounding(Function):
     like torch and numpy."""
 
     _np = None
+    gradcli_collect = False  # a base: Round and Trunc (which set _np) are checked
 
     @classmethod
     def forward(cls, ctx, x, decimals=0):

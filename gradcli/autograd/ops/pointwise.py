@@ -60,6 +60,7 @@ class _Binary(Function):
     gradients in the broadcast shape (``unbroadcast`` sums them down)."""
 
     np_fn = sym = None
+    gradcli_collect = False  # a base: its subclasses (which set np_fn and rule) are checked
     to_float = True  # integer inputs compute in the default float dtype (remainder/fmod keep ints)
     no_ints = False  # torch has no integer kernel (hypot, logaddexp)
 
