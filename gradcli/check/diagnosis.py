@@ -25,7 +25,7 @@ from gradcli.check import diagnosis_terms as terms
 from gradcli.check.diagnosis_backward_terms import terms_for
 from gradcli.check.diagnosis_evidence import Evidence, lazy
 from gradcli.check.diagnosis_function_wide import function_wide
-from gradcli.check.diagnosis_hints import hint
+from gradcli.check.diagnosis_hints import backward_code, hint
 from gradcli.check.diagnosis_probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
@@ -40,7 +40,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
-            operator.wrong_axis, terms.wrong_variable, terms.term_sign, operator.wrong_axis_separable,
+            operator.wrong_axis, terms.wrong_variable, terms.term_sign, terms.term_coefficient, operator.wrong_axis_separable,
             regions.region, terms.missing_term,
             terms.missing_reduction_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
@@ -87,6 +87,8 @@ class _Diagnosis:
         self.indices = indices
         self.names = {i: self.results[i].name if i in self.results else parameter_name(fn, i) for i in indices}
         self.positions = {}
+        self.executed = None  # backward's file lines that ran in one traced call
+        self.failed_positions = None  # positions in backward's return whose gradient is wrong
         self.vjp_error = None
 
     # ----- the driver -----------------------------------------------------------------------
@@ -96,6 +98,7 @@ class _Diagnosis:
             return [self._finish(f) for f in found]
         evidence = self._evidence()
         findings = []
+        self.failed_positions = {self.positions.get(i, i) for i, ev in evidence.items() if self._failed(ev)}
         for ev in evidence.values():
             if not self._failed(ev):
                 continue
@@ -144,7 +147,8 @@ class _Diagnosis:
             self._mean_note(finding, ev)
         position = self.positions.get(finding.input, finding.input)
         try:
-            text, location = hint(finding.kind, finding.params, self.cls, position, self.names, name)
+            text, location = hint(finding.kind, finding.params, self.cls, position, self.names, name,
+                                  self.executed, self.failed_positions)
         except Exception:  # unparsable or unusual source: the finding stands without a hint
             text, location = "", None
         finding.hint = text
@@ -301,15 +305,17 @@ class _Diagnosis:
         if not rows:
             return
         raws = []
-        for row in rows:
+        code = backward_code(self.cls)
+        for k, row in enumerate(rows):
             try:
-                raw = self.probe.raw(row)
+                raw = self.probe.raw(row, trace_code=code if k == 0 else None)
             except ProbeError:
                 return
             if raw is None:
                 return
             raws.append(raw)
         self.positions = dict(raws[0]["positions"])
+        self.executed = raws[0].get("executed") or None
         for i, ev in evidence.items():
             if i not in raws[0]["grads"]:
                 continue
@@ -328,7 +334,8 @@ class _Diagnosis:
 
     def _backward_terms(self, ev):
         try:
-            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents)
+            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
+                             self.executed)
         except Exception:  # an unusual backward: term_sign simply has no evidence
             return None
 
