@@ -25,7 +25,7 @@ from gradcli.check import diagnosis_terms as terms
 from gradcli.check.diagnosis_backward_terms import terms_for
 from gradcli.check.diagnosis_evidence import Evidence, lazy
 from gradcli.check.diagnosis_function_wide import function_wide
-from gradcli.check.diagnosis_hints import backward_code, hint
+from gradcli.check.diagnosis_hints import backward_code, backward_source, hint, overwrite_statement
 from gradcli.check.diagnosis_probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
@@ -283,6 +283,7 @@ class _Diagnosis:
             ev.one_sided = lambda positions, ev=ev: self._one_sided(ev, positions)
             ev.operator = lazy(lambda ev=ev: operator.operator_matrices(probe, ev, self._numeric))
             ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
+            ev.overwrites = lazy(lambda ev=ev: self._overwrites(ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):
@@ -338,6 +339,14 @@ class _Diagnosis:
                              self.executed)
         except Exception:  # an unusual backward: term_sign simply has no evidence
             return None
+
+    def _overwrites(self, ev) -> bool:
+        try:
+            src = backward_source(self.cls, self.executed)
+            position = self.positions.get(ev.index, ev.index)
+            return src is not None and overwrite_statement(src, position) is not None
+        except Exception:  # unparsable source: no source evidence
+            return False
 
     def _unreduced(self, ev, outputs):
         """The numeric gradient w.r.t. the input broadcast to the output's shape (before reduction)."""

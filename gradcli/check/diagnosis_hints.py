@@ -368,6 +368,27 @@ def _in_chain(src: Source, statement, expr, names):
     return None
 
 
+NON_ACCUMULATING = ("index_copy", "index_copy_", "scatter", "scatter_", "index_put", "index_put_", "masked_scatter",
+                    "masked_scatter_")
+
+
+def overwrite_statement(src: Source, position: int):
+    """The statement of the gradient's chain that *assigns* computed values into it — ``g[idx] =
+    expr`` (not a constant: zeroing a mask is no overwrite) or a non-accumulating scatter /
+    index_copy — or None: the source side of a not_accumulated finding."""
+    statement, expr = gradient_statement(src, position)
+    if statement is None:
+        return None
+    for stmt in _chain(src, statement, expr if expr is not None else statement):
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Subscript) for t in stmt.targets) and not (
+                isinstance(stmt.value, ast.Constant) or (isinstance(stmt.value, ast.UnaryOp)
+                                                         and isinstance(stmt.value.operand, ast.Constant))):
+            return stmt
+        if any(isinstance(n, ast.Attribute) and n.attr in NON_ACCUMULATING for n in ast.walk(stmt)):
+            return stmt
+    return None
+
+
 def _inplace_statement(src: Source, after_save: bool = False):
     """The first simple statement that modifies a tensor in place: ``x.mul_(2)``, ``x += 1``, ``x[0] = 0``
     (with ``after_save``: the first after the ``save_for_backward`` call)."""

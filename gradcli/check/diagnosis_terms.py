@@ -267,6 +267,11 @@ def missing_reduction_term(ev: Evidence):
     V = np.stack([np.reshape(row[0], shape) for row in ev.cotangents])
     candidates = _candidates(ev, shape)[:10]
     tensors = [("", np.ones(shape))] + candidates
+    # an outer factor may carry a per-channel input (a norm's γ: −γ·x̂·mean(g·x̂)/σ)
+    weights = [(o.name, o.values) for o in ev.others.values() if o.values is not None and o.values.shape != shape
+               and o.values.ndim >= 1 and broadcast_dims(o.values.shape, shape) is not None]
+    outer = tensors + [(f"{w_name}·{a_name}" if a_name else w_name, w * a)
+                       for w_name, w in weights for a_name, a in tensors]
     residual = N - A
     with np.errstate(all="ignore"):
         for axis in range(len(shape)):
@@ -275,7 +280,7 @@ def missing_reduction_term(ev: Evidence):
             for scale_name, s in _scales(ev, candidates, shape):
                 for b_name, b in tensors:
                     reduced = (V * b).mean(axis=axis + 1, keepdims=True)
-                    for a_name, a in tensors:
+                    for a_name, a in outer:
                         T = a * reduced if s is None else a * reduced / s
                         # cheap screen first: the residual must be collinear with the term
                         if _cosine(residual, T) < 1 - 1e-8 or not np.all(np.isfinite(T)) or ev.support(T) < 3:
