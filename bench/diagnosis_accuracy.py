@@ -102,7 +102,7 @@ def run(case, backend, route):
     """(findings, seconds spent in diagnose)."""
     fn, inputs = case.build(Backend(backend))
     if route == "gradcheck":
-        report = gradcheck(fn, inputs)
+        report = gradcheck(fn, inputs, **case.gradcheck_options)
     else:
         report = CheckReport(function=case.name, checks=[Check("values", "fail", "mismatch")])
     fn, inputs = case.build(Backend(backend))

@@ -22,7 +22,7 @@ from gradcli.check import diagnosis_patterns as patterns
 from gradcli.check import diagnosis_region as regions
 from gradcli.check import diagnosis_surrogate as surrogate
 from gradcli.check import diagnosis_terms as terms
-from gradcli.check.diagnosis_backward_terms import terms_for
+from gradcli.check.diagnosis_backward_terms import substitutions_for, terms_for
 from gradcli.check.diagnosis_evidence import Evidence, lazy
 from gradcli.check.diagnosis_function_wide import function_wide
 from gradcli.check.diagnosis_hints import backward_code, backward_source, hint, overwrite_statement
@@ -40,7 +40,8 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
-            operator.wrong_axis, terms.wrong_variable, terms.term_sign, terms.term_coefficient, operator.wrong_axis_separable,
+            operator.wrong_axis, terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
+            operator.wrong_axis_separable,
             regions.region, terms.missing_term,
             terms.missing_reduction_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
@@ -284,6 +285,7 @@ class _Diagnosis:
             ev.operator = lazy(lambda ev=ev: operator.operator_matrices(probe, ev, self._numeric))
             ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
             ev.overwrites = lazy(lambda ev=ev: self._overwrites(ev))
+            ev.substitutions = lazy(lambda ev=ev: self._substitutions(ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):
@@ -338,6 +340,13 @@ class _Diagnosis:
             return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
                              self.executed)
         except Exception:  # an unusual backward: term_sign simply has no evidence
+            return None
+
+    def _substitutions(self, ev):
+        try:
+            return substitutions_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
+                                     self.executed)
+        except Exception:  # an unusual backward: no statement-level evidence
             return None
 
     def _overwrites(self, ev) -> bool:

@@ -287,11 +287,11 @@ def _as_array(value):
     return None
 
 
-def terms_for(probe, cls, position, rows, executed=None):
-    """``gradient_terms`` for a Function re-run by ``probe``: the saved tensors and ``ctx``
-    attributes come from one more forward call at the probe's values."""
+def _context(probe, cls, position, rows, executed):
+    """(src, shaped rows, grad_output names, saved tensors, ctx attributes) for one more forward
+    call of the Function re-run by ``probe``; None when unavailable."""
     from gradcli.check.diagnosis_hints import backward_source
-    from gradcli.check.diagnosis_probe import _flatten_outputs
+    from gradcli.check.diagnosis_probe import _flatten_outputs, _to_numpy
 
     src = backward_source(cls, executed)
     if src is None or position is None or not rows:
@@ -314,9 +314,54 @@ def terms_for(probe, cls, position, rows, executed=None):
             converted = _as_array(value)
             if converted is not None:
                 ctx_attrs[key] = converted
-    from gradcli.check.diagnosis_probe import _to_numpy
-
     shapes = [_to_numpy(o).shape for o in differentiable]
     shaped = [tuple(np.reshape(c, s) for c, s in zip(row, shapes)) for row in rows]
+    return src, shaped, args, saved, ctx_attrs
+
+
+def terms_for(probe, cls, position, rows, executed=None):
+    """``gradient_terms`` for a Function re-run by ``probe``: the saved tensors and ``ctx``
+    attributes come from one more forward call at the probe's values."""
+    context = _context(probe, cls, position, rows, executed)
+    if context is None:
+        return None
+    src, shaped, args, saved, ctx_attrs = context
     found = gradient_terms(src, position, shaped, args, saved, ctx_attrs)
     return None if found is None else found[1]
+
+
+def substitutions_for(probe, cls, position, rows, executed=None):
+    """``(names, evaluate)`` for the gradient statement: the tensor names it reads (saved tensors
+    and names assigned in backward, not grad_output), and ``evaluate(name, value)`` giving the
+    statement's value per cotangent row with ``name`` bound to ``value`` (None outside the
+    vocabulary). None when the statement cannot be evaluated as written."""
+    context = _context(probe, cls, position, rows, executed)
+    if context is None:
+        return None
+    src, shaped, args, saved, ctx_attrs = context
+    statement, expr = gradient_statement(src, position)
+    if statement is None or expr is None or len(args) != len(shaped[0]):
+        return None
+    before = statement.lineno + 1 if isinstance(statement, ast.Assign) else statement.lineno
+
+    def evaluate(name=None, value=None):
+        per_row = []
+        for row in shaped:
+            env = dict(zip(args, row))
+            if name is not None:
+                env[name] = value
+            evaluator = _Evaluator(src, before, env, saved, ctx_attrs)
+            if isinstance(statement, ast.Assign):
+                evaluator.assignments = [a for a in evaluator.assignments if a is not statement]
+            try:
+                with np.errstate(all="ignore"):
+                    per_row.append(np.asarray(evaluator.value(expr), dtype=float))
+            except (Unsupported, ValueError, TypeError, IndexError):
+                return None
+        return per_row
+
+    if evaluate() is None:
+        return None
+    names = sorted({n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - set(args)
+                   - {"ctx", "self", "torch", "np", "math", "F"})
+    return names, evaluate

@@ -49,6 +49,7 @@ class Evidence:
     one_sided: Optional[Callable[[Any], Any]] = None  # flat positions -> (left, right), NaN elsewhere
     operator: Optional[Callable[[], Any]] = None  # lazily: (J, J's error, G), both (m, n); see diagnosis_operator
     backward_terms: Optional[Callable[[], Any]] = None  # lazily: [(code, values per row)] of the gradient statement
+    substitutions: Optional[Callable[[], Any]] = None  # lazily: (names, evaluate(name, value)) of the statement
     overwrites: Optional[Callable[[], Any]] = None  # lazily: does backward assign (not add) into the gradient?
 
     @property

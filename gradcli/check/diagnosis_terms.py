@@ -226,6 +226,54 @@ def term_coefficient(ev: Evidence):
     return None
 
 
+# elementwise functions a derivative is written with: using z where f(z) is needed (the logits
+# where their sigmoid is, log-probabilities where probabilities are) keeps the formula's shape
+VARIABLE_FUNCTIONS = (("{z}", lambda z: z), ("exp({z})", np.exp), ("sigmoid({z})", lambda z: 1 / (1 + np.exp(-z))),
+                      ("tanh({z})", np.tanh))
+
+
+def statement_variable(ev: Evidence):
+    """The gradient statement evaluated as written reproduces A, and with one of the tensors it
+    reads (a saved tensor, a name assigned in backward) replaced by another — an input, the
+    output, or exp/sigmoid/tanh of one — it reproduces N exactly: that tensor is the wrong one."""
+    if ev.analytic is None or ev.values is None or ev.substitutions is None or ev.support() < 3:
+        return None
+    found = ev.substitutions()
+    if not found:
+        return None
+    names, evaluate = found
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+
+    def stacked(rows):
+        try:
+            return None if rows is None else np.stack([np.broadcast_to(r, ev.shape) for r in rows])
+        except ValueError:
+            return None
+
+    written = stacked(evaluate())
+    if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
+        return None
+    variables = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
+    if len(ev.outputs) == 1:
+        variables.append(("output", ev.outputs[0]))
+    with np.errstate(all="ignore"):
+        candidates = [(form.format(z=label), f(z)) for label, z in variables for form, f in VARIABLE_FUNCTIONS]
+        for name in names:
+            for label, value in candidates:
+                if not np.all(np.isfinite(value)):
+                    continue
+                changed = stacked(evaluate(name, value))
+                if changed is None or ev.fits(changed, A) or not ev.fits(changed, N, E):
+                    continue
+                return Finding("wrong_variable",
+                               f"backward for input {ev.name} uses `{name}` where {label} is needed: with {label} in "
+                               "its place the gradient statement is right, exactly",
+                               input=ev.index, params={"used": name, "needed": label,
+                                                       "expression": name, "expected": label},
+                               confidence=0.8)
+    return None
+
+
 def _scales(ev: Evidence, candidates, shape):
     """(name, s) divisors a normalization's backward uses: 1, and the standard deviation of an
     input along one axis — derived exactly as (x − mean)/x̂ from an x̂ candidate, or computed
