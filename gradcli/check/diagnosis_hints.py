@@ -260,8 +260,13 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(f"sum the gradient over dim {dims_text} (e.g. `.sum({dims_text})`) to the shape of {name}",
                           src, statement, "in ")
     if kind == "region":
-        stmt = src and _first_statement_with(src, lambda n: isinstance(n, ast.Compare) or (
-            isinstance(n, ast.Attribute) and n.attr in ("where", "clamp", "sign", "maximum", "minimum")))
+        def masks(n):
+            return isinstance(n, ast.Compare) or (
+                isinstance(n, ast.Attribute) and n.attr in ("where", "clamp", "sign", "maximum", "minimum"))
+        # the first mask among the statements computing this gradient, else the first in backward
+        stmt = src and expr is not None and next(
+            (c for c in _chain(src, statement, expr) if any(masks(n) for n in ast.walk(c))), None)
+        stmt = stmt or (src and _first_statement_with(src, masks))
         return _with_code(f"check the branch or mask for {params.get('description', 'that region')}",
                           src, stmt or statement, "in ")
     if kind == "missing_term":
