@@ -21,6 +21,11 @@ issue 14.4 (straight_through, smooth_surrogate, gradient_reversal). It is the di
 tuning corpus: figures on bugs the rules were not designed on come from the untuned corpus, scored
 separately.
 
+A second part of the own catalogue is ``bench/diagnosis_catalogue/`` (issue 17): torch-style
+Functions in the untuned corpus's format (a ``bug`` label and a ``# BUG`` mark per class), run
+as a user runs them and scored — kind *and* location — by ``bench/diagnosis_untuned.py``'s
+scorer: ``python bench/diagnosis_accuracy.py --catalogue`` (needs torch). It is tuning corpus too.
+
 The catalogue was written together with the diagnosis, so it is also scored on a held-out set:
 the seeded bugs of tests/test_gradcheck_bugs.py (written independently, for gradcheck), each
 given the kind its docstring describes (HELD_OUT below), in gradcheck's full and fast modes.
@@ -31,6 +36,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_diagnosis_cases import CORRECT, NO_PATTERN, SEEDED, Backend, params_match  # noqa: E402
 
@@ -96,7 +102,7 @@ def run(case, backend, route):
     """(findings, seconds spent in diagnose)."""
     fn, inputs = case.build(Backend(backend))
     if route == "gradcheck":
-        report = gradcheck(fn, inputs)
+        report = gradcheck(fn, inputs, **case.gradcheck_options)
     else:
         report = CheckReport(function=case.name, checks=[Check("values", "fail", "mismatch")])
     fn, inputs = case.build(Backend(backend))
@@ -112,7 +118,15 @@ def about(findings, case):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print every run")
+    parser.add_argument("--catalogue", action="store_true",
+                        help="score bench/diagnosis_catalogue/ (gradcli check in a subprocess) instead")
     args = parser.parse_args()
+    if args.catalogue:
+        import diagnosis_untuned
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        return diagnosis_untuned.main(["--corpus", os.path.join(here, "diagnosis_catalogue"),
+                                       "--gradcli", os.path.dirname(here)] + (["-v"] if args.verbose else []))
     seeded_runs = right_kind = right_params = wrong = 0
     wrong_runs, missed_runs, times = [], [], []
     clean_runs = 0

@@ -233,8 +233,10 @@ def test_one_element_gradient_names_only_a_simple_factor():
     assert [f.kind for f in diagnose(failed_report_without_arrays(fn, inputs), fn, inputs)] == ["none"]
 
 
-def wrong_formula(B, seed):
-    """A correct sin backward plus a smooth perturbation no pattern describes."""
+def wrong_formula(B, seed, additive=False):
+    """A sin backward with a smooth perturbation inside the cosine, which no pattern describes
+    (``additive``: the perturbation as an extra additive term of the statement instead, which is
+    a pattern: that term is one too many)."""
     phase = float(np.random.default_rng(seed).uniform(0.2, 3.0))
 
     class Perturbed(B.Function):
@@ -246,7 +248,9 @@ def wrong_formula(B, seed):
         @staticmethod
         def backward(ctx, grad_output):
             (x,) = ctx.saved_tensors
-            return grad_output * (x.cos() + 0.05 * (3 * x + phase).sin() * x.exp())
+            if additive:
+                return grad_output * (x.cos() + 0.05 * (3 * x + phase).sin() * x.exp())
+            return grad_output * (x + 0.05 * (3 * x + phase).sin() * x.exp()).cos()
 
     x = np.random.default_rng(seed).standard_normal((3, 4))
     return Perturbed.apply, (B.tensor(x),)
@@ -258,6 +262,17 @@ def test_random_perturbations_are_never_given_a_pattern(seed):
     report = gradcheck(fn, inputs)
     assert not report.ok
     assert [f.kind for f in diagnose(report, fn, inputs)] == ["none"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_extra_term_of_the_statement_is_named_with_coefficient_minus_one(seed):
+    fn, inputs = wrong_formula(Backend("gradcli"), seed, additive=True)
+    (finding,) = diagnose(gradcheck(fn, inputs), fn, inputs)
+    assert (finding.kind, finding.params["variant"], finding.params["coefficient"]) == (
+        "missing_term", "coefficient", -1.0)
+    assert finding.params["term"] == "grad_output * 0.05 * (3 * x + phase).sin() * x.exp()"
+    assert finding.hint.startswith("remove the term `grad_output * 0.05")
+    assert finding.params["factor"] == 0.0
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -538,7 +538,8 @@ def sqrt_wrong_power(B):
         @staticmethod
         def backward(ctx, grad_output):
             (x,) = ctx.saved_tensors
-            return grad_output * 0.5 / x
+            # not 0.5 / x: that is 0.5 / output with x saved in its place, a wrong_variable
+            return grad_output * 0.5 / x ** 0.75
 
     return SqrtWrongPower.apply, (B.tensor(POSITIVE),)
 

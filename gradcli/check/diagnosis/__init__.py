@@ -22,10 +22,10 @@ from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
 from gradcli.check.diagnosis import surrogate
 from gradcli.check.diagnosis import terms
-from gradcli.check.diagnosis.backward_terms import terms_for
+from gradcli.check.diagnosis.backward_terms import substitutions_for, terms_for
 from gradcli.check.diagnosis.evidence import Evidence, lazy
 from gradcli.check.diagnosis.function_wide import function_wide
-from gradcli.check.diagnosis.hints import hint
+from gradcli.check.diagnosis.hints import backward_code, backward_source, hint, overwrite_statement
 from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
@@ -40,7 +40,8 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
-            operator.wrong_axis, terms.wrong_variable, terms.term_sign, operator.wrong_axis_separable,
+            operator.wrong_axis, terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
+            operator.wrong_axis_separable,
             regions.region, terms.missing_term,
             terms.missing_reduction_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
@@ -87,6 +88,8 @@ class _Diagnosis:
         self.indices = indices
         self.names = {i: self.results[i].name if i in self.results else parameter_name(fn, i) for i in indices}
         self.positions = {}
+        self.executed = None  # backward's file lines that ran in one traced call
+        self.failed_positions = None  # positions in backward's return whose gradient is wrong
         self.vjp_error = None
 
     # ----- the driver -----------------------------------------------------------------------
@@ -96,6 +99,7 @@ class _Diagnosis:
             return [self._finish(f) for f in found]
         evidence = self._evidence()
         findings = []
+        self.failed_positions = {self.positions.get(i, i) for i, ev in evidence.items() if self._failed(ev)}
         for ev in evidence.values():
             if not self._failed(ev):
                 continue
@@ -144,7 +148,8 @@ class _Diagnosis:
             self._mean_note(finding, ev)
         position = self.positions.get(finding.input, finding.input)
         try:
-            text, location = hint(finding.kind, finding.params, self.cls, position, self.names, name)
+            text, location = hint(finding.kind, finding.params, self.cls, position, self.names, name,
+                                  self.executed, self.failed_positions)
         except Exception:  # unparsable or unusual source: the finding stands without a hint
             text, location = "", None
         finding.hint = text
@@ -279,6 +284,8 @@ class _Diagnosis:
             ev.one_sided = lambda positions, ev=ev: self._one_sided(ev, positions)
             ev.operator = lazy(lambda ev=ev: operator.operator_matrices(probe, ev, self._numeric))
             ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
+            ev.overwrites = lazy(lambda ev=ev: self._overwrites(ev))
+            ev.substitutions = lazy(lambda ev=ev: self._substitutions(ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):
@@ -301,15 +308,17 @@ class _Diagnosis:
         if not rows:
             return
         raws = []
-        for row in rows:
+        code = backward_code(self.cls)
+        for k, row in enumerate(rows):
             try:
-                raw = self.probe.raw(row)
+                raw = self.probe.raw(row, trace_code=code if k == 0 else None)
             except ProbeError:
                 return
             if raw is None:
                 return
             raws.append(raw)
         self.positions = dict(raws[0]["positions"])
+        self.executed = raws[0].get("executed") or None
         for i, ev in evidence.items():
             if i not in raws[0]["grads"]:
                 continue
@@ -328,9 +337,25 @@ class _Diagnosis:
 
     def _backward_terms(self, ev):
         try:
-            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents)
+            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
+                             self.executed)
         except Exception:  # an unusual backward: term_sign simply has no evidence
             return None
+
+    def _substitutions(self, ev):
+        try:
+            return substitutions_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
+                                     self.executed)
+        except Exception:  # an unusual backward: no statement-level evidence
+            return None
+
+    def _overwrites(self, ev) -> bool:
+        try:
+            src = backward_source(self.cls, self.executed)
+            position = self.positions.get(ev.index, ev.index)
+            return src is not None and overwrite_statement(src, position) is not None
+        except Exception:  # unparsable source: no source evidence
+            return False
 
     def _unreduced(self, ev, outputs):
         """The numeric gradient w.r.t. the input broadcast to the output's shape (before reduction)."""

@@ -25,7 +25,21 @@ UNARY = {
     "float": lambda z: z, "double": lambda z: z, "clone": lambda z: z, "detach": lambda z: z,
     "contiguous": lambda z: z,
 }
-BINARY = {"pow": np.power, "mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide}
+BINARY = {"pow": np.power, "mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide,
+          "matmul": np.matmul}
+
+
+def _softmax(z, axis):
+    e = np.exp(z - np.max(z, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+# reductions and shape helpers taking a dim (positional or ``dim=``) and ``keepdim=``
+DIM_OPS = {
+    "sum": lambda z, d, k: np.sum(z, axis=d, keepdims=k), "mean": lambda z, d, k: np.mean(z, axis=d, keepdims=k),
+    "softmax": lambda z, d, k: _softmax(z, d), "log_softmax": lambda z, d, k: np.log(_softmax(z, d)),
+    "unsqueeze": lambda z, d, k: np.expand_dims(z, d), "cumsum": lambda z, d, k: np.cumsum(z, axis=d),
+}
 CONSTANTS = {"pi": np.pi, "e": np.e}
 SAVED = ("saved_tensors", "saved_variables")
 
@@ -38,7 +52,8 @@ class _Evaluator:
     def __init__(self, src, before_line, env, saved, ctx_attrs):
         self.src, self.before_line, self.env = src, before_line, dict(env)
         self.saved, self.ctx_attrs = saved, ctx_attrs
-        self.assignments = [n for n in _statements(src.tree) if isinstance(n, ast.Assign) and n.lineno < before_line]
+        self.assignments = [n for n in _statements(src.tree) if isinstance(n, ast.Assign) and n.lineno < before_line
+                            and src.ran(n)]
         self.depth = 0
         self.assigned = {n.id for stmt in self.assignments for t in stmt.targets for n in ast.walk(t)
                          if isinstance(n, ast.Name)}
@@ -93,20 +108,30 @@ class _Evaluator:
             return -operand if isinstance(node.op, ast.USub) else operand
         if isinstance(node, ast.BinOp):
             ops = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
-                   ast.Pow: np.power}
+                   ast.Pow: np.power, ast.MatMult: np.matmul}
             op = ops.get(type(node.op))
             if op is None:
                 raise Unsupported(type(node.op).__name__)
             return op(self.value(node.left), self.value(node.right))
+        if isinstance(node, ast.Subscript):
+            return np.asarray(self.value(node.value))[self._basic_index(node.slice)]
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "ctx" and node.attr in self.ctx_attrs:
                 return self.ctx_attrs[node.attr]
+            if node.attr in ("T", "mT") and not (isinstance(node.value, ast.Name) and node.value.id == "ctx"):
+                base = np.asarray(self.value(node.value))
+                return base.T if node.attr == "T" else np.swapaxes(base, -1, -2)
             if node.attr in CONSTANTS and isinstance(node.value, ast.Name):
                 return CONSTANTS[node.attr]
             raise Unsupported(node.attr)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS:
+            return self._dim_op(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "t" \
+                and not node.args and not node.keywords:
+            return np.asarray(self.value(node.func.value)).T
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
             attr, owner = node.func.attr, node.func.value
-            module = isinstance(owner, ast.Name) and owner.id not in self.env and owner.id not in self.assigned
+            module = self._is_module(owner)
             args = [self.value(a) for a in node.args]
             if module:  # torch.exp(x), math.sqrt(2), np.tanh(z)
                 if attr in UNARY and len(args) == 1:
@@ -121,6 +146,56 @@ class _Evaluator:
                 return BINARY[attr](base, args[0])
             raise Unsupported(attr)
         raise Unsupported(type(node).__name__)
+
+    def _is_module(self, owner):
+        return isinstance(owner, ast.Name) and owner.id not in self.env and owner.id not in self.assigned \
+            and owner.id not in ("ctx", "self")
+
+    @staticmethod
+    def _int(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -_Evaluator._int(node.operand)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return tuple(_Evaluator._int(e) for e in node.elts)
+        raise Unsupported("dim")
+
+    def _basic_index(self, node):
+        """Slices, None and Ellipsis only (``g[:, None]``): no tensor indices."""
+        parts = node.elts if isinstance(node, ast.Tuple) else [node]
+        index = []
+        for part in parts:
+            if isinstance(part, ast.Constant) and part.value is None:
+                index.append(None)
+            elif isinstance(part, ast.Constant) and part.value is Ellipsis:
+                index.append(Ellipsis)
+            elif isinstance(part, ast.Slice) and part.lower is None and part.upper is None and part.step is None:
+                index.append(slice(None))
+            else:
+                raise Unsupported("index")
+        return tuple(index)
+
+    def _dim_op(self, node):
+        """``z.sum(dim, keepdim=True)``, ``torch.softmax(z, dim=-1)``, ``z.unsqueeze(1)``, ..."""
+        attr, owner = node.func.attr, node.func.value
+        args = list(node.args)
+        base = self.value(args.pop(0)) if self._is_module(owner) else self.value(owner)
+        dim, keepdim = None, False
+        if args:
+            dim = self._int(args.pop(0))
+        if args:
+            raise Unsupported(attr)
+        for keyword in node.keywords:
+            if keyword.arg in ("dim", "axis"):
+                dim = self._int(keyword.value)
+            elif keyword.arg == "keepdim" and isinstance(keyword.value, ast.Constant):
+                keepdim = bool(keyword.value.value)
+            else:
+                raise Unsupported(keyword.arg)
+        if dim is None and attr not in ("sum", "mean"):
+            raise Unsupported(attr)
+        return DIM_OPS[attr](np.asarray(base, dtype=float), dim, keepdim)
 
 
 def _inline(node, evaluator, depth=0):
@@ -161,7 +236,7 @@ def _code(sign, factors):
         factors = [(f, op) for f, op in factors if not (op == "mul" and isinstance(f, ast.Constant) and f.value == 1)]
     for factor, op in factors:
         text = ast.unparse(factor)
-        if not isinstance(factor, (ast.Name, ast.Constant, ast.Call, ast.Attribute)):
+        if not isinstance(factor, (ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript)):
             text = f"({text})"
         parts.append(("/ " if op == "div" else "* ") + text if parts else (text if op == "mul" else f"1 / {text}"))
     return ("-" if sign < 0 else "") + " ".join(parts)
@@ -169,8 +244,9 @@ def _code(sign, factors):
 
 def gradient_terms(src, position, rows, grad_names, saved, ctx_attrs):
     """``(statement, [(code, values (K, ...))])`` for the additive terms of the gradient at
-    ``position`` of backward's return, one value per cotangent row; None when any part of it lies
-    outside the evaluator's vocabulary."""
+    ``position`` of backward's return, one value per cotangent row. One term outside the
+    evaluator's vocabulary (a one_hot, an index) has values None: the caller recovers it as what
+    backward returned minus the other terms. None when two or more terms lie outside it."""
     statement, expr = gradient_statement(src, position)
     if statement is None or expr is None or len(grad_names) != len(rows[0]):
         return None
@@ -184,15 +260,17 @@ def gradient_terms(src, position, rows, grad_names, saved, ctx_attrs):
         if not 2 <= len(terms) <= MAX_TERMS:
             return None
         values = []
-        try:
-            with np.errstate(all="ignore"):
-                for sign, factors in terms:
+        with np.errstate(all="ignore"):
+            for sign, factors in terms:
+                try:
                     value = 1.0
                     for factor, op in factors:
                         part = evaluator.value(factor)
                         value = value / part if op == "div" else value * part
                     values.append(sign * np.asarray(value, dtype=float))
-        except (Unsupported, ValueError, TypeError):
+                except (Unsupported, ValueError, TypeError, IndexError):
+                    values.append(None)  # outside the vocabulary: at most one, recovered as the residual
+        if sum(v is None for v in values) > 1:
             return None
         codes = [_code(s, f) for s, f in terms]
         per_row.append(values)
@@ -209,13 +287,13 @@ def _as_array(value):
     return None
 
 
-def terms_for(probe, cls, position, rows):
-    """``gradient_terms`` for a Function re-run by ``probe``: the saved tensors and ``ctx``
-    attributes come from one more forward call at the probe's values."""
+def _context(probe, cls, position, rows, executed):
+    """(src, shaped rows, grad_output names, saved tensors, ctx attributes) for one more forward
+    call of the Function re-run by ``probe``; None when unavailable."""
     from gradcli.check.diagnosis.hints import backward_source
-    from gradcli.check.diagnosis.probe import _flatten_outputs
+    from gradcli.check.diagnosis.probe import _flatten_outputs, _to_numpy
 
-    src = backward_source(cls)
+    src = backward_source(cls, executed)
     if src is None or position is None or not rows:
         return None
     args = [a.arg for a in src.tree.args.args]
@@ -236,9 +314,54 @@ def terms_for(probe, cls, position, rows):
             converted = _as_array(value)
             if converted is not None:
                 ctx_attrs[key] = converted
-    from gradcli.check.diagnosis.probe import _to_numpy
-
     shapes = [_to_numpy(o).shape for o in differentiable]
     shaped = [tuple(np.reshape(c, s) for c, s in zip(row, shapes)) for row in rows]
+    return src, shaped, args, saved, ctx_attrs
+
+
+def terms_for(probe, cls, position, rows, executed=None):
+    """``gradient_terms`` for a Function re-run by ``probe``: the saved tensors and ``ctx``
+    attributes come from one more forward call at the probe's values."""
+    context = _context(probe, cls, position, rows, executed)
+    if context is None:
+        return None
+    src, shaped, args, saved, ctx_attrs = context
     found = gradient_terms(src, position, shaped, args, saved, ctx_attrs)
     return None if found is None else found[1]
+
+
+def substitutions_for(probe, cls, position, rows, executed=None):
+    """``(names, evaluate)`` for the gradient statement: the tensor names it reads (saved tensors
+    and names assigned in backward, not grad_output), and ``evaluate(name, value)`` giving the
+    statement's value per cotangent row with ``name`` bound to ``value`` (None outside the
+    vocabulary). None when the statement cannot be evaluated as written."""
+    context = _context(probe, cls, position, rows, executed)
+    if context is None:
+        return None
+    src, shaped, args, saved, ctx_attrs = context
+    statement, expr = gradient_statement(src, position)
+    if statement is None or expr is None or len(args) != len(shaped[0]):
+        return None
+    before = statement.lineno + 1 if isinstance(statement, ast.Assign) else statement.lineno
+
+    def evaluate(name=None, value=None):
+        per_row = []
+        for row in shaped:
+            env = dict(zip(args, row))
+            if name is not None:
+                env[name] = value
+            evaluator = _Evaluator(src, before, env, saved, ctx_attrs)
+            if isinstance(statement, ast.Assign):
+                evaluator.assignments = [a for a in evaluator.assignments if a is not statement]
+            try:
+                with np.errstate(all="ignore"):
+                    per_row.append(np.asarray(evaluator.value(expr), dtype=float))
+            except (Unsupported, ValueError, TypeError, IndexError):
+                return None
+        return per_row
+
+    if evaluate() is None:
+        return None
+    names = sorted({n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - set(args)
+                   - {"ctx", "self", "torch", "np", "math", "F"})
+    return names, evaluate

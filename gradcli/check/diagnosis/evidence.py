@@ -47,8 +47,10 @@ class Evidence:
     position: Optional[int] = None  # position of this input's gradient in backward's return
     unreduced: Optional[Callable[[], Any]] = None  # lazily: (numeric before broadcast reduction, shape)
     one_sided: Optional[Callable[[Any], Any]] = None  # flat positions -> (left, right), NaN elsewhere
-    operator: Optional[Callable[[], Any]] = None  # lazily: (J, J's error, G), both (m, n); see diagnosis_operator
+    operator: Optional[Callable[[], Any]] = None  # lazily: (J, J's error, G), both (m, n); see diagnosis.operator
     backward_terms: Optional[Callable[[], Any]] = None  # lazily: [(code, values per row)] of the gradient statement
+    substitutions: Optional[Callable[[], Any]] = None  # lazily: (names, evaluate(name, value)) of the statement
+    overwrites: Optional[Callable[[], Any]] = None  # lazily: does backward assign (not add) into the gradient?
 
     @property
     def rho(self) -> float:

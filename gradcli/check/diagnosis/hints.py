@@ -25,6 +25,16 @@ class Source:
     first_line: int  # line number of the def in the file
     text: str  # dedented source of the def
     tree: ast.FunctionDef
+    # file lines that ran during one backward call (None: unknown, every statement counts as run)
+    executed: Optional[frozenset] = None
+
+    def ran(self, node) -> bool:
+        """Whether ``node`` (a statement) ran in the traced backward call: the statement to quote
+        is the one that computed the gradient, not one on a branch that was not taken."""
+        if self.executed is None:
+            return True
+        first = self.line_of(node)
+        return any(line in self.executed for line in range(first, first + node.end_lineno - node.lineno + 1))
 
     def line_of(self, node) -> int:
         return self.first_line + node.lineno - 1
@@ -58,11 +68,21 @@ def _source(func) -> Optional[Source]:
     return Source(file=os.path.abspath(file), first_line=first, text=text, tree=defs[0])
 
 
-def backward_source(cls) -> Optional[Source]:
+def backward_source(cls, executed: Optional[frozenset] = None) -> Optional[Source]:
     if cls is None:
         return None
     func = cls.__dict__.get("backward") or getattr(cls, "backward", None)
-    return None if func is None else _source(func)
+    src = None if func is None else _source(func)
+    if src is not None and executed:
+        src.executed = frozenset(executed)
+    return src
+
+
+def backward_code(cls):
+    """The code object of ``cls``'s backward (whose line events are traced), or None."""
+    func = None if cls is None else (cls.__dict__.get("backward") or getattr(cls, "backward", None))
+    func = inspect.unwrap(getattr(func, "__func__", func)) if func is not None else None
+    return getattr(func, "__code__", None)
 
 
 def forward_source(cls) -> Optional[Source]:
@@ -78,11 +98,15 @@ def _statements(tree):
 
 
 def gradient_statement(src: Source, position: int):
-    """(statement, expression) computing the gradient at ``position`` of backward's return."""
+    """(statement, expression) computing the gradient at ``position`` of backward's return: the
+    return that ran (the last one when nothing was traced) and, for a returned name, the last
+    statement that ran and gave it its value — an assignment, an augmented or index assignment
+    (``g[idx] = …``, ``g[mask] *= 0.1``) or an in-place call (``g.index_add_(…)``)."""
     returns = [n for n in _statements(src.tree) if isinstance(n, ast.Return) and n.value is not None]
     if not returns:
         return None, None
-    ret = returns[-1]
+    ran = [n for n in returns if src.ran(n)]
+    ret = (ran or returns)[-1]
     value = ret.value
     if isinstance(value, (ast.Tuple, ast.List)):
         if position >= len(value.elts):
@@ -91,11 +115,34 @@ def gradient_statement(src: Source, position: int):
     elif position != 0:
         return ret, None
     if isinstance(value, ast.Name):
-        assigned = [n for n in _statements(src.tree) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-                    and n.lineno < ret.lineno and _assigns(n, value.id)]
+        assigned = [n for n in _statements(src.tree) if n.lineno < ret.lineno and src.ran(n) and (
+            (isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _assigns(n, value.id))
+            or n in _index_writes(src, {value.id}))]
         if assigned:
             return assigned[-1], assigned[-1].value
     return ret, value
+
+
+def _shared_with_right_gradient(src: Source, position: int, failed_positions):
+    """``return g, g, None`` where only one of the two gradients is wrong: the shared ``g`` is
+    right for the other input, so the statement to fix is the return (a sign or factor missing
+    at this position), not the line computing ``g``. (statement, expression) or None."""
+    if failed_positions is None:
+        return None
+    returns = [n for n in _statements(src.tree) if isinstance(n, ast.Return) and src.ran(n)]
+    if not returns or not isinstance(returns[-1].value, (ast.Tuple, ast.List)):
+        return None
+    ret = returns[-1]
+    elts = ret.value.elts
+    if position >= len(elts):
+        return None
+    mine = {n.id for n in ast.walk(elts[position]) if isinstance(n, ast.Name)}
+    for other, elt in enumerate(elts):
+        if other == position or other in failed_positions:
+            continue
+        if mine & {n.id for n in ast.walk(elt) if isinstance(n, ast.Name)} - _grad_output_names(src):
+            return ret, elts[position]
+    return None
 
 
 def _assigns(stmt, name):
@@ -118,7 +165,7 @@ def _feeding_assignments(src: Source, expr):
         return []
     names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
     feeding = [n for n in _statements(src.tree) if isinstance(n, (ast.Assign, ast.AugAssign))
-               and any(_assigns(n, name) for name in names)]
+               and any(_assigns(n, name) for name in names) and src.ran(n)]
     return feeding
 
 
@@ -137,7 +184,7 @@ def _constant_line(src: Source, expr, statement, factor):
 
 def _first_statement_with(src: Source, predicate):
     for stmt in _statements(src.tree):
-        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return, ast.Expr)) and any(
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return, ast.Expr)) and src.ran(stmt) and any(
                 predicate(n) for n in ast.walk(stmt)):
             return stmt
     return None
@@ -146,8 +193,10 @@ def _first_statement_with(src: Source, predicate):
 INPLACE_CALL = re.compile(r"\.\w+_\(")
 
 
-def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, name: str) -> tuple:
-    """(one-line hint, source location dict or None) for a finding."""
+def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, name: str,
+         executed: Optional[frozenset] = None, failed_positions: Optional[set] = None) -> tuple:
+    """(one-line hint, source location dict or None) for a finding; ``executed``: the file lines
+    of backward that ran in one traced call (see ``probe.Probe.raw``)."""
     if kind == "kink":
         return ("not a bug: check at inputs away from the kink, or accept any value between the one-sided "
                 "derivatives"), None
@@ -167,10 +216,13 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             if stmt:
                 return _with_code(advice, src, stmt, f"in {where}: ")
         return advice, None
-    src = backward_source(cls)
+    src = backward_source(cls, executed)
     statement = expr = None
     if src is not None and position is not None:
         statement, expr = gradient_statement(src, position)
+        shared = _shared_with_right_gradient(src, position, failed_positions)
+        if shared is not None:
+            statement, expr = shared
     if kind == "nondeterministic":
         stmt = src and _first_statement_with(src, lambda n: isinstance(n, ast.Attribute) and "rand" in n.attr)
         return _with_code("backward must return the same gradient every time: remove randomness or state",
@@ -208,11 +260,21 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(f"sum the gradient over dim {dims_text} (e.g. `.sum({dims_text})`) to the shape of {name}",
                           src, statement, "in ")
     if kind == "region":
-        stmt = src and _first_statement_with(src, lambda n: isinstance(n, ast.Compare) or (
-            isinstance(n, ast.Attribute) and n.attr in ("where", "clamp", "sign", "maximum", "minimum")))
+        def masks(n):
+            return isinstance(n, ast.Compare) or (
+                isinstance(n, ast.Attribute) and n.attr in ("where", "clamp", "sign", "maximum", "minimum"))
+        # the first mask among the statements computing this gradient, else the first in backward
+        stmt = src and expr is not None and next(
+            (c for c in _chain(src, statement, expr) if any(masks(n) for n in ast.walk(c))), None)
+        stmt = stmt or (src and _first_statement_with(src, masks))
         return _with_code(f"check the branch or mask for {params.get('description', 'that region')}",
                           src, stmt or statement, "in ")
     if kind == "missing_term":
+        if params.get("variant") == "coefficient" and params.get("factor") == 0:
+            return _with_code(f"remove the term `{params.get('term')}`", src, statement, "in ")
+        if params.get("variant") == "coefficient":
+            return _with_code(f"multiply `{params.get('term')}` by {params.get('factor')} (or restore the parameter "
+                              "it lost)", src, statement, "in ")
         if params.get("variant") == "wrong_saved":
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
@@ -283,6 +345,8 @@ def _index_writes(src: Source, names):
     """``g[idx] = …``, ``g[idx] += …`` and ``g.index_add_(…)``-style statements on one of ``names``."""
     found = []
     for stmt in _statements(src.tree):
+        if not src.ran(stmt):
+            continue
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
             stmt, ast.AugAssign) else []
         if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names
@@ -305,6 +369,27 @@ def _in_chain(src: Source, statement, expr, names):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
         if "[]=" in names and isinstance(stmt, (ast.Assign, ast.AugAssign)) and any(
                 isinstance(t, ast.Subscript) for t in targets):
+            return stmt
+    return None
+
+
+NON_ACCUMULATING = ("index_copy", "index_copy_", "scatter", "scatter_", "index_put", "index_put_", "masked_scatter",
+                    "masked_scatter_")
+
+
+def overwrite_statement(src: Source, position: int):
+    """The statement of the gradient's chain that *assigns* computed values into it — ``g[idx] =
+    expr`` (not a constant: zeroing a mask is no overwrite) or a non-accumulating scatter /
+    index_copy — or None: the source side of a not_accumulated finding."""
+    statement, expr = gradient_statement(src, position)
+    if statement is None:
+        return None
+    for stmt in _chain(src, statement, expr if expr is not None else statement):
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Subscript) for t in stmt.targets) and not (
+                isinstance(stmt.value, ast.Constant) or (isinstance(stmt.value, ast.UnaryOp)
+                                                         and isinstance(stmt.value.operand, ast.Constant))):
+            return stmt
+        if any(isinstance(n, ast.Attribute) and n.attr in NON_ACCUMULATING for n in ast.walk(stmt)):
             return stmt
     return None
 
@@ -332,7 +417,8 @@ def _last_return(src):
     if src is None:
         return None
     returns = [n for n in _statements(src.tree) if isinstance(n, ast.Return)]
-    return returns[-1] if returns else None
+    ran = [n for n in returns if src.ran(n)]
+    return (ran or returns)[-1] if returns else None
 
 
 def _fed_names(src, expr):

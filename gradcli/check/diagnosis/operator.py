@@ -89,6 +89,14 @@ def missing_flip(ev):
                                "a reverse cumulative op (cumsum-like backward) needs grad_output flipped, "
                                "accumulated, and flipped back",
                                input=ev.index, params={"dim": axis, "missing": flips}, confidence=0.9)
+        # the accumulation runs the wrong way: each input is coupled to the outputs on the wrong
+        # side of it (G's support is Jᵀ's), as a cumprod backward summing forwards
+        got = ~ev.near(G, 0 * G, JE)
+        if not np.array_equal(significant, significant.T) and np.array_equal(got, significant.T):
+            return Finding("missing_flip", f"backward for input {ev.name} accumulates along dim {axis} in the wrong "
+                           "direction: the backward of a cumulative op accumulates grad_output in reverse (flip, "
+                           "accumulate, flip back)",
+                           input=ev.index, params={"dim": axis, "missing": "reverse"}, confidence=0.85)
     return None
 
 
@@ -111,7 +119,7 @@ def not_accumulated(ev):
     J, JE, G = found
     significant = ~ev.near(J, 0 * J, JE)
     if not np.all(significant.sum(axis=1) <= 1):
-        return None  # some output reads several input elements: not a gather
+        return _contributions_dropped(ev, J, JE, G, significant)
     reads = significant.sum(axis=0)
     duplicated = int(np.count_nonzero(reads > 1))
     if duplicated == 0:
@@ -129,6 +137,32 @@ def not_accumulated(ev):
                            f"gradient keeps only the {kept} contribution (use index_add_/scatter_add_ or +=)",
                            input=ev.index, params={"kept": kept, "duplicates": duplicated}, confidence=0.9)
     return None
+
+
+def _contributions_dropped(ev, J, JE, G, significant):
+    """An op whose outputs read several inputs (a convolution's overlapping windows) whose
+    backward keeps some of the contributions to an input element and drops the others — G = J
+    on some significant entries and 0 on the rest — with no output and no input dropped whole,
+    and whose source assigns computed values into the gradient (``dx[:, j:j+n] = …``, a
+    scatter_ or index_copy_): the partial sums were assigned instead of added."""
+    if not np.any(significant.sum(axis=0) > 1):
+        return None
+    if ev.overwrites is None or not ev.overwrites():
+        return None  # the source must assign into the gradient: a wrong mask also drops entries of J
+    zero = ev.near(G, 0 * G, JE)
+    kept = significant & ev.near(G, J, JE)
+    dropped = significant & zero & ~kept
+    if not dropped.any() or not np.all(zero[~significant]) or not np.all((kept | dropped)[significant]):
+        return None
+    rows, cols = significant.any(axis=1), significant.any(axis=0)
+    if not np.all(kept.any(axis=1)[rows]) or not np.all(kept.any(axis=0)[cols]):
+        return None  # a whole output or input dropped: a mask or region story, not an overwrite
+    count = int(np.count_nonzero(dropped.any(axis=0)))
+    return Finding("not_accumulated",
+                   f"backward for input {ev.name} overwrites instead of accumulating: for {count} element"
+                   f"{'s' if count != 1 else ''} it keeps some of the contributions forward's outputs make and drops "
+                   "the others (partial sums assigned where they must be added: use += or index_add_)",
+                   input=ev.index, params={"kept": "some", "duplicates": count}, confidence=0.8)
 
 
 def _match_permutation(ev, G, J, JE):

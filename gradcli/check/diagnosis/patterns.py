@@ -1,6 +1,6 @@
 """Whole-gradient patterns: zero, ignores_grad_output, scale/sign, swapped, transposed,
 not_reduced (the formula-level ones, missing_term, term_sign and wrong_variable, are in
-``diagnosis_terms``). Each takes an ``Evidence`` and returns a ``Finding`` (without its hint)
+``terms``). Each takes an ``Evidence`` and returns a ``Finding`` (without its hint)
 or None; every rule demands a near-exact fit (``Evidence.fits``), so a pattern is named only when
 the numbers leave no doubt.
 """

@@ -176,10 +176,12 @@ class Probe:
         # an edge into an input is that leaf's AccumulateGrad node, whose .variable is the leaf
         return node, [getattr(e, "variable", None) for e in edges]
 
-    def raw(self, cotangent, values=None):
+    def raw(self, cotangent, values=None, trace_code=None):
         """What the root Function's backward returns for ``cotangent``: ``{index: array | None}``
         keyed by input, plus ``positions`` {index: position in backward's return}; None when fn's
-        outputs do not come straight from one Function applied to the inputs."""
+        outputs do not come straight from one Function applied to the inputs. With
+        ``trace_code`` (backward's code object) also ``executed``: the file lines of that code
+        that ran during the call (line events of ``sys.settrace``)."""
         self.output_mask()
         args = self._build(values)
         with self._grad_enabled(True):
@@ -196,8 +198,9 @@ class Probe:
         if not positions:
             return None
         grads_out = self._cotangent_tensors(outs, cotangent)
+        executed = set()
         try:
-            with self._grad_enabled(False):
+            with self._grad_enabled(False), _LineTrace(trace_code, executed):
                 if self.backend == "torch":
                     import torch
 
@@ -223,7 +226,7 @@ class Probe:
             grads[i] = None if g is None or not hasattr(g, "shape") else np.asarray(_to_numpy(g), dtype=np.float64)
         missing = [i for i, p in positions.items() if p >= len(raw)]  # too few gradients returned
         return {"grads": grads, "positions": positions, "returned": len(raw), "missing": missing,
-                "expected": len(leaves)}
+                "expected": len(leaves), "executed": frozenset(executed) if trace_code is not None else None}
 
     # ----- numerical reference ------------------------------------------------------------
     def numeric(self, index, cotangents, values=None, upcast=True, positions=None):
@@ -271,6 +274,47 @@ class Probe:
                 left[:, j] = 2 * (s0 - s[-h]) / h - (s0 - s[-2 * h]) / (2 * h)
         shape = (K,) + x.shape
         return value.reshape(shape), error.reshape(shape), left.reshape(shape), right.reshape(shape)
+
+
+class _LineTrace:
+    """Records the lines of one code object that run inside the block (``sys.settrace``),
+    chaining to a tracer already installed (a coverage tool keeps working)."""
+
+    def __init__(self, code, lines: set):
+        self.code, self.lines, self.previous = code, lines, None
+
+    def __enter__(self):
+        import sys
+
+        if self.code is None:
+            return self
+        self.previous = sys.gettrace()
+        previous, code, lines = self.previous, self.code, self.lines
+
+        def tracer(frame, event, arg):
+            chained = previous(frame, event, arg) if previous is not None else None
+            if frame.f_code is not code:
+                return chained
+
+            def local(frame, event, arg):
+                nonlocal chained
+                if event == "line":
+                    lines.add(frame.f_lineno)
+                if chained is not None:
+                    chained = chained(frame, event, arg)
+                return local
+
+            return local
+
+        sys.settrace(tracer)
+        return self
+
+    def __exit__(self, *exc):
+        import sys
+
+        if self.code is not None:
+            sys.settrace(self.previous)
+        return False
 
 
 def _node_class(node):

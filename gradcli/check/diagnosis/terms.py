@@ -150,21 +150,37 @@ def wrong_variable(ev: Evidence):
     return None
 
 
-def term_sign(ev: Evidence):
-    """One additive term of the backward's gradient statement has the wrong sign: numeric =
-    analytic − 2·term exactly, where the statement's terms, evaluated, add up to analytic."""
+def _statement_terms(ev: Evidence):
+    """[(code, values (K, *shape))] of the gradient statement's additive terms, adding up to the
+    analytic gradient (one term outside the evaluator's vocabulary recovered as the residual);
+    None without that evidence."""
     if ev.analytic is None or ev.backward_terms is None or ev.support() < 3:
         return None
     found = ev.backward_terms()
     if not found:
         return None
-    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    A = ev.analytic
     try:
-        terms = [(code, np.stack([np.broadcast_to(t, ev.shape) for t in rows])) for code, rows in found]
+        terms = [(code, None if rows[0] is None else np.stack([np.broadcast_to(t, ev.shape) for t in rows]))
+                 for code, rows in found]
     except ValueError:
         return None
-    if not ev.fits(sum(t for _, t in terms), A):
+    missing = [k for k, (_, T) in enumerate(terms) if T is None]
+    known = sum((T for _, T in terms if T is not None), 0 * A)
+    if missing:
+        terms[missing[0]] = (terms[missing[0]][0], A - known)
+    elif not ev.fits(known, A):
         return None  # the evaluation does not reproduce what backward returned: no claim
+    return terms
+
+
+def term_sign(ev: Evidence):
+    """One additive term of the backward's gradient statement has the wrong sign: numeric =
+    analytic − 2·term exactly, where the statement's terms, evaluated, add up to analytic."""
+    terms = _statement_terms(ev)
+    if terms is None:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
     for code, T in terms:
         if ev.support(T) < 3 or ev.fits(T, 0 * T):
             continue
@@ -172,6 +188,89 @@ def term_sign(ev: Evidence):
             return Finding("term_sign", f"backward for input {ev.name} has the wrong sign on one term: "
                            f"`{code}` (numeric = analytic − 2·that term, exactly)",
                            input=ev.index, params={"term": code}, confidence=0.9)
+    return None
+
+
+def term_coefficient(ev: Evidence):
+    """One additive term of the gradient statement carries the wrong coefficient: numeric −
+    analytic = α·T for one of the statement's own terms T (a parameter such as Swish's β dropped
+    from one term, a factor 2 missing there). Tried after ``term_sign`` (α = −2) and ``scale``
+    (a single term is the whole gradient); T must not be proportional to A or N."""
+    terms = _statement_terms(ev)
+    if terms is None or len(terms) < 2:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    residual = N - A
+    # single terms, then pairs: a distributed product (x·s·(1 − s) = x·s − x·s²) splits one
+    # written term in two
+    pairs = [(f"{c1} + {c2}".replace("+ -", "- "), T1 + T2)
+             for (c1, T1), (c2, T2) in itertools.combinations(terms, 2)] if len(terms) > 2 else []
+    for code, T in terms + pairs:
+        if ev.support(T) < 3 or _cosine(T, N) > 1 - 1e-9 or _cosine(T, A) > 1 - 1e-9:
+            continue
+        alpha = float(np.sum(residual * T) / np.sum(T * T))
+        if alpha == 0 or not ev.fits(A + alpha * T, N, E):
+            continue
+        nice = nice_number(alpha)
+        coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+        factor = nice_number(1 + alpha)
+        factor = factor if factor is not None else float(f"{1 + alpha:.6g}")
+        what = (f"has an extra term `{code}` (numeric = analytic − that term, exactly)" if factor == 0 else
+                f"has the wrong coefficient on one term: `{code}` needs a factor {short_number(factor)} (numeric − "
+                f"analytic = {short_number(coefficient)}·that term, exactly) — a parameter or constant missing there")
+        return Finding("missing_term", f"backward for input {ev.name} {what}",
+                       input=ev.index, params={"variant": "coefficient", "term": code, "coefficient": coefficient,
+                                               "factor": factor,
+                                               "expression": f"{short_number(coefficient)}·({code})"},
+                       confidence=0.85 if nice is not None else 0.75)
+    return None
+
+
+# elementwise functions a derivative is written with: using z where f(z) is needed (the logits
+# where their sigmoid is, log-probabilities where probabilities are) keeps the formula's shape
+VARIABLE_FUNCTIONS = (("{z}", lambda z: z), ("exp({z})", np.exp), ("sigmoid({z})", lambda z: 1 / (1 + np.exp(-z))),
+                      ("tanh({z})", np.tanh))
+
+
+def statement_variable(ev: Evidence):
+    """The gradient statement evaluated as written reproduces A, and with one of the tensors it
+    reads (a saved tensor, a name assigned in backward) replaced by another — an input, the
+    output, or exp/sigmoid/tanh of one — it reproduces N exactly: that tensor is the wrong one."""
+    if ev.analytic is None or ev.values is None or ev.substitutions is None or ev.support() < 3:
+        return None
+    found = ev.substitutions()
+    if not found:
+        return None
+    names, evaluate = found
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+
+    def stacked(rows):
+        try:
+            return None if rows is None else np.stack([np.broadcast_to(r, ev.shape) for r in rows])
+        except ValueError:
+            return None
+
+    written = stacked(evaluate())
+    if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
+        return None
+    variables = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
+    if len(ev.outputs) == 1:
+        variables.append(("output", ev.outputs[0]))
+    with np.errstate(all="ignore"):
+        candidates = [(form.format(z=label), f(z)) for label, z in variables for form, f in VARIABLE_FUNCTIONS]
+        for name in names:
+            for label, value in candidates:
+                if not np.all(np.isfinite(value)):
+                    continue
+                changed = stacked(evaluate(name, value))
+                if changed is None or ev.fits(changed, A) or not ev.fits(changed, N, E):
+                    continue
+                return Finding("wrong_variable",
+                               f"backward for input {ev.name} uses `{name}` where {label} is needed: with {label} in "
+                               "its place the gradient statement is right, exactly",
+                               input=ev.index, params={"used": name, "needed": label,
+                                                       "expression": name, "expected": label},
+                               confidence=0.8)
     return None
 
 
@@ -216,6 +315,11 @@ def missing_reduction_term(ev: Evidence):
     V = np.stack([np.reshape(row[0], shape) for row in ev.cotangents])
     candidates = _candidates(ev, shape)[:10]
     tensors = [("", np.ones(shape))] + candidates
+    # an outer factor may carry a per-channel input (a norm's γ: −γ·x̂·mean(g·x̂)/σ)
+    weights = [(o.name, o.values) for o in ev.others.values() if o.values is not None and o.values.shape != shape
+               and o.values.ndim >= 1 and broadcast_dims(o.values.shape, shape) is not None]
+    outer = tensors + [(f"{w_name}·{a_name}" if a_name else w_name, w * a)
+                       for w_name, w in weights for a_name, a in tensors]
     residual = N - A
     with np.errstate(all="ignore"):
         for axis in range(len(shape)):
@@ -224,7 +328,7 @@ def missing_reduction_term(ev: Evidence):
             for scale_name, s in _scales(ev, candidates, shape):
                 for b_name, b in tensors:
                     reduced = (V * b).mean(axis=axis + 1, keepdims=True)
-                    for a_name, a in tensors:
+                    for a_name, a in outer:
                         T = a * reduced if s is None else a * reduced / s
                         # cheap screen first: the residual must be collinear with the term
                         if _cosine(residual, T) < 1 - 1e-8 or not np.all(np.isfinite(T)) or ev.support(T) < 3:
