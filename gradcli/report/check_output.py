@@ -70,6 +70,9 @@ class Output(RunEvents):
             if keyword is not None:
                 names = [n for n in names if keyword([n, os.path.basename(item.path), f"{item.path}::{n}"])]
             self.planned[item.path] = len(names) or 1  # a file without a Function found is one result (its import)
+            longest = max(map(len, names), default=0)
+            if longest > (getattr(self.renderer, "name_width", None) or 0) and hasattr(self.renderer, "name_width"):
+                self.renderer.name_width = longest  # -v tables: one width scheme for the whole run
         if self.show_progress and self.total >= PROGRESS_MIN_FUNCTIONS:
             self._start_bar()
 

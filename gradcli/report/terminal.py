@@ -122,7 +122,7 @@ class PlainRenderer:
 
     def line(self, line: layout.Line):
         """One Line: plain output writes it whole, whatever its length (logs and pipes wrap nothing)."""
-        self.write(line.text)
+        self.write(view.ascii_text(line.text) if self.ascii_only else line.text)
 
     def panel(self, d: view.Detail):
         self.write("")
@@ -166,6 +166,30 @@ METHOD_SHORT = {"complex_step": "cstep", "richardson": "richard", "central": "ce
 NARROW = 100  # below this width the -v table abbreviates the method column
 
 
+def wrap_offsets(text: str, first: int, rest: int) -> list:
+    """(start, end) of each line of ``text`` wrapped at spaces: the first line at most ``first``
+    characters, the others ``rest``; a word longer than a line gets a line of its own, whole."""
+    import re
+
+    lines, start, end = [], 0, 0
+    for word in re.finditer(r"\S+", text):
+        room = first if not lines else rest
+        if end > start and word.end() - start > room:
+            lines.append((start, end))
+            start = word.start()
+        end = word.end()
+    lines.append((start, end))
+    return lines
+
+
+def _short_number(text: str) -> str:
+    """``8.9e-16`` -> ``9e-16`` (a narrow -v table); dashes and words as they are."""
+    try:
+        return format(float(text), ".0e")
+    except ValueError:
+        return text
+
+
 class RichRenderer(PlainRenderer):
     """The terminal view: colour, lines wrapped to the console (never those a user copies), -v tables."""
 
@@ -174,6 +198,7 @@ class RichRenderer(PlainRenderer):
     def __init__(self, console, seed: int = 0, verbose: bool = False):
         super().__init__(lambda text: self.line(layout.Line(text, hang=4)), seed, verbose)
         self.console = console
+        self.name_width = None  # the run's longest Function label, when known before the first file
 
     def file(self, path: str, results: list):
         if not results:
@@ -183,45 +208,60 @@ class RichRenderer(PlainRenderer):
             return
         self.console.print()
         checked = [r for r in results if r.function is not None]  # not a file that failed to import
-        if not checked:
-            self.line(layout.Line(path, style="path", paste=True))
-        else:
-            self.console.print(self.table(path, checked))
+        self.line(layout.Line(path, style="path", paste=True))
+        if checked:
+            self.console.print(self.table(checked))
         self.notes(results)
 
-    def table(self, path: str, checked: list):
-        """-v: one row per (input set, input). One width scheme for every file: the Function and status
-        columns never shrink (names and verdicts stay whole), numbers and headers wrap, the method is
-        abbreviated on a narrow console."""
+    def table(self, checked: list):
+        """-v: one row per (input set, input). Names and statuses never shrink: on a narrow console
+        the numbers' headers take two lines, then the numbers lose a digit, then the method column
+        goes; input and shape fold. The same scheme for every file (``name_width``: the run's
+        longest name, when the Output knows it)."""
         from rich import box
         from rich.table import Table
         from rich.text import Text
 
-        narrow = self.console.width < NARROW
-        table = Table(title=path, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD if narrow else
-                      box.HEAVY_HEAD, pad_edge=not narrow, collapse_padding=narrow)
+        width, narrow = self.console.width, self.console.width < NARROW
         flags = {"exact": view.shows_exact(checked), "proof": view.shows_proofs(checked)}
         rows = [row for r in checked for row in view.table_rows(r)]
-        names = max((len(row.function) for row in rows), default=8)
-        for name in view.columns(**flags):
+        names = max([8, self.name_width or 0] + [len(row.function) for row in rows])
+        statuses = max([6] + [len(row.status) for row in rows])
+        numbers = 2 + flags["exact"]
+        # the scheme depends on the console, the run's names and the columns only: 11 is "NOT CHECKED",
+        # 5 + 5 the input and shape columns, 2 the gap between two columns
+        fixed = names + 11 + 5 + 5 + 9 * flags["proof"] + 2 * (5 + numbers + flags["proof"])
+        short = narrow and fixed + 7 * numbers + 7 > width  # 9e-16 instead of 8.9e-16
+        method = not narrow or fixed + (5 if short else 7) * numbers + 7 <= width
+        table = Table(box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, pad_edge=not narrow, show_edge=not narrow,
+                      collapse_padding=narrow)
+        keep = []
+        for k, name in enumerate(view.columns(**flags)):
             right = name.startswith("max") or name == view.EXACT_COLUMN
+            if name == "method" and not method:
+                continue
+            keep.append(k)
             if name == "Function":
-                table.add_column(name, no_wrap=True, min_width=max(8, names))
+                table.add_column(name, no_wrap=True, min_width=names)
             elif name == "status":
-                table.add_column(name, no_wrap=True, min_width=max(6, max(len(row.status) for row in rows)))
+                table.add_column(name, no_wrap=True, min_width=statuses)
             elif name in ("input", "shape"):
                 table.add_column(name, overflow="fold")
-            else:  # numbers and the method never break; on a narrow console their headers take two lines
-                header = name.replace(" err", "\nerr") if narrow else name
+            else:  # numbers and the method never break
+                header = name.replace("max ", "").replace(" err", "\nerr") if short else \
+                    name.replace(" err", "\nerr") if narrow else name
                 table.add_column(header, justify="right" if right else "left", no_wrap=True)
         for row in rows:
             cells = list(row.cells(**flags))
+            m = -2 - flags["proof"]
             if narrow:
-                cells[-2 - flags["proof"]] = METHOD_SHORT.get(cells[-2 - flags["proof"]], cells[-2 - flags["proof"]])
+                cells[m] = METHOD_SHORT.get(cells[m], cells[m])
+            if short:
+                cells[3:m] = [_short_number(c) for c in cells[3:m]]
             cells[-1] = Text(cells[-1], style=STATUS_STYLE.get(row.status, ""))
             if flags["proof"]:
                 cells[-2] = Text(cells[-2], style=PROOF_STYLE.get(row.proof, ""))
-            table.add_row(*cells)
+            table.add_row(*[cells[k] for k in keep])
         return table
 
     def line(self, line: layout.Line):
@@ -241,16 +281,9 @@ class RichRenderer(PlainRenderer):
             text.truncate(room - 1)
             text.append("…")
             self.console.print(text, soft_wrap=True, highlight=False)
-        else:  # word-wrapped, continuation lines indented by ``hang``
-            first = text.wrap(self.console, width)[0]
-            taken = len(first.plain.rstrip())
-            rest = text[taken:]
-            rest = rest[len(rest.plain) - len(rest.plain.lstrip()):]
-            first.rstrip()
-            self.console.print(first, soft_wrap=True, highlight=False)
-            for part in rest.wrap(self.console, max(20, width - line.hang)) if rest.plain else ():
-                part.rstrip()
-                self.console.print(Text(" " * line.hang) + part, soft_wrap=True, highlight=False)
+        else:  # word-wrapped, continuation lines indented by ``hang``; no word is ever broken
+            for k, (a, b) in enumerate(wrap_offsets(line.text, width, max(20, width - line.hang))):
+                self.console.print(Text(" " * line.hang * (k > 0)) + text[a:b], soft_wrap=True, highlight=False)
 
     def finish(self, run):
         for selector in run.not_found:
