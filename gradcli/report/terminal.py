@@ -122,7 +122,7 @@ class PlainRenderer:
 
     def line(self, line: layout.Line):
         """One Line: plain output writes it whole, whatever its length (logs and pipes wrap nothing)."""
-        self.write(view.ascii_text(line.text) if self.ascii_only else line.text)
+        self.write(line.text)
 
     def panel(self, d: view.Detail):
         self.write("")
