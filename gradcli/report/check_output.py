@@ -53,7 +53,8 @@ class Output(RunEvents):
         self.task = None
         self.planned = {}  # file -> Functions it is expected to check (the scan's count, then the real one)
         self.done = 0  # Functions with a result
-        self.running = {}  # (file, name) -> monotonic start
+        self.running = {}  # (file, name) -> clock() at its start
+        self.clock = time.monotonic
 
     @property
     def total(self) -> int:
@@ -91,11 +92,11 @@ class Output(RunEvents):
             return ""
         (file, name), since = min(self.running.items(), key=lambda kv: kv[1])
         more = f" (+{len(self.running) - 1})" if len(self.running) > 1 else ""
-        return f"{os.path.basename(file)}::{name} {time.monotonic() - since:.0f}s{more}"
+        return f"{os.path.basename(file)}::{name} {self.clock() - since:.0f}s{more}"
 
     # RunEvents
     def started(self, file: str, name: str):
-        self.running[(file, name)] = time.monotonic()
+        self.running[(file, name)] = self.clock()
 
     def result(self, result):
         self.done += 1
