@@ -358,12 +358,13 @@ def routine_exact_skip(check) -> bool:
 
 
 def short_reason(result) -> str:
-    """One line saying why a result is not a pass: its first diagnosis finding (``backward is 2×
-    too large for input x``), else its message."""
+    """One line saying why a result is not a pass: its first diagnosis finding that names a pattern
+    (``backward is 2× too large for input x``), else its message."""
     for case in result.cases:
         report = case.report
-        if case.status == "fail" and report is not None and report.diagnosis:
-            return report.diagnosis[0].message.splitlines()[0]
+        found = [f for f in report.diagnosis if f.kind != "none"] if case.status == "fail" and report else []
+        if found:  # "no simple pattern found" says less than the message
+            return found[0].message.splitlines()[0]
     return (result.message or result.status).strip().splitlines()[0] if (result.message or "").strip() else ""
 
 
