@@ -362,7 +362,8 @@ def short_reason(result) -> str:
     (``backward is 2× too large for input x``), else its message."""
     for case in result.cases:
         report = case.report
-        found = [f for f in report.diagnosis if f.kind != "none"] if case.status == "fail" and report else []
+        failed = case.status == "fail" and report is not None
+        found = [f for f in report.diagnosis if f.kind != "none"] if failed else []
         if found:  # "no simple pattern found" says less than the message
             return found[0].message.splitlines()[0]
     return (result.message or result.status).strip().splitlines()[0] if (result.message or "").strip() else ""
