@@ -64,7 +64,8 @@ def proofs_of_case(result, case_index: Optional[int]) -> list:
     return [p for p in getattr(result, "proofs", None) or () if p["input_set"] in (case_index, None)]
 
 
-_ASCII = str.maketrans({"ᵀ": "^T", "−": "-", "—": "-", "×": "x", "·": "*", "²": "^2", "≤": "<=", "≥": ">=", "…": "...",
+_ASCII = str.maketrans({"ᵀ": "^T", "−": "-", "—": "-", "×": "x", "·": "*", "²": "^2", "≤": "<=", "≥": ">=",
+                        "…": "...",
                         "√": "sqrt", "π": "pi"})
 
 

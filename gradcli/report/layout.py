@@ -102,6 +102,6 @@ def panel_lines(d: view.Detail, heat: tuple, ascii_only: bool = False) -> list:
         out.append(Line(f"    error map of {hm.label}:", style="check"))
         for row in hm.levels:
             out.append(Line("      " + " ".join(heat[v] for v in row), style="heat", paste=True))
-        out.append(Line(f"      {heat[0]} within tolerance, {heat[-1]} largest error" + (f"; {hm.note}" if hm.note else ""),
-                        style="dim"))
+        legend = f"      {heat[0]} within tolerance, {heat[-1]} largest error" + (f"; {hm.note}" if hm.note else "")
+        out.append(Line(legend, style="dim"))
     return out
