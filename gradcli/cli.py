@@ -60,7 +60,7 @@ CHECK_SECTIONS = (
 
 
 class GroupedCommand(click.Command):
-    """A command whose --help lists its options in CHECK_SECTIONS' sections (the rest under Options)."""
+    """A command whose --help lists its options in CHECK_SECTIONS' sections (any other under "Other options")."""
 
     sections = CHECK_SECTIONS
 

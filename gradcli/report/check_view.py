@@ -65,8 +65,7 @@ def proofs_of_case(result, case_index: Optional[int]) -> list:
 
 
 _ASCII = str.maketrans({"ᵀ": "^T", "−": "-", "—": "-", "×": "x", "·": "*", "²": "^2", "≤": "<=", "≥": ">=",
-                        "…": "...",
-                        "√": "sqrt", "π": "pi"})
+                        "…": "...", "√": "sqrt", "π": "pi"})
 
 
 def ascii_text(text: str) -> str:
