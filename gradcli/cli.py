@@ -50,6 +50,16 @@ def main():
 from gradcli.check.budget import MemoryParam  # noqa: E402  (pure Python: no numpy)
 from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  (pure Python: no numpy)
 
+# `gradcli check --help` sections, by concern (click has no option groups: GroupedCommand prints them)
+CHECK_SECTIONS = (
+    ("Selection", ("keyword", "collect_only", "exitfirst")),
+    ("Inputs", ("inputs", "at", "inputs_from", "shape", "dtype", "seed")),
+    ("Checking", ("mode", "method", "atol", "rtol", "eps", "second_order", "timeout", "max_memory", "strict",
+                  "jobs")),
+    ("Reference mode", ("reference", "device", "error_ratio")),
+    ("Exact reference and proofs", ("exact", "exprs", "prove", "prove_shape", "prove_timeout")),
+    ("Output", ("fmt", "json_path", "junit_path", "no_timing", "verbose", "debug", "show_config")),
+)
 
 class DtypeGridParam(click.ParamType):
     """``--dtype float32,bfloat16,float16`` (reference mode's grid; numpy-free parsing)."""
@@ -67,7 +77,28 @@ class DtypeGridParam(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
-@main.command("check")
+
+class GroupedCommand(click.Command):
+    """A command whose --help lists its options in CHECK_SECTIONS' sections (any other under "Other options")."""
+
+    sections = CHECK_SECTIONS
+
+    def format_options(self, ctx, formatter):
+        records = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx) if isinstance(p, click.Option)}
+        placed = set()
+        for title, names in self.sections:
+            rows = [records[n] for n in names if records.get(n)]
+            placed.update(names)
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+        rest = [record for name, record in records.items() if record and name not in placed]
+        if rest:
+            with formatter.section("Other options"):
+                formatter.write_dl(rest)
+
+
+@main.command("check", cls=GroupedCommand)
 @click.argument("paths", nargs=-1)
 @click.option("-k", "keyword", metavar="EXPR", help="Only Functions whose name/file matches EXPR (and/or/not).")
 @click.option("--collect-only", is_flag=True, help="List the Functions that would be checked.")
@@ -126,10 +157,12 @@ class DtypeGridParam(click.ParamType):
 @click.option("--error-ratio", "error_ratio", type=click.FloatRange(min=1.0), default=2.0, show_default=True,
               help="Reference mode passes when the Function's error is at most this times the reference's own "
                    "error at the dtype, plus a dtype floor.")
+@click.option("--show-config", is_flag=True,
+              help="Print the settings in force ([tool.gradcli] in pyproject.toml, the command line, defaults) "
+                   "and where each comes from; check nothing.")
 def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, mode, method, atol, rtol, eps, seed,
           second_order, timeout, max_memory, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt,
-          json_path,
-          junit_path, no_timing, jobs, verbose, debug, reference, device, error_ratio):
+          json_path, junit_path, no_timing, jobs, verbose, debug, reference, device, error_ratio, show_config):
     """Check every autograd Function in files, directories or installed modules (default: the current
     directory).
 
@@ -140,6 +173,9 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
       gradcli check ops/ -k "not slow" --json report.json --junit junit.xml
       gradcli check ops.py --prove            prove each backward, or find a counterexample
       gradcli check ops.py::Swish --expr "x*sigmoid(x)"   exact reference from a formula
+
+    Settings may also come from [tool.gradcli] in pyproject.toml (the command line wins; see
+    --show-config).
 
     Exit codes: 0 passed, 1 failures, 2 usage error or interrupted, 3 errors in user code only,
     5 nothing collected.
@@ -153,7 +189,7 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
         from gradcli.check.reaper import become_subreaper
 
         become_subreaper()
-    from gradcli.check.config import find_config
+    from gradcli.check.config import find_config, find_config_from
     from gradcli.check.discovery import UsageError, compile_keyword, expand_paths
     from gradcli.check.inputs_from import GivenInputs
     from gradcli.check.paths import locate
@@ -162,8 +198,16 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
 
     notes: list = []
     try:
-        config = find_config([locate(p)[0] for p in paths or (".",)])
-        items = expand_paths(paths or (".",), notes, config.norecursedirs)
+        config = find_config([locate(p)[0] for p in paths]) if paths else find_config_from(os.getcwd())
+        given_here = dict(paths=paths or None, shape=shape, dtype=dtype, timeout=timeout, seed=seed, exact=exact,
+                          strict=strict, fmt=fmt)
+        settings = _settings_in_force(click.get_current_context(), given_here, config)
+        if show_config:
+            _show_config(config, settings)
+            return
+        paths, shape, dtype, timeout, seed, exact, strict, fmt = (settings[k][0] for k in given_here)
+        paths = paths or (".",)
+        items = expand_paths(paths, notes, config.norecursedirs)
         match = compile_keyword(keyword) if keyword is not None else None
         if inputs_from is not None and not inputs_from.endswith(".py"):
             raise UsageError(f"--inputs-from takes a Python file: {inputs_from}")
@@ -204,6 +248,7 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
                          max_memory=max_memory)
     fmt = choose_format(fmt)
     out = Output(fmt, seed, verbose or debug, collect_only)
+    out.plan(items, match)  # the progress bar's total, before the first Function runs
     try:
         result = run(items, options, out)
         out.finish(result, collect_only=collect_only)
@@ -219,6 +264,41 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
     if options.isolate and hasattr(os, "fork"):  # user code ran in forked workers only
         _leave_quickly()
     raise SystemExit(result.exit_code(strict, collect_only))
+
+
+def _settings_in_force(ctx, values: dict, config) -> dict:
+    """name -> (value, where from): the command line wins over [tool.gradcli], which wins over defaults."""
+    from click.core import ParameterSource
+
+    out = {}
+    for name, value in values.items():
+        source = ctx.get_parameter_source(name)
+        if source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT) and (name != "paths" or value):
+            out[name] = (value, "command line")
+        elif name in config.settings:
+            out[name] = (config.settings[name], config.path)
+        else:
+            out[name] = (value, "default")
+    return out
+
+
+def _show_config(config, settings: dict):
+    """--show-config: one line per setting, ``name = value  (where from)``."""
+    shown = {"paths": lambda v: " ".join(v) if v else ". (the current directory)",
+             "shape": lambda v: "x".join(map(str, v)), "exact": lambda v: "auto" if v is None else str(v).lower(),
+             "strict": lambda v: str(v).lower()}
+    keys = {"fmt": "format"}
+    click.echo(f"config file: {config.path or 'none (no pyproject.toml with [tool.gradcli] found)'}")
+    for name, (value, where) in settings.items():
+        text = shown.get(name, str)(value)
+        click.echo(f"{keys.get(name, name):<14} = {text:<24} ({where})")
+    if config.inputs_from:
+        click.echo(f"{'inputs-from':<14} = {config.inputs_from:<24} ({config.path})")
+    for key, specs in config.inputs.items():
+        text = ", ".join(f"{n}={spec.text if hasattr(spec, 'text') else spec}" for n, spec in specs.items())
+        click.echo(f"{'inputs':<14} {key} = {text} ({config.path})")
+    if config.norecursedirs is not None:
+        click.echo(f"{'norecursedirs':<14} = {' '.join(config.norecursedirs):<24} ({config.path})")
 
 
 def _check_exprs(exprs, items, exact):

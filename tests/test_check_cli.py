@@ -319,7 +319,8 @@ def test_misbehaving_user_code_is_isolated(tmp_path):
     assert {n: r["status"] for n, r in by_name.items()} == {
         "Raises": "error", "Exits": "error", "Hangs": "error", "NaNStorm": "error", "HardExit": "error",
         "StillChecked": "pass"}
-    assert by_name["Raises"]["message"] == "backward raised ValueError: boom in backward"
+    # the raising line (the innermost frame in the file), not `def backward`
+    assert by_name["Raises"]["message"] == f"backward raised ValueError: boom in backward ({path}:11)"
     assert by_name["Exits"]["message"] == f"SystemExit: sys.exit(3) called ({path}:16)"
     assert by_name["Hangs"]["message"] == "timed out after 2 s (--timeout)"
     assert by_name["NaNStorm"]["message"].startswith("forward returns NaN/Inf for every element of its output")
@@ -507,7 +508,11 @@ def test_real_process_exit_codes_and_no_color(tmp_path):
                                     cwd=ROOT, env=env, timeout=120)
     ok = run("examples/seed_exp.py")
     assert ok.returncode == 0 and "\x1b[" not in ok.stdout
-    assert ok.stdout.splitlines()[1:3] == [
+    lines = ok.stdout.splitlines()  # compact: a passing file is one line, then the closing line
+    assert lines[:2] == ["", "examples/seed_exp.py  2 passed: Exp, MyFunction"] and len(lines) == 3
+    assert lines[2].startswith("2 passed in ")
+    verbose = run("examples/seed_exp.py", "-v")  # -v: the table of every input
+    assert verbose.stdout.splitlines()[1:3] == [
         "examples/seed_exp.py",
         "  Function    input  shape  max abs err  max rel err  exact err  method        status"]
     assert run("examples/buggy_layers.py").returncode == 1

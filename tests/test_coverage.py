@@ -94,9 +94,10 @@ def test_what_was_not_checked_is_on_the_result_without_verbose(tmp_path, lib):
     assert f"    not checked: bias: {NONE_DEFAULT}\n" in out
     assert "  PASS (partial: k not checked) Repeat:\n" in out
     assert "  note Scaled: not checked: scale: a floating-point tensor given without requires_grad" in out
-    rows = [line.split() for line in out.splitlines() if line.strip().endswith("NOT CHECKED")]
-    assert rows == [["bias", "-", "-", "-", "-", "-", "NOT", "CHECKED"], ["k", "-", "-", "-", "-", "-", "NOT", "CHECKED"]]
     assert out.splitlines()[-1].startswith("1 passed, 2 partial, 1 failed in ")
+    verbose = check("--format", "plain", path, "-v").output  # -v: the table, a NOT CHECKED row per gap
+    rows = [line.split() for line in verbose.splitlines() if line.strip().endswith("NOT CHECKED")]
+    assert rows == [["bias", "-", "-", "-", "-", "-", "NOT", "CHECKED"], ["k", "-", "-", "-", "-", "-", "NOT", "CHECKED"]]
 
 
 def test_given_a_tensor_the_none_default_is_checked_and_the_bug_found(tmp_path):
@@ -217,13 +218,20 @@ def test_rich_terminal_shows_partial_surrogate_and_strict(tmp_path):
 
     path = write(tmp_path, "layers.py", LAYERS)
     result = run(expand_paths([f"{path}::OddBias"]), RunOptions(isolate=False, strict=True))
-    out = StringIO()
-    renderer = RichRenderer(Console(file=out, width=200, color_system=None), seed=0)
-    renderer.file(str(path), result.results)
-    renderer.finish(result)
-    text = out.getvalue()
-    assert [line.split("│")[-2].strip() for line in text.splitlines() if "│ bias" in line] == ["NOT CHECKED"]
-    assert "  PASS (partial: bias not checked) OddBias:\n" in text
-    assert f"    not checked: bias: {NONE_DEFAULT}\n" in text
-    assert text.splitlines()[-1].startswith("1 partial (strict: fails) in ")
+    texts = []
+    for verbose in (False, True):
+        out = StringIO()
+        renderer = RichRenderer(Console(file=out, width=200, color_system=None), seed=0, verbose=verbose)
+        renderer.file(str(path), result.results)
+        renderer.finish(result)
+        texts.append(out.getvalue())
+    text, verbose_text = texts
+    assert [line.split("│")[-2].strip() for line in verbose_text.splitlines() if "│ bias" in line] == ["NOT CHECKED"]
+    for shown in texts:
+        assert "  PASS (partial: bias not checked) OddBias:\n" in shown
+        assert f"    not checked: bias: {NONE_DEFAULT}\n" in shown
+        assert shown.splitlines()[-1].startswith("1 partial (strict: fails) in ")
+    # --strict fails it: the short summary lists it
+    summary = f"PARTIAL {path}::OddBias — not checked: bias: {NONE_DEFAULT}"
+    assert text.splitlines()[-2] == summary[:199] + "…"  # one line, cut at the console's 200 columns
     assert result.exit_code() == 1

@@ -127,7 +127,8 @@ def test_a_failure_is_reported_with_the_plain_panel_of_gradcli_check(project):
     result = project.runpytest("--gradcli", "ops/bad.py::Triple")
     result.assert_outcomes(failed=1)
     cli = CliRunner().invoke(main, ["check", "ops/bad.py::Triple", "--format", "plain"])
-    panel = cli.output[cli.output.index("FAIL  Triple"):].splitlines()[:-1]  # up to the closing line
+    start = cli.output.index("\nFAIL  Triple") + 1  # the panel (not the compact line above it)
+    panel = cli.output[start:].split("\n\nshort summary")[0].splitlines()  # up to the short summary
     assert panel[0].startswith("FAIL  Triple  (ops/bad.py:9, backward at line 15)")
     assert any("Looks like: backward is 1.5× too small" in line for line in panel)
     out = result.outlines

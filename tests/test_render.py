@@ -40,35 +40,29 @@ def sample_run():
 
 
 RICH = """\
-ops.py
-┏━━━━━━━━━━┳━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━┓
-┃ Function ┃ input ┃ shape ┃ max abs err ┃ max rel err ┃ method       ┃ status ┃
-┡━━━━━━━━━━╇━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━┩
-│ Exp      │ i     │ 3×4   │     8.9e-16 │     1.7e-16 │ complex_step │ PASS   │
-│ Double   │ x     │ 2×2   │     3.0e+00 │     1.0e+00 │ complex_step │ FAIL   │
-│ MatMul   │ —     │ —     │           — │           — │ —            │ SKIP   │
-└──────────┴───────┴───────┴─────────────┴─────────────┴──────────────┴────────┘
-╭─ FAIL  Double  (ops.py:12, backward at line 17) ─────────────────────────────────────────────────╮
-│ values: x: 2 of 4 elements wrong                                                                 │
-│ worst element x[1, 0]: analytic 6, numeric 3 (tolerance 3.0e-06)                                 │
-│ Looks like: backward for input x is wrong only in column 0                                       │
-│   hint: check the mask                                                                           │
-│ inputs: x = float64[2,2]@(-2,2) (auto)                                                           │
-│ reproduce: gradcli check ops.py::Double --seed 0 --input 'x=float64[2,2]@(-2,2)'                 │
-│ error map of x (|analytic - numeric|, max 3.0e+00):                                              │
-│ ▒ ·                                                                                              │
-│ █ ·                                                                                              │
-│ · within tolerance, █ largest error                                                              │
-╰──────────────────────────────────────────────────────────────────────────────────────────────────╯
+ops.py  1 passed: Exp; 1 failed, 1 skipped
+  FAIL  Double — backward for input x is wrong only in column 0
+
+FAIL  Double  (ops.py:12, backward at line 17)
+    values: x: 2 of 4 elements wrong
+    worst element x[1, 0]: analytic 6, numeric 3 (tolerance 3.0e-06)
+    Looks like: backward for input x is wrong only in column 0
+      hint: check the mask
+    inputs: x = float64[2,2]@(-2,2) (auto)
+    reproduce: gradcli check ops.py::Double --seed 0 --input 'x=float64[2,2]@(-2,2)'
+    error map of x (|analytic - numeric|, max 3.0e+00):
+      ▒ ·
+      █ ·
+      · within tolerance, █ largest error
   SKIP MatMul: cannot build inputs automatically
+
+short summary: 1 failed
+FAIL ops.py::Double — backward for input x is wrong only in column 0
 1 passed, 1 failed, 1 skipped in 0.84s"""
 
 PLAIN = """\
-ops.py
-  Function  input  shape  max abs err  max rel err  method        status
-  Exp       i      3x4    8.9e-16      1.7e-16      complex_step  PASS
-  Double    x      2x2    3.0e+00      1.0e+00      complex_step  FAIL
-  MatMul    -      -      -            -            -             SKIP
+ops.py  1 passed: Exp; 1 failed, 1 skipped
+  FAIL  Double - backward for input x is wrong only in column 0
 
 FAIL  Double  (ops.py:12, backward at line 17)
     values: x: 2 of 4 elements wrong
@@ -82,23 +76,98 @@ FAIL  Double  (ops.py:12, backward at line 17)
       # .
       . within tolerance, # largest error
   SKIP MatMul: cannot build inputs automatically
+
+short summary: 1 failed
+FAIL ops.py::Double - backward for input x is wrong only in column 0
+1 passed, 1 failed, 1 skipped in 0.84s"""
+
+# -v: the table of every input, then the same panels (and every Function's inputs)
+RICH_VERBOSE = """\
+ops.py
+┏━━━━━━━━━━┳━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━┓
+┃ Function ┃ input ┃ shape ┃ max abs err ┃ max rel err ┃ method       ┃ status ┃
+┡━━━━━━━━━━╇━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━┩
+│ Exp      │ i     │ 3×4   │     8.9e-16 │     1.7e-16 │ complex_step │ PASS   │
+│ Double   │ x     │ 2×2   │     3.0e+00 │     1.0e+00 │ complex_step │ FAIL   │
+│ MatMul   │ —     │ —     │           — │           — │ —            │ SKIP   │
+└──────────┴───────┴───────┴─────────────┴─────────────┴──────────────┴────────┘
+  inputs Exp: no arguments
+
+FAIL  Double  (ops.py:12, backward at line 17)
+    values: x: 2 of 4 elements wrong
+    worst element x[1, 0]: analytic 6, numeric 3 (tolerance 3.0e-06)
+    Looks like: backward for input x is wrong only in column 0
+      hint: check the mask
+    inputs: x = float64[2,2]@(-2,2) (auto)
+    reproduce: gradcli check ops.py::Double --seed 0 --input 'x=float64[2,2]@(-2,2)'
+    error map of x (|analytic - numeric|, max 3.0e+00):
+      ▒ ·
+      █ ·
+      · within tolerance, █ largest error
+  inputs Double: x = float64[2,2]@(-2,2) (auto)
+  SKIP MatMul: cannot build inputs automatically
+
+short summary: 1 failed
+FAIL ops.py::Double — backward for input x is wrong only in column 0
+1 passed, 1 failed, 1 skipped in 0.84s"""
+
+PLAIN_VERBOSE = """\
+ops.py
+  Function  input  shape  max abs err  max rel err  method        status
+  Exp       i      3x4    8.9e-16      1.7e-16      complex_step  PASS
+  Double    x      2x2    3.0e+00      1.0e+00      complex_step  FAIL
+  MatMul    -      -      -            -            -             SKIP
+  inputs Exp: no arguments
+
+FAIL  Double  (ops.py:12, backward at line 17)
+    values: x: 2 of 4 elements wrong
+    worst element x[1, 0]: analytic 6, numeric 3 (tolerance 3.0e-06)
+    Looks like: backward for input x is wrong only in column 0
+      hint: check the mask
+    inputs: x = float64[2,2]@(-2,2) (auto)
+    reproduce: gradcli check ops.py::Double --seed 0 --input 'x=float64[2,2]@(-2,2)'
+    error map of x (|analytic - numeric|, max 3.0e+00):
+      + .
+      # .
+      . within tolerance, # largest error
+  inputs Double: x = float64[2,2]@(-2,2) (auto)
+  SKIP MatMul: cannot build inputs automatically
+
+short summary: 1 failed
+FAIL ops.py::Double - backward for input x is wrong only in column 0
 1 passed, 1 failed, 1 skipped in 0.84s"""
 
 
-def test_rich_table_snapshot_at_fixed_width():
-    run, buf = sample_run(), io.StringIO()
-    renderer = RichRenderer(Console(file=buf, width=100, color_system=None), seed=0)
+def render_rich(width: int, verbose: bool = False, run=None) -> str:
+    run, buf = run or sample_run(), io.StringIO()
+    renderer = RichRenderer(Console(file=buf, width=width, color_system=None), seed=0, verbose=verbose)
     renderer.file("ops.py", run.results)
     renderer.finish(run)
-    assert "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n") == RICH
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+
+
+def render_plain(verbose: bool = False) -> list:
+    run, lines = sample_run(), []
+    renderer = PlainRenderer(lines.append, seed=0, verbose=verbose)
+    renderer.file("ops.py", run.results)
+    renderer.finish(run)
+    return lines
+
+
+def test_rich_snapshot_at_fixed_width():
+    assert render_rich(100) == RICH
 
 
 def test_plain_snapshot():
-    run, lines = sample_run(), []
-    renderer = PlainRenderer(lines.append, seed=0)
-    renderer.file("ops.py", run.results)
-    renderer.finish(run)
+    lines = render_plain()
     assert "\n".join(lines).strip("\n") == PLAIN
+    assert all(line.isascii() for line in lines)
+
+
+def test_verbose_keeps_the_tables():
+    assert render_rich(100, verbose=True) == RICH_VERBOSE
+    lines = render_plain(verbose=True)
+    assert "\n".join(lines).strip("\n") == PLAIN_VERBOSE
     assert all(line.isascii() for line in lines)
 
 

@@ -66,6 +66,7 @@ def sample_run():
     ], seed=0, duration=0.84)
 
 
+# -v: the table with the exact and proof columns, every proof and skipped exact check, every Function's inputs
 PLAIN = """\
 ops.py
   Function  input  shape  max abs err  max rel err  exact err  method        proof          status
@@ -74,22 +75,32 @@ ops.py
   Square    x      2x2    0.0e+00      0.0e+00      -          complex_step  not traceable  PASS
   MatMul    a      2x2    -            -            -          -             proved         SKIP
             b      2x2    -            -            -          -             proved         SKIP
+  proof Exp x: proved: backward - J^Tg simplifies to 0 for every element at shape 2x2 (1 distinct element formula(s)), under the assumptions x real
+  inputs Exp: x = float64[2,2]@(-2,2) (auto)
 
 FAIL  Hidden  (ops.py:12, backward at line 17)
     exact: backward matches the exact derivative of the traced forward (max error 0)
     proof x: DISPROVED: gradient of x[1, 1] is wrong at g[1,1]=2, x[1,1]=3: the backward gives 0 = 0, the exact J^Tg is 12 = 12 (float64 run of the backward: 0)
     inputs: x = float64[2,2]@(-2,2) (auto)
     reproduce: gradcli check ops.py::Hidden --seed 0 --input 'x=float64[2,2]@(-2,2)' --prove
+  inputs Hidden: x = float64[2,2]@(-2,2) (auto)
+  exact Square: no exact reference: a torch Function: give its forward as a formula
   proof Square x: not traceable: a torch Function: tracing runs gradcli's engine
+  inputs Square: x = float64[2,2]@(-2,2) (auto)
   SKIP MatMul: cannot build inputs automatically
+  proof MatMul a: proved: proved a
+  proof MatMul b: proved: proved b
 proofs: 3 proved, 1 disproved, 1 not traceable
 note: automatic inputs were proved at shape 2x2 (--prove-shape), given inputs at their own shapes; the element structure is the same at every shape for elementwise/broadcast/matmul code, so their proofs hold at every shape; raise --prove-shape to check shape-specific code
+
+short summary: 1 failed
+FAIL ops.py::Hidden - proof: gradient of x[1, 1] is wrong at g[1,1]=2, x[1,1]=3: the backward gives 0 = 0, the exact J^Tg is 12 = 12 (float64 run of the backward: 0)
 2 passed, 1 failed, 1 skipped in 0.84s"""
 
 
 def test_plain_snapshot_with_exact_and_proof_columns():
     run, lines = sample_run(), []
-    renderer = PlainRenderer(lines.append, seed=0)
+    renderer = PlainRenderer(lines.append, seed=0, verbose=True)  # -v: the tables
     renderer.file("ops.py", run.results)
     renderer.finish(run)
     assert "\n".join(lines).strip("\n") == PLAIN
@@ -98,7 +109,7 @@ def test_plain_snapshot_with_exact_and_proof_columns():
 
 def test_rich_table_has_the_columns_at_fixed_width():
     run, buf = sample_run(), io.StringIO()
-    renderer = RichRenderer(Console(file=buf, width=140, color_system=None), seed=0)
+    renderer = RichRenderer(Console(file=buf, width=140, color_system=None), seed=0, verbose=True)
     renderer.file("ops.py", run.results)
     renderer.finish(run)
     text = buf.getvalue()

@@ -3,7 +3,7 @@ gradient in turn (and for all, after ctx.set_materialize_grads(False)), on both 
 import numpy as np
 import pytest
 
-from check_run import LIBS, by_name, check_json, need, write
+from check_run import LIBS, by_name, check, check_json, need, write
 
 from gradcli import gradcheck
 
@@ -142,4 +142,6 @@ def test_every_gradient_undefined_must_give_zero(tmp_path, lib):
         "Square": "pass"}
     assert r["OneOutputNoneIsOnes"]["message"].startswith(
         "undefined_grads: with every output's gradient undefined (None), backward gives ")
-    assert "(undefined_grads)" in result.output and result.exit_code == 1
+    assert result.exit_code == 1
+    assert any(line.startswith("  FAIL  OneOutputNoneIsOnes - ") for line in result.output.splitlines())
+    assert "(undefined_grads)" in check("--format", "plain", path, "--no-exact", "-v").output  # -v: its table row

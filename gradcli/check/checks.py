@@ -27,8 +27,34 @@ def classify_backward_error(exc: BaseException) -> str:
 
 
 def exception_details(exc: BaseException) -> dict:
+    """``exception`` and ``message``; when user code raised it, ``file`` and ``line`` of the innermost
+    frame outside gradcli and torch (where it was raised), ``frames`` (``[file, line, function]``,
+    outermost first) and ``traceback``, those frames formatted."""
     lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    return {"exception": type(exc).__name__, "message": lines[-1] if lines else ""}
+    details = {"exception": type(exc).__name__, "message": lines[-1] if lines else ""}
+    frames = user_frames(exc)
+    if frames:
+        import traceback
+
+        details.update(file=frames[-1].filename, line=frames[-1].lineno,
+                       frames=[[f.filename, f.lineno, f.name] for f in frames],
+                       traceback="Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+                       + "".join(traceback.format_exception_only(type(exc), exc)))
+    return details
+
+
+def user_frames(exc: BaseException) -> list:
+    """The traceback's frames that are neither gradcli's, torch's nor the interpreter's own."""
+    import os
+    import sys
+    import traceback
+
+    own = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep]  # .../gradcli/
+    torch = sys.modules.get("torch")
+    if getattr(torch, "__file__", None):
+        own.append(os.path.dirname(torch.__file__) + os.sep)
+    return [f for f in traceback.extract_tb(exc.__traceback__)
+            if not f.filename.startswith(tuple(own)) and not f.filename.startswith("<frozen")]
 
 
 def referenced_functions(fn, is_function) -> list:

@@ -7,6 +7,10 @@ value a usage error naming the file. Paths in the file are relative to the file'
 
 Read in the CLI process: only TOML is parsed here (``tomllib``, or ``tomli`` on Python 3.10;
 without either the table is ignored with a warning). Nothing in it is evaluated.
+
+Run settings (``SETTINGS``: paths, shape, dtype, timeout, seed, exact, strict, format) land in
+``Config.settings`` under the ``check`` command's parameter names; the command line overrides each
+(cli.py asks click where a value came from) and ``--show-config`` prints what is in force and from where.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ class Config:
     inputs: dict = field(default_factory=dict)  # "module.Class" or "Class" -> {param name: inputs.Spec}
     norecursedirs: Optional[tuple] = None  # folder patterns not walked; None: paths.NORECURSEDIRS
     warnings: list = field(default_factory=list)
+    settings: dict = field(default_factory=dict)  # check's parameter name -> value (SETTINGS keys)
 
 
 def _toml_loader():
@@ -42,6 +47,12 @@ def find_config(paths) -> Config:
     from gradcli.check.paths import common_folder
 
     folder = common_folder(paths)
+    return find_config_from(folder)
+
+
+def find_config_from(folder: str) -> Config:
+    """The Config of the first pyproject.toml with a [tool.gradcli] table in ``folder`` or above."""
+    folder = os.path.abspath(folder)
     while True:
         candidate = os.path.join(folder, "pyproject.toml")
         if os.path.isfile(candidate):
@@ -121,4 +132,72 @@ def _norecursedirs(config: Config, value, where: str):
     config.norecursedirs = tuple(value)
 
 
-_KEYS = {"inputs-from": _inputs_from, "inputs": _inputs, "norecursedirs": _norecursedirs}
+def _paths(config: Config, value, where: str):
+    """Default PATHS (relative to the file) when the command line names none."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(p, str) and p for p in value):
+        raise UsageError(f"{where}: expected a list of files, folders or modules, got {value!r}")
+    folder = os.path.dirname(config.path)
+    # a path relative to the file's folder; what is no path there is a module name (gradcli check torchdiffeq)
+    config.settings["paths"] = tuple(os.path.normpath(os.path.join(folder, p))
+                                     if os.path.exists(os.path.join(folder, p.split("::")[0])) else p for p in value)
+
+
+def _shape(config: Config, value, where: str):
+    from gradcli.check.spec import SpecError, parse_shape
+
+    if isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in value):
+        shape = tuple(value)
+    elif isinstance(value, str):
+        try:
+            shape = parse_shape(value)
+        except SpecError as e:
+            raise UsageError(f"{where}: {e}") from None
+    else:
+        raise UsageError(f"{where}: expected a shape such as \"3x4\" or [3, 4], got {value!r}")
+    if any(n < 1 for n in shape):
+        raise UsageError(f"{where}: every size must be at least 1, got {value!r}")
+    config.settings["shape"] = shape
+
+
+def _choice(key: str, choices: tuple):
+    def read(config: Config, value, where: str):
+        if value not in choices:
+            raise UsageError(f"{where}: expected one of {', '.join(map(repr, choices))}, got {value!r}")
+        config.settings[key] = value
+    return read
+
+
+def _timeout(config: Config, value, where: str):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise UsageError(f"{where}: expected a number of seconds > 0, got {value!r}")
+    config.settings["timeout"] = float(value)
+
+
+def _seed(config: Config, value, where: str):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{where}: expected an integer, got {value!r}")
+    config.settings["seed"] = value
+
+
+def _flag(key: str, allow_auto: bool = False):
+    def read(config: Config, value, where: str):
+        if allow_auto and value == "auto":
+            config.settings[key] = None
+            return
+        if not isinstance(value, bool):
+            expected = 'true, false or "auto"' if allow_auto else "true or false"
+            raise UsageError(f"{where}: expected {expected}, got {value!r}")
+        config.settings[key] = value
+    return read
+
+
+# [tool.gradcli] key -> check's parameter name (cli.py): the run settings a file may give
+SETTINGS = {"paths": "paths", "shape": "shape", "dtype": "dtype", "timeout": "timeout", "seed": "seed",
+            "exact": "exact", "strict": "strict", "format": "fmt"}
+
+_KEYS = {"inputs-from": _inputs_from, "inputs": _inputs, "norecursedirs": _norecursedirs, "paths": _paths,
+         "shape": _shape, "dtype": _choice("dtype", ("float64", "float32")), "timeout": _timeout, "seed": _seed,
+         "exact": _flag("exact", allow_auto=True), "strict": _flag("strict"),
+         "format": _choice("fmt", ("auto", "rich", "plain", "github"))}

@@ -121,7 +121,11 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
             i, case = bad[0]
             res.message = (f"input set {i + 1} of {len(res.cases)}: " if len(res.cases) > 1 else "") + case.message
     if res.status == "error" and any(c.report is not None for c in res.cases if c.status == "error"):
-        if not res.backward_file:  # gradcheck ran: the exception came from backward (in this file)
+        raised = [raising_line(c.report.check("backward"), abspath) for c in res.cases
+                  if c.status == "error" and c.report is not None]
+        if any(raised):  # the backward raised: the raising line (the innermost frame in this file)
+            res.line = next(line for line in raised if line)
+        elif not res.backward_file:  # gradcheck ran: the exception came from backward (in this file)
             res.line = res.backward_line or res.line
     _declared_surrogate(target, res)
     if options.prove and res.status not in ("error", "surrogate"):  # a surrogate is no derivative to prove
@@ -138,6 +142,14 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
         res.message = "legacy instance-style Function: migrate to @staticmethod forward(ctx, ...)/backward(ctx, ...)"
     res.duration = time.perf_counter() - start
     return res
+
+
+def raising_line(check, abspath: str) -> Optional[int]:
+    """The line of ``abspath`` where a failed ``backward`` check's exception was raised (innermost frame)."""
+    if check is None or check.status != "fail":
+        return None
+    lines = [line for file, line, _ in check.details.get("frames", ()) if os.path.realpath(file) == abspath]
+    return lines[-1] if lines else None
 
 
 def _broken_forward(target, options: RunOptions, abspath: str, res: FunctionResult):
@@ -218,6 +230,10 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
     raised = report.check("backward")
     if raised is not None and raised.status == "fail":  # an exception in user code: error, not a verdict
         out.status, out.message = "error", raised.message
+        line = raising_line(raised, abspath)
+        if line:
+            out.message += f" ({target.file}:{line})"
+        out.traceback = raised.details.get("traceback", "")
         return out
     if not report.ok and not report.diagnosis:
         report.diagnosis = _diagnose(report, target.fn, case.args)

@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 
 from gradcli.check.runner import RunEvents
 
@@ -33,45 +34,82 @@ def make_renderer(fmt: str, seed: int, verbose: bool):
 
 
 class Output(RunEvents):
-    """RunEvents that render as files finish, with a progress bar on a terminal's stderr."""
+    """RunEvents that render as files finish, with a progress bar on a terminal's stderr.
 
-    def __init__(self, fmt: str, seed: int, verbose: bool, collect_only: bool = False):
+    The bar's total is fixed before the first Function runs: ``plan(items, keyword)`` counts the
+    Functions the syntax scan found (scan.py, what discovery walked anyway); a file whose import
+    collects a different number corrects it once, when it finishes. Beside the bar: the Function
+    running longest and its time, so a slow one is visible while it runs."""
+
+    def __init__(self, fmt: str, seed: int, verbose: bool, collect_only: bool = False, stderr=None):
         self.fmt = fmt
         self.renderer = make_renderer(fmt, seed, verbose)
         self.collect_only = collect_only
-        self.show_progress = sys.stderr.isatty() and not collect_only
+        self.stderr = sys.stderr if stderr is None else stderr
+        self.show_progress = self.stderr.isatty() and not collect_only  # nothing on stderr when not a terminal
         self.deferred = []  # (path, results) rendered after the progress bar when it may be shown
         self.seen = set()  # files already rendered or deferred
         self.progress = None
         self.task = None
-        self.total = 0  # Functions collected so far
+        self.planned = {}  # file -> Functions it is expected to check (the scan's count, then the real one)
         self.done = 0  # Functions with a result
+        self.running = {}  # (file, name) -> clock() at its start
+        self.clock = time.monotonic
+
+    @property
+    def total(self) -> int:
+        return sum(self.planned.values())
+
+    def plan(self, items, keyword=None):
+        """Count the Functions each file will check, from the syntax scan, and start the bar."""
+        from gradcli.check.scan import scan_file
+
+        for item in items:
+            names = list(scan_file(item.abspath).functions)
+            if item.names is not None:
+                names = [n for n in names if n in item.names]
+            if keyword is not None:
+                names = [n for n in names if keyword([n, os.path.basename(item.path), f"{item.path}::{n}"])]
+            self.planned[item.path] = len(names) or 1  # a file without a Function found is one result (its import)
+            longest = max(map(len, names), default=0)
+            if longest > (getattr(self.renderer, "name_width", None) or 0) and hasattr(self.renderer, "name_width"):
+                self.renderer.name_width = longest  # -v tables: one width scheme for the whole run
+        if self.show_progress and self.total >= PROGRESS_MIN_FUNCTIONS:
+            self._start_bar()
+
+    def _start_bar(self):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 running_column(self), console=Console(file=self.stderr), transient=True)
+        self.progress.start()
+        self.task = self.progress.add_task("", total=self.total, completed=self.done)
+
+    def now_running(self) -> str:
+        """``buggy_ops.py::BuggyExp 14s``: the Function running longest (several run with -j)."""
+        if not self.running:
+            return ""
+        (file, name), since = min(self.running.items(), key=lambda kv: kv[1])
+        more = f" (+{len(self.running) - 1})" if len(self.running) > 1 else ""
+        return f"{os.path.basename(file)}::{name} {self.clock() - since:.0f}s{more}"
 
     # RunEvents
-    def collected(self, count: int):
-        self.total += count
-        if self.show_progress and self.progress is None and self.total >= PROGRESS_MIN_FUNCTIONS:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                     TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
-            self.progress.start()
-            self.task = self.progress.add_task("", total=self.total, completed=self.done)
-        elif self.progress is not None:
-            self.progress.update(self.task, total=self.total)
-
     def started(self, file: str, name: str):
-        if self.progress is not None:
-            self.progress.update(self.task, description=f"{file}::{name}")
+        self.running[(file, name)] = self.clock()
 
     def result(self, result):
         self.done += 1
+        self.running.pop((result.file, result.function), None)
         if self.progress is not None:
             self.progress.update(self.task, completed=self.done)
 
     def file_done(self, path: str, results: list):
         self.seen.add(path)
+        if self.planned.get(path, len(results)) != len(results):  # the import found another number
+            self.planned[path] = len(results)
+            if self.progress is not None:
+                self.progress.update(self.task, total=self.total)
         if self.collect_only:
             return  # --collect-only lists every file once, at the end, in file order
         if self.show_progress:
@@ -98,6 +136,19 @@ class Output(RunEvents):
             for line in github_annotations(run):
                 print(line)
         self.renderer.finish(run)
+
+
+def running_column(output: Output):
+    """A rich progress column: the Function running longest and for how long (re-rendered ~10×/s).
+    Defined on first use: rich.progress is imported only when a bar is shown."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RunningColumn(ProgressColumn):
+        def render(self, task):
+            return Text(output.now_running(), style="dim", no_wrap=True, overflow="ellipsis")
+
+    return RunningColumn()
 
 
 def write_files(run, json_path=None, junit_path=None, timing: bool = True):

@@ -64,8 +64,8 @@ def proofs_of_case(result, case_index: Optional[int]) -> list:
     return [p for p in getattr(result, "proofs", None) or () if p["input_set"] in (case_index, None)]
 
 
-_ASCII = str.maketrans({"ᵀ": "^T", "−": "-", "×": "x", "·": "*", "²": "^2", "≤": "<=", "≥": ">=", "…": "...",
-                        "√": "sqrt", "π": "pi"})
+_ASCII = str.maketrans({"ᵀ": "^T", "−": "-", "—": "-", "×": "x", "·": "*", "²": "^2", "≤": "<=", "≥": ">=",
+                        "…": "...", "√": "sqrt", "π": "pi"})
 
 
 def ascii_text(text: str) -> str:
@@ -181,6 +181,11 @@ def rows(result, ascii_only: bool = False) -> list:
     return out
 
 
+def table_rows(result, ascii_only: bool = False) -> list:
+    """The -v table's rows of a result: ``rows`` and the rows its hooks add (``extra_lines`` kind "row")."""
+    return rows(result, ascii_only) + [row for kind, row in extra_lines(result, True) if kind == "row"]
+
+
 def not_checked_entries(result, partial_only: bool = True) -> list:
     """The result's not-checked inputs (those that make a pass partial; with ``partial_only=False``
     also deliberate ones, such as a tensor given without requires_grad)."""
@@ -290,6 +295,7 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
         if result.backward_line and result.status == "fail" else ""
     title = f"{result.function}  ({where}{bwd})" if result.function else f"importing {where}"
     d = Detail(result.status, f"{result.status.upper()}  {title}")
+    traces = []
     if not result.cases:
         d.lines.append(("check", result.message))
         d.lines += [("proof", proof_line(p, ascii_only=ascii_only)) for p in getattr(result, "proofs", None) or ()]
@@ -298,10 +304,10 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
             continue
         prefix = f"input set {i + 1}: " if len(result.cases) > 1 else ""
         report = case.report
+        if verbose and case.traceback:  # user code raised (in forward, or in backward: gradcheck's check)
+            traces.append(case.traceback.rstrip())
         if report is None:
             d.lines.append(("check", prefix + case.message))
-            if verbose and case.traceback:
-                d.lines.append(("trace", case.traceback.rstrip()))
         else:
             for c in report.failures:
                 d.lines.append(("check", f"{prefix}{c.name}: {c.message}"))
@@ -320,8 +326,8 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
                 if f.hint:
                     d.lines.append(("hint", f"  hint: {f.hint}"))
             exact = report.check("exact")
-            if exact is not None and exact.status != "fail":  # a failed one is among the failures above
-                d.lines.append(("exact", f"{prefix}exact: {exact.message}"))
+            if exact is not None and exact.status != "fail" and (verbose or not routine_exact_skip(exact)):
+                d.lines.append(("exact", f"{prefix}exact: {exact.message}"))  # a failed one is among the failures
         for p in proofs_of_case(result, i):
             d.lines.append(("proof", prefix + proof_line(p, ascii_only=ascii_only)))
             if p["verdict"] == "disproved":
@@ -333,6 +339,52 @@ def detail(result, seed: int, verbose: bool = False, ascii_only: bool = False) -
         d.lines.append(("coverage", f"not checked: {not_checked_line(entry)}"))
     if result.output.strip():
         d.lines.append(("output", "captured output:\n" + result.output.rstrip()))
+    d.lines += [(kind, text) for kind, text in extra_lines(result, verbose) if kind != "row"]
     if verbose and result.traceback:
-        d.lines.append(("trace", result.traceback.rstrip()))
+        traces.append(result.traceback.rstrip())
+    d.lines += [("trace", text) for text in dict.fromkeys(traces)]
     return d
+
+
+# ----- room for more per-Function data (reference modes, compatibility, ...) ------------------------
+# A hook is ``hook(result, verbose) -> [(kind, text), ...]``; kinds: "note" (a line under the Function
+# in the compact view and in its panel), "row" (a -v table row: text is a Row), any Detail kind for
+# panel-only lines. A result may also carry ``extra_lines`` (the same pairs) itself.
+LINE_HOOKS: list = []
+
+
+def extra_lines(result, verbose: bool = False) -> list:
+    out = list(getattr(result, "extra_lines", None) or ())
+    for hook in LINE_HOOKS:
+        out += hook(result, verbose) or []
+    return out
+
+
+def routine_exact_skip(check) -> bool:
+    """An exact check not computed by default (a torch Function without formula, too many elements):
+    said with -v only."""
+    return check.status == "skip" and check.details.get("reason") in ("torch", "elements")
+
+
+def short_reason(result) -> str:
+    """One line saying why a result is not a pass: its first diagnosis finding that names a pattern
+    (``backward is 2× too large for input x``), else its message."""
+    for case in result.cases:
+        report = case.report
+        failed = case.status == "fail" and report is not None
+        found = [f for f in report.diagnosis if f.kind != "none"] if failed else []
+        if found:  # "no simple pattern found" says less than the message
+            return found[0].message.splitlines()[0]
+    return (result.message or result.status).strip().splitlines()[0] if (result.message or "").strip() else ""
+
+
+def summary_entries(run) -> list:
+    """(verdict word, ``file::Name``, reason) for every failure and error, in run order (with
+    --strict also the partial passes and skips it fails)."""
+    out = []
+    for r in run.results:
+        verdict = r.verdict()
+        if r.status in ("fail", "error") or (run.strict and verdict in ("partial", "skip")):
+            where = f"{r.file}::{r.function}" if r.function else f"{r.file} (import)"
+            out.append(({"partial": "PARTIAL"}.get(verdict, r.status.upper()), where, short_reason(r)))
+    return out

@@ -1,15 +1,16 @@
-"""Human output of ``gradcli check``: a rich table per file with failure panels, or plain text.
+"""Human output of ``gradcli check``: the compact view (layout.py) with failure panels, or with
+``-v`` a table per file; in colour (rich) or plain text.
 
 Both renderers stream: ``file()`` is called as each file finishes, ``finish()`` once at the end.
 """
 from __future__ import annotations
 
 from gradcli.report import check_view as view
+from gradcli.report import layout
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "skip": "yellow", "not checked": "yellow",
                 "surrogate": "magenta"}
 PROOF_STYLE = {"proved": "green", "DISPROVED": "bold red", "undecided": "yellow", "not traceable": "dim"}
-ROUTINE_EXACT_SKIPS = ("torch", "elements")  # exact checks not computed by default: said with -v only
 HEAT_RICH = ("·", "░", "▒", "▓", "█")
 HEAT_PLAIN = (".", "-", "+", "*", "#")
 
@@ -20,19 +21,42 @@ class PlainRenderer:
     ascii_only = True
 
     def __init__(self, write, seed: int = 0, verbose: bool = False):
-        self.write = write  # write(str): one line at a time
+        self._write = write  # write(str): one line at a time
+        self.count = 0  # lines written so far
         self.seed = seed
         self.verbose = verbose
+        self.one_liner = False  # the last file was one line: passing files follow each other without a gap
+
+    def compact(self, path: str, results: list):
+        """The default view of one file: its lines (layout.py), then its notes and panels."""
+        lines = layout.file_lines(path, results, ascii_only=self.ascii_only)
+        was = self.one_liner
+        self.one_liner = len(lines) == 1 and all(r.verdict() == "pass" for r in results)
+        if not (was and self.one_liner):
+            self.write("")
+        for line in lines:
+            self.line(line)
+        before = self.count
+        self.notes(results)
+        self.one_liner = self.one_liner and self.count == before
+
+    def write(self, text: str):
+        self.count += 1
+        self._write(text)
 
     def file(self, path: str, results: list):
         if not results:
             return
+        if not self.verbose:
+            self.compact(path, results)
+            return
         self.write("")
+        self.one_liner = False
         self.write(path)
         checked = [r for r in results if r.function is not None]  # not a file that failed to import
         flags = {"exact": view.shows_exact(checked), "proof": view.shows_proofs(checked)}
         header = view.columns(**flags)
-        table = [header] + [row.cells(**flags) for r in checked for row in view.rows(r, ascii_only=True)]
+        table = [header] + [row.cells(**flags) for r in checked for row in view.table_rows(r, ascii_only=True)]
         widths = [max(len(str(line[i])) for line in table) for i in range(len(header))]
         for line in table if checked else ():
             self.write("  " + "  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip())
@@ -43,9 +67,13 @@ class PlainRenderer:
             if r.status in ("fail", "error"):
                 self.panel(view.detail(r, self.seed, self.verbose, ascii_only=self.ascii_only))
             elif r.status == "skip":
-                self.write(f"  SKIP {r.function or r.file}: {r.message}")
+                self.line(layout.Line(f"  SKIP {r.function or r.file}: {r.message}", hang=4,
+                                      spans=[(2, 6, "skip")]))
             elif r.status == "surrogate":
-                self.write(f"  SURROGATE {r.function}: {r.message}")
+                self.line(layout.Line(f"  SURROGATE {r.function}: {r.message}", hang=4, spans=[(2, 11, "surrogate")]))
+            for kind, text in view.extra_lines(r, self.verbose):
+                if kind == "note":
+                    self.line(layout.Line(f"  {text}", style="note", hang=4))
             if r.status not in ("fail", "error"):  # a panel lists them
                 self.coverage_notes(r)
             if r.status not in ("fail", "error"):  # a panel says these already
@@ -85,8 +113,7 @@ class PlainRenderer:
         (with -v: every proof and every skipped exact check)."""
         for i, case in enumerate(r.cases):
             exact = case.report.check("exact") if case.report is not None else None
-            if exact is not None and exact.status == "skip" and \
-                    (self.verbose or exact.details.get("reason") not in ROUTINE_EXACT_SKIPS):
+            if exact is not None and exact.status == "skip" and (self.verbose or not view.routine_exact_skip(exact)):
                 self.write(f"  exact {view.label(r, i)}: {exact.message}")
         proofs = [p for p in r.proofs or () if self.verbose or p["verdict"] != "proved"]
         if proofs and len({(p["verdict"], p["message"]) for p in proofs}) == 1 and len(proofs) > 1:
@@ -94,25 +121,29 @@ class PlainRenderer:
         for p in proofs:
             self.write("  " + view.proof_line(p, r.function, ascii_only=self.ascii_only))
 
+    def line(self, line: layout.Line):
+        """One Line: plain output writes it whole, whatever its length (logs and pipes wrap nothing)."""
+        self.write(line.text)
+
     def panel(self, d: view.Detail):
         self.write("")
-        self.write(d.title)
-        for _, text in d.lines:
-            for line in text.splitlines():
-                self.write("    " + line)
-        for hm in d.heatmaps:
-            self.write(f"    error map of {hm.label}:")
-            for row in hm.levels:
-                self.write("      " + " ".join(HEAT_PLAIN[v] for v in row))
-            self.write(f"      {HEAT_PLAIN[0]} within tolerance, {HEAT_PLAIN[-1]} largest error"
-                       + (f"; {hm.note}" if hm.note else ""))
+        for line in layout.panel_lines(d, HEAT_RICH if not self.ascii_only else HEAT_PLAIN, self.ascii_only):
+            self.line(line)
 
     def finish(self, run):
         for selector in run.not_found:
             self.write(f"error: not found: {selector}")
         for line in proof_summary(run):
             self.write(line)
+        self.short_summary(run)
         self.write(run.closing_line())
+
+    def short_summary(self, run):
+        lines = layout.summary_lines(run, ascii_only=self.ascii_only)
+        if lines:
+            self.write("")
+        for line in lines:
+            self.line(line)
 
     def collect_only(self, run):
         files = list(dict.fromkeys([info.file for info in run.collected] + [r.file for r in run.results]))
@@ -128,66 +159,139 @@ class PlainRenderer:
             self.write(f"error: not found: {selector}")
 
 
+LINE_STYLE = {"path": "bold", "pass": "green", "fail": "bold red", "error": "bold red", "skip": "yellow",
+              "surrogate": "magenta", "name": "bold", "check": "bold", "coverage": "yellow", "finding": "bold magenta",
+              "hint": "magenta", "inputs": "cyan", "repro": "cyan", "output": "dim", "trace": "dim", "proof": "bold",
+              "note": "dim", "dim": "dim", "rule": "bold"}
+METHOD_SHORT = {"complex_step": "cstep", "richardson": "richard", "central": "central", "mixed": "mixed"}
+NARROW = 100  # below this width the -v table abbreviates the method column
+
+
+def wrap_offsets(text: str, first: int, rest: int) -> list:
+    """(start, end) of each line of ``text`` wrapped at spaces: the first line at most ``first``
+    characters, the others ``rest``; a word longer than a line gets a line of its own, whole."""
+    import re
+
+    lines, start, end = [], 0, 0
+    for word in re.finditer(r"\S+", text):
+        room = first if not lines else rest
+        if end > start and word.end() - start > room:
+            lines.append((start, end))
+            start = word.start()
+        end = word.end()
+    lines.append((start, end))
+    return lines
+
+
+def _short_number(text: str) -> str:
+    """``8.9e-16`` -> ``9e-16`` (a narrow -v table); dashes and words as they are."""
+    try:
+        return format(float(text), ".0e")
+    except ValueError:
+        return text
+
+
 class RichRenderer(PlainRenderer):
-    """The terminal view: box tables, coloured statuses, panels with heat-maps."""
+    """The terminal view: colour, lines wrapped to the console (never those a user copies), -v tables."""
 
     ascii_only = False
 
     def __init__(self, console, seed: int = 0, verbose: bool = False):
-        super().__init__(lambda text: console.print(text, markup=False, highlight=False), seed, verbose)
+        super().__init__(lambda text: self.line(layout.Line(text, hang=4)), seed, verbose)
         self.console = console
+        self.name_width = None  # the run's longest Function label, when known before the first file
 
     def file(self, path: str, results: list):
-        from rich.table import Table
-        from rich.text import Text
-
         if not results:
+            return
+        if not self.verbose:
+            self.compact(path, results)
             return
         self.console.print()
         checked = [r for r in results if r.function is not None]  # not a file that failed to import
-        if not checked:
-            self.console.print(Text(path, style="bold"))
-        else:
-            table = Table(title=path, title_justify="left", title_style="bold")
-            flags = {"exact": view.shows_exact(checked), "proof": view.shows_proofs(checked)}
-            for name in view.columns(**flags):
-                table.add_column(name, justify="right" if name.startswith("max") or name == view.EXACT_COLUMN
-                                 else "left", no_wrap=name != "Function")
-            for r in checked:
-                for row in view.rows(r):
-                    cells = list(row.cells(**flags))
-                    cells[-1] = Text(cells[-1], style=STATUS_STYLE.get(row.status, ""))
-                    if flags["proof"]:
-                        cells[-2] = Text(cells[-2], style=PROOF_STYLE.get(row.proof, ""))
-                    table.add_row(*cells)
-            self.console.print(table)
+        self.line(layout.Line(path, style="path", paste=True))
+        if checked:
+            self.console.print(self.table(checked))
         self.notes(results)
 
-    def panel(self, d: view.Detail):
-        from rich.console import Group
-        from rich.panel import Panel
+    def table(self, checked: list):
+        """-v: one row per (input set, input). Names and statuses never shrink: on a narrow console
+        the numbers' headers take two lines, then the numbers lose a digit, then the method column
+        goes; input and shape fold. The same scheme for every file (``name_width``: the run's
+        longest name, when the Output knows it)."""
+        from rich import box
+        from rich.table import Table
         from rich.text import Text
 
-        styles = {"check": "bold", "worst": "", "coverage": "yellow", "finding": "bold magenta", "hint": "magenta", "inputs": "cyan",
-                  "repro": "cyan", "output": "dim", "trace": "dim", "exact": "", "proof": "bold"}
-        parts = [Text(text, style=styles.get(kind, "")) for kind, text in d.lines]
-        for hm in d.heatmaps:
-            grid = Text(f"error map of {hm.label}:\n")
-            for row in hm.levels:
-                for v in row:
-                    grid.append(HEAT_RICH[v] + " ", style="red" if v else "green")
-                grid.append("\n")
-            grid.append(f"{HEAT_RICH[0]} within tolerance, {HEAT_RICH[-1]} largest error"
-                        + (f"; {hm.note}" if hm.note else ""), style="dim")
-            parts.append(grid)
-        self.console.print(Panel(Group(*parts), title=d.title, title_align="left",
-                                 border_style=STATUS_STYLE.get(d.status, "")))
+        width, narrow = self.console.width, self.console.width < NARROW
+        flags = {"exact": view.shows_exact(checked), "proof": view.shows_proofs(checked)}
+        rows = [row for r in checked for row in view.table_rows(r)]
+        names = max([8, self.name_width or 0] + [len(row.function) for row in rows])
+        statuses = max([6] + [len(row.status) for row in rows])
+        numbers = 2 + flags["exact"]
+        # the scheme depends on the console, the run's names and the columns only: 11 is "NOT CHECKED",
+        # 5 + 5 the input and shape columns, 2 the gap between two columns
+        fixed = names + 11 + 5 + 5 + 9 * flags["proof"] + 2 * (5 + numbers + flags["proof"])
+        short = narrow and fixed + 7 * numbers + 7 > width  # 9e-16 instead of 8.9e-16
+        method = not narrow or fixed + (5 if short else 7) * numbers + 7 <= width
+        table = Table(box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, pad_edge=not narrow, show_edge=not narrow,
+                      collapse_padding=narrow)
+        keep = []
+        for k, name in enumerate(view.columns(**flags)):
+            right = name.startswith("max") or name == view.EXACT_COLUMN
+            if name == "method" and not method:
+                continue
+            keep.append(k)
+            if name == "Function":
+                table.add_column(name, no_wrap=True, min_width=names)
+            elif name == "status":
+                table.add_column(name, no_wrap=True, min_width=statuses)
+            elif name in ("input", "shape"):
+                table.add_column(name, overflow="fold")
+            else:  # numbers and the method never break
+                header = name.replace("max ", "").replace(" err", "\nerr") if short else \
+                    name.replace(" err", "\nerr") if narrow else name
+                table.add_column(header, justify="right" if right else "left", no_wrap=True)
+        for row in rows:
+            cells = list(row.cells(**flags))
+            m = -2 - flags["proof"]
+            if narrow:
+                cells[m] = METHOD_SHORT.get(cells[m], cells[m])
+            if short:
+                cells[3:m] = [_short_number(c) for c in cells[3:m]]
+            cells[-1] = Text(cells[-1], style=STATUS_STYLE.get(row.status, ""))
+            if flags["proof"]:
+                cells[-2] = Text(cells[-2], style=PROOF_STYLE.get(row.proof, ""))
+            table.add_row(*[cells[k] for k in keep])
+        return table
+
+    def line(self, line: layout.Line):
+        """A Line in colour: pasted lines whole (soft wrap: the terminal folds them, a copy gets them
+        whole), fitted lines cut with an ellipsis after their name, others word-wrapped with a hanging indent."""
+        from rich.text import Text
+
+        self.count += 1
+        text = Text(line.text, style=LINE_STYLE.get(line.style, ""))
+        for start, end, style in line.spans:
+            text.stylize(LINE_STYLE.get(style, style), start, end)
+        width = self.console.width
+        if line.paste or len(line.text) <= width:
+            self.console.print(text, soft_wrap=True, highlight=False)
+        elif line.fit:
+            room = max(width, line.keep + 2)
+            text.truncate(room - 1)
+            text.append("…")
+            self.console.print(text, soft_wrap=True, highlight=False)
+        else:  # word-wrapped, continuation lines indented by ``hang``; no word is ever broken
+            for k, (a, b) in enumerate(wrap_offsets(line.text, width, max(20, width - line.hang))):
+                self.console.print(Text(" " * line.hang * (k > 0)) + text[a:b], soft_wrap=True, highlight=False)
 
     def finish(self, run):
         for selector in run.not_found:
             self.console.print(f"[bold red]error:[/] not found: {selector}", highlight=False)
         for line in proof_summary(run):
             self.console.print(line, style="dim" if line.startswith("note") else "bold", highlight=False)
+        self.short_summary(run)
         s = run.summary
         style = "bold red" if s["failed"] or s["errors"] or run.interrupted or run.strict_failures() else \
             "bold green" if s["passed"] and not s["partial"] else "bold yellow"
