@@ -16,6 +16,7 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check import complex_view as _complex
 from gradcli.check.analytic import Analytic, BackwardFailed
+from gradcli.check.function_features import add_feature_checks
 from gradcli.check.compare import compare_elements, compare_probes, values_check
 from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
@@ -50,6 +51,8 @@ def gradcheck(
     name: Optional[str] = None,
     raise_exception: bool = False,
     eps: Optional[float] = None,
+    repeat: Optional[int] = None,
+    layouts: bool = True,
 ) -> CheckReport:
     """Check ``fn``'s backward at ``inputs``; return a CheckReport (no printing, no raising unless asked).
 
@@ -59,6 +62,8 @@ def gradcheck(
     Exceptions raised by the forward at ``inputs`` propagate; exceptions in backward are reported.
     ``eps``: a central-difference step of your own (torch's ``eps``), taken besides the default one,
     the better kept per element: it can only improve the reference (specs/gradcheck.md).
+    ``repeat``: run backward that many times for the reentrant check (spread, suggested nondet_tol);
+    ``layouts``: also try non-contiguous and expanded inputs (function_features.py).
     """
     _validate(mode, method, eps)
     options = dict(mode=mode, method=method, seed=seed, atol=atol, rtol=rtol, tolerances=tolerances,
@@ -74,6 +79,7 @@ def gradcheck(
         report.checks.append(second_order_check(session, _inner_session))
     else:
         report.checks.append(Check("second_order", "skip", "not requested (second_order=False)"))
+    add_feature_checks(session, report, repeat=repeat, layouts=layouts)  # jvp, vmap, ctx, layouts, repeat
     report.timing["total_s"] = time.perf_counter() - session.started
     if not report.ok:  # name the pattern behind the failure (specs/diagnosis.md); attach() never raises
         from gradcli.check.diagnosis import attach
