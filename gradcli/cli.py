@@ -72,6 +72,10 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
               help="Central-difference step, tried besides the default one (gradcheck's eps).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs and cotangents.")
 @click.option("--second-order", is_flag=True, help="Also check double backward.")
+@click.option("--repeat", type=click.IntRange(min=2), metavar="N",
+              help="Run backward N times per input set: the spread per input and a suggested nondet_tol.")
+@click.option("--layouts/--no-layouts", "layouts", default=True, show_default=True,
+              help="Also try each input non-contiguous and expanded (stride 0).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds per Function (gradcheck and the exact check; --prove has its own).")
 @click.option("--exact/--no-exact", "exact", default=None,
@@ -97,7 +101,7 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 @click.option("-v", "--verbose", is_flag=True, help="Show the inputs of every Function, and tracebacks.")
 @click.option("--debug", is_flag=True, help="Show gradcli's own tracebacks.")
 def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, mode, method, atol, rtol, eps, seed,
-          second_order, timeout, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
+          second_order, repeat, layouts, timeout, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt, json_path,
           junit_path, no_timing, jobs, verbose, debug):
     """Check every autograd Function in files, directories or installed modules (default: the current
     directory).
@@ -149,6 +153,12 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
     passthrough = {"mode": mode, "method": method, "atol": atol, "rtol": rtol, "eps": eps}
     gradcheck_options = {k: v for k, v in passthrough.items() if v is not None}
     gradcheck_options.update(seed=seed, second_order=second_order)
+    if repeat is not None:
+        gradcheck_options["repeat"] = repeat
+    if not layouts:
+        gradcheck_options["layouts"] = False
+    if config.nondet_tol is not None:
+        gradcheck_options["nondet_tol"] = config.nondet_tol
     for name in unsupported_options(gradcheck_options):
         raise click.UsageError(f"--{name} is not supported by this version of gradcli.gradcheck")
     if exprs:

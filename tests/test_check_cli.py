@@ -404,7 +404,7 @@ def test_torch_file_without_torch_is_skipped(tmp_path, monkeypatch):
     assert doc["results"] == [{"file": "examples/real_torch.py", "function": None, "backend": "torch",
                                "status": "skip", "inputs": [], "checks": [], "proofs": None,
                                "message": "needs PyTorch, which is not installed (pip install torch): not checked",
-                               "partial": False, "not_checked": [], "surrogate": None}]
+                               "partial": False, "not_checked": [], "surrogate": None, "compatibility": {}}]
 
 
 # ----- the examples' verdicts, JSON schema, JUnit, GitHub -------------------------------------------

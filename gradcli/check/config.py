@@ -23,6 +23,7 @@ class Config:
     inputs_from: Optional[str] = None  # absolute path of an inputs file (inputs_from.py)
     inputs: dict = field(default_factory=dict)  # "module.Class" or "Class" -> {param name: inputs.Spec}
     norecursedirs: Optional[tuple] = None  # folder patterns not walked; None: paths.NORECURSEDIRS
+    nondet_tol: Optional[float] = None  # gradcheck's nondet_tol for every Function; None: 0.0
     warnings: list = field(default_factory=list)
 
 
@@ -121,4 +122,11 @@ def _norecursedirs(config: Config, value, where: str):
     config.norecursedirs = tuple(value)
 
 
-_KEYS = {"inputs-from": _inputs_from, "inputs": _inputs, "norecursedirs": _norecursedirs}
+def _nondet_tol(config: Config, value, where: str):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+        raise UsageError(f"{where}: expected a number >= 0 (the allowed difference between two backward passes), "
+                         f"got {value!r}")
+    config.nondet_tol = float(value)
+
+
+_KEYS = {"inputs-from": _inputs_from, "inputs": _inputs, "norecursedirs": _norecursedirs, "nondet_tol": _nondet_tol}

@@ -50,6 +50,7 @@ class PlainRenderer:
                 self.coverage_notes(r)
             if r.status not in ("fail", "error"):  # a panel says these already
                 self.symbolic_notes(r)
+            self.compat_note(r)
             if self.verbose and r.cases:
                 for i, case in enumerate(r.cases):
                     self.write(f"  inputs {view.label(r, i)}: {view.input_summary(case.inputs)}")
@@ -78,6 +79,15 @@ class PlainRenderer:
                 if c.name == "values" and c.details.get("too_large") and c.status in ("pass", "fail"):
                     self.write(f"  note {view.label(r, i)}: {', '.join(c.details.get('inputs', ()))} checked in fast "
                                f"mode (random directions, not localised element by element): too many elements")
+
+    def compat_note(self, r):
+        from gradcli.report.compat_line import compat_text, compat_warnings
+
+        for line in compat_warnings(r):
+            self.write("  " + line)
+        text = compat_text(r, ascii_only=self.ascii_only)
+        if text:
+            self.write("  " + text)
 
     def symbolic_notes(self, r):
         """Lines under the table: exact checks that could not be computed, proofs that did not prove
