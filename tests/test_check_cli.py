@@ -429,7 +429,7 @@ NOT_CHECKED = {"input": str, "reason": str, "input_set": (int, None), "partial":
 RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
           "status": ("pass", "fail", "error", "skip", "surrogate"), "message": str, "inputs": [[RECORD]],
           "checks": [(dict, None)], "proofs": (list, None), "partial": bool, "not_checked": [NOT_CHECKED],
-          "surrogate": (dict, None)}
+          "surrogate": (dict, None), "compatibility": dict}
 SCHEMA = {"gradcli_version": str, "seed": int,
           "summary": {"passed": int, "partial": int, "failed": int, "errors": int, "skipped": int, "surrogates": int},
           "results": [RESULT]}

@@ -20,17 +20,19 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import weakref
 from typing import Optional
 
 from gradcli.check.report import Check
 
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # class -> assignments (read once)
 KIND_WORDS = {"input": "an input", "output": "an output", "intermediate": "an intermediate computed from the inputs"}
 
 
 def assignments(cls) -> list:
     """``[{"attribute", "line", "kind", "file"}]`` for ``ctx.NAME = EXPR`` in forward/setup_context
     where EXPR is an input, an output or depends on them (kind: input | output | intermediate)."""
-    cached = vars(cls).get("_gradcli_ctx_assignments")
+    cached = _CACHE.get(cls)
     if cached is not None:
         return cached
     found = []
@@ -39,8 +41,8 @@ def assignments(cls) -> list:
         if method is not None:
             found += _scan(method, method_name, _own(cls, "setup_context") is not None)
     try:
-        setattr(cls, "_gradcli_ctx_assignments", found)
-    except (AttributeError, TypeError):
+        _CACHE[cls] = found
+    except TypeError:  # not weak-referenceable: read again next time
         pass
     return found
 

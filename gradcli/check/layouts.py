@@ -21,9 +21,13 @@ from typing import Optional
 import numpy as np
 
 from gradcli.check import backends as _backends
+from gradcli.check.backends import COPY_INPUTS_MAX_ELEMENTS
 from gradcli.check.report import Check
 
 VARIANTS = ("non-contiguous", "expanded")
+# Above this many differentiable elements gradcheck shares the inputs instead of copying them (memory);
+# each layout would be a copy: not tried there.
+MAX_ELEMENTS = COPY_INPUTS_MAX_ELEMENTS
 
 
 def _strided(b, array: np.ndarray, variant: str):
@@ -111,6 +115,9 @@ def layouts_check(session) -> Optional[Check]:
         return Check("layouts", "skip", "not tried: backward is nondeterministic (reentrant failed)")
     b, names = session.backend, session.names
     arrays = {i: b.to_numpy(session.args[i]) for i in session.diff}
+    if sum(a.size for a in arrays.values()) > MAX_ELEMENTS:
+        return Check("layouts", "skip", f"not tried: more than {MAX_ELEMENTS} input elements (each layout would "
+                     f"be a copy; gradcheck shares inputs this large)")
     tried, notes, failures, details = [], [], [], {"tried": [], "notes": []}
     for variant in VARIANTS:
         views = {i: _strided(b, a, variant) for i, a in arrays.items()}
@@ -131,6 +138,10 @@ def layouts_check(session) -> Optional[Check]:
             continue
         if problem[0] == "refused":
             notes.append(f"{variant}: forward does not accept it ({problem[1]}): not tried")
+            continue
+        if _compare(session, {i: _contiguous(b, v) for i, v in views.items()}, reference, variant) is not None:
+            notes.append(f"{variant}: not tried (two runs at the same contiguous inputs already differ: a random "
+                         f"forward or backward)")
             continue
         culprits = list(views) if len(views) == 1 else [i for i in views if _alone(session, i, views[i], variant)]
         culprits = culprits or list(views)

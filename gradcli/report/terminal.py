@@ -39,6 +39,8 @@ class PlainRenderer:
         self.notes(results)
 
     def notes(self, results: list):
+        for r in results:  # right under the table: what each Function supports (before any panel)
+            self.compat_note(r)
         for r in results:
             if r.status in ("fail", "error"):
                 self.panel(view.detail(r, self.seed, self.verbose, ascii_only=self.ascii_only))
@@ -50,7 +52,6 @@ class PlainRenderer:
                 self.coverage_notes(r)
             if r.status not in ("fail", "error"):  # a panel says these already
                 self.symbolic_notes(r)
-            self.compat_note(r)
             if self.verbose and r.cases:
                 for i, case in enumerate(r.cases):
                     self.write(f"  inputs {view.label(r, i)}: {view.input_summary(case.inputs)}")

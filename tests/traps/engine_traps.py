@@ -112,4 +112,4 @@ class Square(Function):
     @staticmethod
     def backward(ctx, grad):
         x, = ctx.saved_tensors
-        return grad * torch.tensor(2 * np.ravel(x.data).reshape(x.shape))
+        return grad * 2 * x.reshape(-1).reshape(x.shape)  # flattened in C order whatever the strides
