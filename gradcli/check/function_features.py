@@ -15,7 +15,13 @@ from __future__ import annotations
 import time
 
 from gradcli.check import compat as _compat
+# Imported with gradcheck (which `gradcli check` loads before forking its checkers), not per checker.
+from gradcli.check.ctx_lint import ctx_attributes_check, explain_second_order
+from gradcli.check.forward_ad import jvp_check
+from gradcli.check.layouts import layouts_check
+from gradcli.check.repeat import repeat_check, suggested_nondet_tol
 from gradcli.check.report import Check
+from gradcli.check.vmap import vmap_check
 
 
 def add_feature_checks(session, report, *, repeat=None, layouts=True) -> None:
@@ -36,12 +42,6 @@ def _guarded(name, make, *args):
 
 
 def _run(session, report, repeat, layouts):
-    from gradcli.check.ctx_lint import ctx_attributes_check, explain_second_order
-    from gradcli.check.forward_ad import jvp_check
-    from gradcli.check.layouts import layouts_check
-    from gradcli.check.repeat import repeat_check, suggested_nondet_tol
-    from gradcli.check.vmap import vmap_check
-
     backward_ran = any(c.name == "values" and c.status != "skip" for c in report.checks) or any(
         r.status != "skip" for r in report.inputs)
     reentrant = report.check("reentrant")
