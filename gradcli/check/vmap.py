@@ -57,9 +57,6 @@ def vmap_check(session) -> Optional[Check]:
                          for _ in range(BATCH - 1)]
         batched[i] = torch.stack(samples)
 
-    def sample_args(k, source=None):
-        return [batched[i][k] if i in batched else a for i, a in enumerate(session.args)]
-
     def call_diff(*diff_values):
         call_args = list(session.args)
         for i, v in zip(session.diff, diff_values):
@@ -125,7 +122,7 @@ def vmap_check(session) -> Optional[Check]:
 
 
 def _jacrev(session, call_diff, batched, details, torch) -> Optional[str]:
-    outputs = [j for j in session.diff_outputs]
+    outputs = list(session.diff_outputs)
     first = [batched[i][0].detach() for i in session.diff]
     with torch.no_grad():
         values = call_diff(*first)
