@@ -54,8 +54,8 @@ from gradcli.check.inputs import AtParam, InputParam, ShapeParam  # noqa: E402  
 CHECK_SECTIONS = (
     ("Selection", ("keyword", "collect_only", "exitfirst")),
     ("Inputs", ("inputs", "at", "inputs_from", "shape", "dtype", "seed")),
-    ("Checking", ("mode", "method", "atol", "rtol", "eps", "second_order", "timeout", "max_memory", "strict",
-                  "jobs")),
+    ("Checking", ("mode", "method", "atol", "rtol", "eps", "second_order", "repeat", "layouts", "timeout",
+                  "max_memory", "strict", "jobs")),
     ("Reference mode", ("reference", "device", "error_ratio")),
     ("Exact reference and proofs", ("exact", "exprs", "prove", "prove_shape", "prove_timeout")),
     ("Output", ("fmt", "json_path", "junit_path", "no_timing", "verbose", "debug", "show_config")),
@@ -122,6 +122,10 @@ class GroupedCommand(click.Command):
               help="Central-difference step, tried besides the default one (gradcheck's eps).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs and cotangents.")
 @click.option("--second-order", is_flag=True, help="Also check double backward.")
+@click.option("--repeat", type=click.IntRange(min=2), metavar="N",
+              help="Run backward N times per input set: the spread per input and a suggested nondet_tol.")
+@click.option("--layouts/--no-layouts", "layouts", default=True, show_default=True,
+              help="Also try each input non-contiguous and expanded (stride 0).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds per Function (gradcheck and the exact check; --prove has its own).")
 @click.option("--max-memory", "max_memory", type=MemoryParam(), metavar="SIZE",
@@ -161,7 +165,8 @@ class GroupedCommand(click.Command):
               help="Print the settings in force ([tool.gradcli] in pyproject.toml, the command line, defaults) "
                    "and where each comes from; check nothing.")
 def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, mode, method, atol, rtol, eps, seed,
-          second_order, timeout, max_memory, exact, exprs, prove, prove_shape, prove_timeout, exitfirst, strict, fmt,
+          second_order, repeat, layouts, timeout, max_memory, exact, exprs, prove, prove_shape, prove_timeout, exitfirst,
+          strict, fmt,
           json_path, junit_path, no_timing, jobs, verbose, debug, reference, device, error_ratio, show_config):
     """Check every autograd Function in files, directories or installed modules (default: the current
     directory).
@@ -224,6 +229,12 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
     passthrough = {"mode": mode, "method": method, "atol": atol, "rtol": rtol, "eps": eps}
     gradcheck_options = {k: v for k, v in passthrough.items() if v is not None}
     gradcheck_options.update(seed=seed, second_order=second_order)
+    if repeat is not None:
+        gradcheck_options["repeat"] = repeat
+    if not layouts:
+        gradcheck_options["layouts"] = False
+    if config.nondet_tol is not None:
+        gradcheck_options["nondet_tol"] = config.nondet_tol
     for name in unsupported_options(gradcheck_options):
         raise click.UsageError(f"--{name} is not supported by this version of gradcli.gradcheck")
     if exprs:

@@ -406,7 +406,7 @@ def test_torch_file_without_torch_is_skipped(tmp_path, monkeypatch):
     assert doc["results"] == [{"file": "examples/real_torch.py", "function": None, "backend": "torch",
                                "status": "skip", "inputs": [], "checks": [], "proofs": None,
                                "message": "needs PyTorch, which is not installed (pip install torch): not checked",
-                               "partial": False, "not_checked": [], "surrogate": None}]
+                               "partial": False, "not_checked": [], "surrogate": None, "compatibility": {}}]
 
 
 # ----- the examples' verdicts, JSON schema, JUnit, GitHub -------------------------------------------
@@ -435,7 +435,7 @@ NOT_CHECKED = {"input": str, "reason": str, "input_set": (int, None), "partial":
 RESULT = {"file": str, "function": (str, None), "backend": ("gradcli", "torch"),
           "status": ("pass", "fail", "error", "skip", "surrogate"), "message": str, "inputs": [[RECORD]],
           "checks": [(dict, None)], "proofs": (list, None), "partial": bool, "not_checked": [NOT_CHECKED],
-          "surrogate": (dict, None)}
+          "surrogate": (dict, None), "compatibility": dict}
 SCHEMA = {"gradcli_version": str, "seed": int,
           "summary": {"passed": int, "partial": int, "failed": int, "errors": int, "skipped": int, "surrogates": int},
           "results": [RESULT]}

@@ -9,7 +9,7 @@ from gradcli.autograd import Function
 from gradcli.check import CheckReport, GradcheckError, gradcheck, gradgradcheck
 
 CHECK_NAMES = {"structure", "backward_invoked", "values", "finite", "cotangents", "reentrant", "kinks",
-               "inplace", "second_order"}
+               "inplace", "second_order", "layouts"}
 
 
 class Cube(Function):
@@ -79,7 +79,7 @@ def test_to_dict_is_json_safe_and_follows_the_schema():
         assert data["schema_version"] == 1
         assert set(data) == {"schema_version", "function", "backend", "status", "mode", "requested_mode", "method",
                              "seed", "dtypes", "numeric_dtype", "tolerances", "cotangent_kinds", "escalated",
-                             "inputs", "checks", "diagnosis", "timing"}
+                             "inputs", "checks", "diagnosis", "compatibility", "timing"}
         for entry in data["inputs"]:
             assert set(entry) == {"name", "index", "shape", "dtype", "status", "max_abs_error", "max_rel_error",
                                   "worst", "method", "error_estimate", "tolerance", "message", "kinks", "exact_error"}

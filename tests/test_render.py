@@ -232,7 +232,8 @@ def test_json_is_the_documented_schema_and_never_nan():
     assert set(doc) == {"gradcli_version", "seed", "summary", "results"}
     assert doc["summary"] == {"passed": 1, "partial": 0, "failed": 1, "errors": 0, "skipped": 1, "surrogates": 0}
     assert [set(r) for r in doc["results"]] == [{"file", "function", "backend", "status", "message", "inputs",
-                                                "checks", "proofs", "partial", "not_checked", "surrogate"}] * 3
+                                                "checks", "proofs", "partial", "not_checked", "surrogate",
+                                                "compatibility"}] * 3
     exp, double, matmul = doc["results"]
     assert exp["inputs"][0][0]["value"] == "nan"
     assert double["checks"][0]["diagnosis"][0]["kind"] == "region"

@@ -153,7 +153,7 @@ def test_json_has_proofs_beside_checks():
     doc = json.loads(json_text(sample_run()))
     hidden = next(r for r in doc["results"] if r["function"] == "Hidden")
     assert list(hidden) == ["file", "function", "backend", "status", "message", "inputs", "checks", "proofs", "partial",
-                            "not_checked", "surrogate"]
+                            "not_checked", "surrogate", "compatibility"]
     assert hidden["proofs"][0]["verdict"] == "disproved" and hidden["proofs"][0]["input_set"] is None
     assert hidden["checks"][0]["inputs"][0]["exact_error"] == 0.0
     assert next(c for c in hidden["checks"][0]["checks"] if c["name"] == "exact")["status"] == "pass"

@@ -45,7 +45,8 @@ class FunctionCtx:
         self._versions_at_save = tuple(None if t is None else t._vc[0] for t in tensors)
 
     def save_for_forward(self, *tensors):
-        self._saved_for_forward = tensors  # forward-mode AD is out of scope; accepted so such code runs
+        # no forward-mode AD here; gradcheck calls Function.jvp with these as saved_tensors (check/forward_ad.py)
+        self._saved_for_forward = tensors
 
     @property
     def saved_tensors(self):

@@ -27,6 +27,7 @@ class Config:
     inputs_from: Optional[str] = None  # absolute path of an inputs file (inputs_from.py)
     inputs: dict = field(default_factory=dict)  # "module.Class" or "Class" -> {param name: inputs.Spec}
     norecursedirs: Optional[tuple] = None  # folder patterns not walked; None: paths.NORECURSEDIRS
+    nondet_tol: Optional[float] = None  # gradcheck's nondet_tol for every Function; None: 0.0
     warnings: list = field(default_factory=list)
     settings: dict = field(default_factory=dict)  # check's parameter name -> value (SETTINGS keys)
 
@@ -193,6 +194,13 @@ def _flag(key: str, allow_auto: bool = False):
     return read
 
 
+def _nondet_tol(config: Config, value, where: str):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+        raise UsageError(f"{where}: expected a number >= 0 (the allowed difference between two backward passes), "
+                         f"got {value!r}")
+    config.nondet_tol = float(value)
+
+
 # [tool.gradcli] key -> check's parameter name (cli.py): the run settings a file may give
 SETTINGS = {"paths": "paths", "shape": "shape", "dtype": "dtype", "timeout": "timeout", "seed": "seed",
             "exact": "exact", "strict": "strict", "format": "fmt"}
@@ -200,4 +208,4 @@ SETTINGS = {"paths": "paths", "shape": "shape", "dtype": "dtype", "timeout": "ti
 _KEYS = {"inputs-from": _inputs_from, "inputs": _inputs, "norecursedirs": _norecursedirs, "paths": _paths,
          "shape": _shape, "dtype": _choice("dtype", ("float64", "float32")), "timeout": _timeout, "seed": _seed,
          "exact": _flag("exact", allow_auto=True), "strict": _flag("strict"),
-         "format": _choice("fmt", ("auto", "rich", "plain", "github"))}
+         "format": _choice("fmt", ("auto", "rich", "plain", "github")), "nondet_tol": _nondet_tol}

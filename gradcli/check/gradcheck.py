@@ -16,6 +16,7 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check import complex_view as _complex
 from gradcli.check.analytic import Analytic, BackwardFailed
+from gradcli.check.function_features import add_feature_checks
 from gradcli.check.compare import compare_elements, compare_probes, probe_good_enough, settled_elements, values_check
 from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
@@ -52,6 +53,8 @@ def gradcheck(
     raise_exception: bool = False,
     eps: Optional[float] = None,
     time_budget: Optional[float] = None,
+    repeat: Optional[int] = None,
+    layouts: bool = True,
 ) -> CheckReport:
     """Check ``fn``'s backward at ``inputs``; return a CheckReport (no printing, no raising unless asked).
 
@@ -63,6 +66,8 @@ def gradcheck(
     the better kept per element: it can only improve the reference (specs/gradcheck.md).
     ``time_budget``: seconds full mode may spend localising; an input whose element-by-element
     reference is estimated to need more is checked along random directions instead, and says so.
+    ``repeat``: run backward that many times for the reentrant check (spread, suggested nondet_tol);
+    ``layouts``: also try non-contiguous and expanded inputs (function_features.py).
     """
     _validate(mode, method, eps)
     options = dict(mode=mode, method=method, seed=seed, atol=atol, rtol=rtol, tolerances=tolerances,
@@ -79,6 +84,7 @@ def gradcheck(
         report.checks.append(second_order_check(session, _inner_session))
     else:
         report.checks.append(Check("second_order", "skip", "not requested (second_order=False)"))
+    add_feature_checks(session, report, repeat=repeat, layouts=layouts)  # jvp, vmap, ctx, layouts, repeat
     report.timing["total_s"] = time.perf_counter() - session.started
     if not report.ok:  # name the pattern behind the failure (specs/diagnosis.md); attach() never raises
         from gradcli.check.diagnosis import attach

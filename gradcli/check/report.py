@@ -155,6 +155,7 @@ class CheckReport:
     timing: dict = field(default_factory=dict)  # seconds and evaluation counts
     cotangent_kinds: list = field(default_factory=list)  # e.g. ["ones", "random", "random"]
     escalated: bool = False  # fast mode found a failure and re-ran in full mode to localise it
+    compatibility: dict = field(default_factory=dict)  # compat.py: {feature: state}, set by gradcheck
     # Not in JSON: the probe cotangents, one tuple of arrays (one per output) per kind.
     cotangents: Any = field(default=None, repr=False, compare=False)
 
@@ -211,6 +212,7 @@ class CheckReport:
             "inputs": [r.to_dict() for r in self.inputs],
             "checks": [c.to_dict() for c in self.checks],
             "diagnosis": [f.to_dict() for f in self.diagnosis],
+            "compatibility": dict(self.compatibility),
             "timing": json_safe(self.timing),
         }
 

@@ -107,7 +107,14 @@ class FunctionResult:
             "partial": self.partial,
             "not_checked": json_safe(self.not_checked),
             "surrogate": json_safe(self.surrogate),
+            "compatibility": self.compatibility(),
         }
+
+    def compatibility(self) -> dict:
+        """What the Function supports, over its input sets (check/compat.py); {} when none was checked."""
+        from gradcli.check.compat import merge
+
+        return merge([c.report for c in self.cases])
 
 
 @dataclass

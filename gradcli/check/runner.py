@@ -42,7 +42,8 @@ class RunEvents:
         pass
 
 
-GRADCHECK_OPTIONS = ("mode", "method", "atol", "rtol", "eps", "seed", "second_order")  # known to be taken
+GRADCHECK_OPTIONS = ("mode", "method", "atol", "rtol", "eps", "seed", "second_order", "repeat", "layouts",
+                     "nondet_tol")  # known to be taken
 
 
 def unsupported_options(gradcheck_options: dict) -> list:

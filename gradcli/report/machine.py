@@ -58,6 +58,7 @@ def junit_xml(run) -> str:
         if r.line:
             attrs["line"] = str(r.line)
         case = ET.SubElement(suite, "testcase", **attrs)
+        _compat_property(case, r)
         if r.status == "fail":
             ET.SubElement(case, "failure", message=_xml(r.message), type="GradientMismatch").text = \
                 _xml(_detail_text(r, run.seed))
@@ -75,6 +76,18 @@ def junit_xml(run) -> str:
             ET.SubElement(case, "system-out").text = _xml(out)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _compat_property(case, r) -> None:
+    """``<properties><property name="compatibility" value="backward ok  jvp FAIL …"/>`` (ASCII)."""
+    import xml.etree.ElementTree as ET
+
+    from gradcli.report.compat_line import compat_text
+
+    text = compat_text(r, ascii_only=True)
+    if text:
+        ET.SubElement(ET.SubElement(case, "properties"), "property", name="compatibility",
+                      value=_xml(text.split(": ", 1)[1]))
 
 
 def _coverage_text(r) -> str:

@@ -63,6 +63,8 @@ class PlainRenderer:
         self.notes(results)
 
     def notes(self, results: list):
+        for r in results:  # right under the table: what each Function supports (before any panel)
+            self.compat_note(r)
         for r in results:
             if r.status in ("fail", "error"):
                 self.panel(view.detail(r, self.seed, self.verbose, ascii_only=self.ascii_only))
@@ -107,6 +109,15 @@ class PlainRenderer:
                     why = "; ".join(c.details.get("why") or ["too many elements"])  # or over the time budget
                     self.write(f"  note {view.label(r, i)}: {', '.join(c.details.get('inputs', ()))} checked in fast "
                                f"mode (random directions, not localised element by element): {why}")
+
+    def compat_note(self, r):
+        from gradcli.report.compat_line import compat_text, compat_warnings
+
+        for line in compat_warnings(r):
+            self.write("  " + line)
+        text = compat_text(r, ascii_only=self.ascii_only)
+        if text:
+            self.write("  " + text)
 
     def symbolic_notes(self, r):
         """Lines under the table: exact checks that could not be computed, proofs that did not prove
