@@ -12,6 +12,12 @@ def compat_text(result, ascii_only: bool = False) -> str:
     return f"compat {result.function}: {line(compat, ascii_only)}"
 
 
+def compat_failures(result) -> list:
+    """The features other than backward that failed for some input set (``["jvp", "layouts"]``)."""
+    compat = merge([case.report for case in result.cases])
+    return [key for key, state in compat.items() if key != "backward" and state == "fail"]
+
+
 WARNED = ("ctx_attributes",)  # warnings of issue 22's checks, said under the table
 
 

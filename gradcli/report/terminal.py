@@ -111,10 +111,14 @@ class PlainRenderer:
                                f"mode (random directions, not localised element by element): {why}")
 
     def compat_note(self, r):
-        from gradcli.report.compat_line import compat_text, compat_warnings
+        from gradcli.report.compat_line import compat_failures, compat_text, compat_warnings
 
         for line in compat_warnings(r):
             self.write("  " + line)
+        # the compact view keeps one line per passing file: the line shows there only when a feature
+        # beyond backward failed (backward's own failure has its panel); -v shows it for every Function
+        if not self.verbose and not compat_failures(r):
+            return
         text = compat_text(r, ascii_only=self.ascii_only)
         if text:
             self.write("  " + text)
