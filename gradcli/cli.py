@@ -297,7 +297,8 @@ def _show_config(config, settings: dict):
     """--show-config: one line per setting, ``name = value  (where from)``."""
     shown = {"paths": lambda v: " ".join(v) if v else ". (the current directory)",
              "shape": lambda v: "x".join(map(str, v)), "exact": lambda v: "auto" if v is None else str(v).lower(),
-             "strict": lambda v: str(v).lower()}
+             "strict": lambda v: str(v).lower(),
+             "dtype": lambda v: ",".join(v) if isinstance(v, tuple) else str(v)}  # --dtype takes a grid
     keys = {"fmt": "format"}
     click.echo(f"config file: {config.path or 'none (no pyproject.toml with [tool.gradcli] found)'}")
     for name, (value, where) in settings.items():

@@ -134,7 +134,7 @@ def test_a_bad_value_is_a_usage_error_naming_the_file(tmp_path, table, message):
 def test_help_groups_the_options_by_concern():
     text = CliRunner().invoke(main, ["check", "--help"]).output
     titles = [title for title, _ in CHECK_SECTIONS]
-    assert titles == ["Selection", "Inputs", "Checking", "Exact reference and proofs", "Output"]
+    assert titles == ["Selection", "Inputs", "Checking", "Reference mode", "Exact reference and proofs", "Output"]
     positions = [text.index(f"\n{title}:\n") for title in titles]
     assert positions == sorted(positions)
     section = lambda title: text.split(f"\n{title}:\n")[1].split("\n\n")[0]  # noqa: E731

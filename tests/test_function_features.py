@@ -324,7 +324,7 @@ def test_rich_terminal_shows_ticks():
     from gradcli.report.terminal import RichRenderer
 
     buffer = io.StringIO()
-    renderer = RichRenderer(Console(file=buffer, width=200), 0, False)
+    renderer = RichRenderer(Console(file=buffer, width=200), 0, True)  # -v: every Function's line
     items = expand_paths([f"{TRAPS}::CtxAttributeExp"], [], None)
     result = run(items, RunOptions(isolate=False))
     for r in result.results:

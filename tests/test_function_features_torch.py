@@ -160,7 +160,7 @@ def test_layouts_one_dimensional_stride_two():
 
 def test_torch_traps_through_the_cli(tmp_path):
     out = tmp_path / "r.json"
-    result = check(TRAPS, "--format", "plain", "--json", out, "--second-order")
+    result = check(TRAPS, "--format", "plain", "--json", out, "--second-order", "-v")
     doc = {r["function"]: r for r in json.loads(out.read_text())["results"]}
     statuses = {name: r["status"] for name, r in doc.items()}
     assert statuses == {"WrongJvpSin": "fail", "JvpSin": "pass", "WrongVmapScaledBySum": "fail",
@@ -175,3 +175,8 @@ def test_torch_traps_through_the_cli(tmp_path):
     assert doc["WrongJvpSin"]["message"].startswith("jvp: wrong jvp")
     assert "  compat SavedExp: backward ok  double backward ok  jvp -  vmap no setup_context  undefined grads n/a  "\
         "layouts ok" in result.output.splitlines()
+    # the compact view: a compatibility line only where a feature beyond backward failed
+    compact = check(TRAPS, "--format", "plain", "--second-order").output
+    assert "  compat WrongJvpSin: backward ok  double backward ok  jvp FAIL  vmap -  undefined grads " \
+           "n/a  layouts ok" in compact.splitlines()
+    assert "compat SavedExp" not in compact and "compat Square" not in compact
