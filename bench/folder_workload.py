@@ -38,7 +38,6 @@ from workload_functions import arity, sources  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-GRADCLI = str(Path(PY).parent / "gradcli")
 
 TORCH_LOOP = r"""
 import importlib.util, sys
@@ -66,10 +65,10 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(command: list) -> tuple:
+def timed(command: list, env: dict) -> tuple:
     """(wall seconds, CPU seconds of all its processes, its summary line)."""
     start, cpu = time.perf_counter(), cpu_seconds()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     lines = [ln for ln in done.stdout.strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
@@ -88,7 +87,7 @@ def build(folder: Path, backend: str, count: int) -> Path:
 
 
 def configurations(torch_dir: Path, engine_dir: Path) -> dict:
-    check = [GRADCLI, "check", "--format", "plain"]
+    check = [PY, "-m", "gradcli", "check", "--format", "plain"]
     pytest = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "--gradcli", str(torch_dir)]
     return {
         "torch loop": [PY, "-c", TORCH_LOOP, str(torch_dir)],
@@ -107,7 +106,11 @@ def main():
     parser.add_argument("--engine-files", type=int, default=75)
     parser.add_argument("--only", nargs="*", help="configuration names to run (substrings)")
     parser.add_argument("--keep", help="build the folders here and leave them")
+    parser.add_argument("--gradcli", help="a gradcli checkout to time instead of the installed one (PYTHONPATH)")
     args = parser.parse_args()
+    env = dict(os.environ)
+    if args.gradcli:
+        env["PYTHONPATH"] = os.path.abspath(args.gradcli) + os.pathsep + env.get("PYTHONPATH", "")
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gradcli-workload-"))
     torch_dir = build(base / "torch_fns", "torch", args.torch_files)
     engine_dir = build(base / "engine_fns", "gradcli", args.engine_files)
@@ -120,12 +123,12 @@ def main():
     load_before = os.getloadavg()
     for _ in range(args.runs):
         for name, command in configs.items():
-            wall, cpu, summary = timed(command)
+            wall, cpu, summary = timed(command, env)
             times[name].append(wall)
             cpus[name].append(cpu)
             summaries[name].append(summary)
     load_after = os.getloadavg()
-    print(f"{args.torch_files} torch files, {args.engine_files} engine files; {args.runs} alternating rounds; "
+    print(f"gradcli: {args.gradcli or 'installed'}; {args.torch_files} torch files, {args.engine_files} engine files; {args.runs} alternating rounds; "
           f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
           f"(1-min), {load_after[1]:.1f} (5-min)")
     medians = {name: statistics.median(t) for name, t in times.items()}
