@@ -107,6 +107,8 @@ def main():
     parser.add_argument("--only", nargs="*", help="configuration names to run (substrings)")
     parser.add_argument("--keep", help="build the folders here and leave them")
     parser.add_argument("--gradcli", help="a gradcli checkout to time instead of the installed one (PYTHONPATH)")
+    parser.add_argument("--compare", help="another checkout (e.g. the commit before a change): its `gradcli check` "
+                                          "runs are timed in the same rounds, named '... [compare]'")
     args = parser.parse_args()
     env = dict(os.environ)
     if args.gradcli:
@@ -114,7 +116,12 @@ def main():
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gradcli-workload-"))
     torch_dir = build(base / "torch_fns", "torch", args.torch_files)
     engine_dir = build(base / "engine_fns", "gradcli", args.engine_files)
-    configs = configurations(torch_dir, engine_dir)
+    configs = {name: (command, env) for name, command in configurations(torch_dir, engine_dir).items()}
+    if args.compare:
+        other = dict(env, PYTHONPATH=os.path.abspath(args.compare) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        for name, command in configurations(torch_dir, engine_dir).items():
+            if name.startswith("gradcli check"):
+                configs[name + " [compare]"] = (command, other)
     if args.only:
         configs = {k: v for k, v in configs.items() if any(s in k for s in args.only)}
     times = {name: [] for name in configs}
@@ -122,13 +129,13 @@ def main():
     summaries = {name: [] for name in configs}
     load_before = os.getloadavg()
     for _ in range(args.runs):
-        for name, command in configs.items():
-            wall, cpu, summary = timed(command, env)
+        for name, (command, command_env) in configs.items():
+            wall, cpu, summary = timed(command, command_env)
             times[name].append(wall)
             cpus[name].append(cpu)
             summaries[name].append(summary)
     load_after = os.getloadavg()
-    print(f"gradcli: {args.gradcli or 'installed'}; {args.torch_files} torch files, {args.engine_files} engine files; {args.runs} alternating rounds; "
+    print(f"gradcli: {args.gradcli or 'installed'}, compared with {args.compare or '-'}; {args.torch_files} torch files, {args.engine_files} engine files; {args.runs} alternating rounds; "
           f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
           f"(1-min), {load_after[1]:.1f} (5-min)")
     medians = {name: statistics.median(t) for name, t in times.items()}
@@ -137,10 +144,11 @@ def main():
         distinct = sorted(set(summaries[name]))
         print(f"  {name:<32} median {medians[name]:6.2f} s wall, {statistics.median(cpus[name]):6.2f} s CPU "
               f"(runs: {runs})  {' | '.join(distinct)}{'  VERDICTS DIFFER' if len(distinct) > 1 else ''}")
-    ratios = [("gradcli check TORCH", "torch loop", "<= 1.0"), ("pytest -n 2", "pytest -n 0", "<= 0.625")]
+    ratios = [("gradcli check TORCH", "torch loop", "<= 1.0"), ("gradcli check TORCH [compare]", "torch loop", ""),
+              ("pytest -n 2", "pytest -n 0", "<= 0.625")]
     for a, b, target in ratios:
         if a in medians and b in medians:
-            print(f"  {a} / {b}: {medians[a] / medians[b]:.2f} (target {target})")
+            print(f"  {a} / {b}: {medians[a] / medians[b]:.2f}" + (f" (target {target})" if target else ""))
     if not args.keep:
         import shutil
 

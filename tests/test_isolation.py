@@ -307,3 +307,53 @@ def test_the_kernels_list_of_children_is_every_child():
         for p in sleepers:
             p.kill()
             p.wait()
+
+
+HANGS = """
+    import time
+    from gradcli.autograd import Function
+
+    class Hangs(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            print("about to hang")
+            time.sleep(600)
+"""
+EXITS = """
+    import os
+    from gradcli.autograd import Function
+
+    class Exits(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            os._exit(5)
+"""
+
+
+def test_a_files_only_function_checked_in_its_worker_fails_as_it_would_in_a_checker(tmp_path):
+    # a file with one Function is checked by its worker itself; with two, each in a forked checker:
+    # the same hang and the same crash read the same
+    alone, together = tmp_path / "alone", tmp_path / "together"
+    alone.mkdir()
+    together.mkdir()
+    write(alone, "hangs.py", HANGS)
+    write(alone, "exits.py", EXITS)
+    write(together, "both.py", "import os\n" + textwrap.dedent(HANGS) + textwrap.dedent(EXITS).split("\n", 3)[3])
+    _, doc_alone = check_json(tmp_path, alone, "--timeout", "3")
+    _, doc_together = check_json(tmp_path, together, "--timeout", "3")
+    expected = {"Hangs": "timed out after 3 s (--timeout)",
+                "Exits": "the checking process exited with code 5 without a result (os._exit or a crash in user code?)"}
+    for doc in (doc_alone, doc_together):
+        by_name = {r["function"]: r for r in doc["results"]}
+        assert {name: r["message"] for name, r in by_name.items()} == expected
+        assert {name: r["status"] for name, r in by_name.items()} == {"Hangs": "error", "Exits": "error"}
+    assert [r["inputs"] for r in sorted(doc_alone["results"], key=lambda r: r["function"])] == \
+        [r["inputs"] for r in sorted(doc_together["results"], key=lambda r: r["function"])]

@@ -127,10 +127,11 @@ def _flush():
             pass
 
 
-def _capture() -> int:
-    """Send this process's fds 1 and 2 to a temporary file (once); returns its fd, to read back."""
+def _capture(capture=None) -> int:
+    """Send this process's fds 1 and 2 to a temporary file (once; ``capture`` if given); returns its
+    fd, to read back."""
     if not _CAPTURE:
-        _CAPTURE.append(tempfile.TemporaryFile())
+        _CAPTURE.append(capture if capture is not None else tempfile.TemporaryFile())
         os.dup2(_CAPTURE[0].fileno(), 1)
         os.dup2(_CAPTURE[0].fileno(), 2)
         # the parent's sys.stdout may not be fd 1 (a test runner's buffer): write to the fds themselves
@@ -154,6 +155,24 @@ def _died(status: int) -> str:
         return f"killed by signal {signal.Signals(sig).name}" if sig in signal.Signals._value2member_map_ else \
             f"killed by signal {sig}"
     return f"exited with code {os.waitstatus_to_exitcode(status)}"
+
+
+def _check_inline(w: int):
+    """The check of a file's only Function, in the worker itself: nothing runs in that process
+    after it, so a checker forked for it would isolate it from nothing, and the fork of a process
+    holding torch costs ~15 ms CPU. The parent times it (``--timeout``, as a checker is timed) and
+    words a death or a timeout as it would a checker's (``_inline_failure``)."""
+    out_fd = _capture()
+
+    def check(target, options: RunOptions) -> FunctionResult:
+        os.ftruncate(out_fd, 0)
+        os.lseek(out_fd, 0, os.SEEK_SET)
+        result = check_target(target, options, announce=lambda records: _send(w, ("cases", records)),
+                              extend=lambda seconds: _send(w, ("extend", seconds)))
+        result.output = _read_output(out_fd)
+        return result
+
+    return check
 
 
 def _check_in_child(target, options: RunOptions) -> FunctionResult:
@@ -209,8 +228,8 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
                           output=_read_output(out_fd), duration=time.perf_counter() - start)
 
 
-def _worker_body(item, options: RunOptions, w: int):
-    _capture()  # user code's prints never reach the terminal
+def _worker_body(item, options: RunOptions, w: int, capture=None):
+    _capture(capture)  # user code's prints never reach the terminal
     become_subreaper()  # orphans of what user code forks come back here, to be killed (reaper.py)
     inherited = sys.modules.get("torch")  # None too where a caller blocked the import (sys.modules["torch"] = None)
     if hasattr(inherited, "set_num_threads") and not warm_parent.TORCH_HERE:
@@ -219,8 +238,19 @@ def _worker_body(item, options: RunOptions, w: int):
         # runs inline (gradcli's own warm-up runs only ops too small to start the pool)
         inherited.set_num_threads(1)
     _send(w, ("file", 0))
-    for message in file_messages(item, options, _check_in_child):
-        _send(w, message)
+    inline = _check_inline(w)
+    chosen: list = []
+    for message in file_messages(item, options, lambda t, o: (inline if len(chosen) == 1 else _check_in_child)(t, o)):
+        if message[0] == "collected":
+            chosen[:] = message[1]
+        try:
+            _send(w, message)
+        except Exception as e:  # noqa: BLE001 -- e.g. an unpicklable object in a report
+            if message[0] != "result":
+                raise
+            result = message[1]
+            _send(w, ("result", FunctionResult(result.file, result.function, result.backend, "error",
+                                               f"could not transfer the result: {type(e).__name__}: {e}")))
     reap_orphans()  # what the file's import forked, before the parent hears that the file is done
     _send(w, ("file_done", 0))
 
@@ -234,7 +264,13 @@ class _Worker:
         self.started = False  # it sent "file": it is importing or checking
         self.done = False  # it sent "file_done"
         self.current = None  # Function being checked
-        self.pid, self.fd = _fork(lambda w: _worker_body(item, options, w), new_group=True)
+        self.inline = False  # the file has one Function: the worker checks it itself (_check_inline)
+        self.cases: list = []  # the inline check's input sets, once built
+        self.extended = 0.0  # the inline check's --prove budget
+        self.check_start = 0.0
+        self.timeout = options.timeout
+        self.capture = tempfile.TemporaryFile()  # its fds 1 and 2: read here if it dies checking inline
+        self.pid, self.fd = _fork(lambda w: _worker_body(item, options, w, self.capture), new_group=True)
         try:
             os.setpgid(self.pid, self.pid)
         except OSError:
@@ -287,6 +323,23 @@ def run_workers(items, options: RunOptions, collector: _Collector):
         reap_orphans(keep=before)  # what a killed worker's checkers left (gradcli is their subreaper)
 
 
+def _inline_failure(worker: _Worker, collector: _Collector, status: int, timed_out: bool):
+    """The error result of a Function checked inline whose worker died or was killed: worded as
+    ``_check_in_child`` words a checker's."""
+    item = worker.item
+    info = next((i for i in collector.collected.get(item.path, ()) if i.name == worker.current), None)
+    limit = f"{worker.timeout + worker.extended:g} s (--timeout + --prove-timeout)" if worker.extended else \
+        f"{worker.timeout:g} s (--timeout)"
+    why = f"timed out after {limit}" if timed_out else \
+        f"the checking process {_died(status)} without a result (os._exit or a crash in user code?)"
+    collector.handle(item, ("result", FunctionResult(
+        item.path, worker.current, info.backend if info else "gradcli", "error", why,
+        line=info.line if info else None, backward_line=info.backward_line if info else None,
+        style=info.style if info else "", cases=[CaseResult(records, "error", why) for records in worker.cases],
+        output=_read_output(worker.capture.fileno()), duration=time.monotonic() - worker.check_start)))
+    collector.file_finished(item)
+
+
 def _pids(active: dict) -> set:
     return {worker.pid for worker in active.values()}
 
@@ -302,8 +355,19 @@ def _relay(worker: _Worker, message, collector: _Collector, options: RunOptions)
         worker.done = True
         worker.current = None
         collector.file_finished(worker.item)
+    elif kind in ("cases", "extend"):  # from an inline check: the parent times it as a checker
+        if kind == "cases":
+            worker.cases = message[1]
+        else:
+            worker.extended += message[1]
+        worker.deadline = worker.check_start + options.timeout + worker.extended
     else:
+        if kind == "collected":
+            worker.inline = len(message[1]) == 1
         worker.current = message[1] if kind == "start" else None
+        if kind == "start" and worker.inline:
+            worker.check_start = time.monotonic()
+            worker.deadline = worker.check_start + options.timeout
         collector.handle(worker.item, message)
 
 
@@ -315,6 +379,12 @@ def _finish(worker: _Worker, collector: _Collector, timeout: Optional[float] = N
     worker.kill()  # a finished worker is exiting anyway; this takes the processes of its group along
     _, status = os.waitpid(worker.pid, 0)
     os.close(worker.fd)
+    try:
+        if worker.inline and worker.current is not None and not worker.done and not stopped:
+            _inline_failure(worker, collector, status, timed_out=timeout is not None)
+            return []
+    finally:
+        worker.capture.close()
     reap_orphans(keep=keep)  # descendants that left the group were handed to this process (a subreaper)
     item = worker.item
     if worker.done or stopped:
