@@ -270,7 +270,7 @@ def test_the_parent_loads_torch_only_for_a_file_that_imports_it():
         print("torch" in sys.modules or "no-torch")
     """)
     assert out[0] == "False"
-    assert out[1] == ("True" if HAS_TORCH else "False")
+    assert out[1] == ("True" if HAS_TORCH else "no-torch")  # without torch: its import fails quietly
 
 
 def test_the_warm_up_check_leaves_the_random_generators_as_they_were():
