@@ -134,6 +134,8 @@ def main():
             times[name].append(wall)
             cpus[name].append(cpu)
             summaries[name].append(summary)
+            print(f"round {len(times[name])}: {name}: {wall:.2f} s wall, {cpu:.2f} s CPU  {summary}", file=sys.stderr,
+                  flush=True)
     load_after = os.getloadavg()
     print(f"gradcli: {args.gradcli or 'installed'}, compared with {args.compare or '-'}; {args.torch_files} torch files, {args.engine_files} engine files; {args.runs} alternating rounds; "
           f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
