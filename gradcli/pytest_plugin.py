@@ -61,6 +61,18 @@ def pytest_configure(config):
         config.stash[_STATE] = _State.from_config(config)
 
 
+def pytest_unconfigure(config):
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.run_id:  # every xdist worker collected before any test ran
+        from gradcli.pytest_collection import shared_path
+
+        for path in (shared_path(state.run_id), shared_path(state.run_id) + ".lock"):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+
 def pytest_report_header(config):
     state = config.stash.get(_STATE, None)
     if state is not None:
@@ -83,6 +95,8 @@ class _State:
     collect_timeout: float
     torch_loaded: bool = False
     done: dict = field(default_factory=dict)  # (realpath, name) -> FunctionResult checked ahead in a batch
+    run_id: object = None  # pytest-xdist's testrunuid on its workers (they share one collection), else None
+    collected: dict = field(default_factory=dict)  # realpath -> (TargetInfos, load error): every file at once
 
     @classmethod
     def from_config(cls, config) -> "_State":
@@ -109,22 +123,21 @@ class _State:
                              specs=specs, timeout=opt.gradcli_timeout, jobs=1, exact=opt.gradcli_exact,
                              prove=opt.gradcli_prove)
         _add_collection_args(config)
-        return cls({it.abspath: it for it in items}, options, seed, opt.gradcli_strict, opt.gradcli_timeout)
+        run_id = getattr(config, "workerinput", {}).get("testrunuid")
+        return cls({it.abspath: it for it in items}, options, seed, opt.gradcli_strict, opt.gradcli_timeout,
+                   run_id=run_id)
 
     def collection(self, abspath: str) -> tuple:
         """(TargetInfos, load-error FunctionResult or None) of one file, from the runner's
-        --collect-only in a forked worker: user code never runs in the pytest process, so a file
-        that hangs or exits on import cannot take pytest down."""
-        from gradcli.check.discovery import imports_torch
-        from gradcli.check.runner import RunOptions, run
+        --collect-only, each file in a forked worker: user code never runs in the pytest process,
+        so a file that hangs or exits on import cannot take pytest down. All files are collected
+        at the first call, several at a time (as `gradcli check -j`); pytest-xdist's workers share
+        that collection (``_shared_collection``) instead of each collecting every file."""
+        from gradcli.pytest_collection import collect_all, shared_collection
 
-        import gradcli.autograd.namespace  # noqa: F401 -- numpy and the engine, inherited by every fork
-        if imports_torch(abspath):
-            self._load_torch()  # before forking: the collecting worker and every checker inherit it
-        result = run([self.files[abspath]], RunOptions(collect_only=True, timeout=self.collect_timeout))
-        if result.interrupted:  # the runner turns Ctrl-C into a partial result: pytest must stop
-            raise KeyboardInterrupt
-        return result.collected, (result.results[0] if result.results else None)
+        if not self.collected:
+            self.collected = shared_collection(self) if self.run_id else collect_all(self)
+        return self.collected.get(abspath) or collect_all(self, [abspath])[abspath]
 
     def check(self, abspath: str, name: str, batch=()):
         """The FunctionResult of ``gradcli check file.py::name``: the runner's isolation (a forked

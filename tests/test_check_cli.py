@@ -530,7 +530,7 @@ def test_help_starts_without_heavy_imports():
     assert out.splitlines()[-1] == "[]"
 
 
-def test_torch_files_share_a_worker_that_survives_a_dying_file(tmp_path):
+def test_a_torch_file_that_dies_at_import_takes_no_other_file_with_it(tmp_path):
     pytest.importorskip("torch")
     write(tmp_path, "a_dies.py", "import os\nimport torch\nos._exit(9)\nclass F(torch.autograd.Function):\n    pass\n")
     write(tmp_path, "b_square.py", """
@@ -551,20 +551,6 @@ def test_torch_files_share_a_worker_that_survives_a_dying_file(tmp_path):
                              ("c_good.py", "Double"): "pass"}
     assert doc["results"][0]["message"] == "the worker process exited with code 9 while importing"
     assert doc["results"][0]["backend"] == "torch"
-
-
-def test_batches_put_torch_files_together(tmp_path):
-    from gradcli.check.discovery import expand_paths
-    from gradcli.check.processes import _batches
-
-    fn = "class F(Function):\n    pass\n"
-    for name, text in [("a.py", "from gradcli.autograd import Function\n"), ("b.py", "from torch.autograd import Function\n"),
-                       ("c.py", "from gradcli.autograd import Function\n"), ("d.py", "from torch import autograd, nn\nFunction = autograd.Function\n")]:
-        write(tmp_path, name, text + fn)
-    items = expand_paths([str(tmp_path)])
-    names = lambda batches: [[Path(i.path).name for i in b] for b in batches]  # noqa: E731
-    assert names(_batches(items, exitfirst=False)) == [["b.py", "d.py"], ["a.py"], ["c.py"]]
-    assert names(_batches(items, exitfirst=True)) == [["a.py"], ["b.py", "d.py"], ["c.py"]]
 
 
 def test_options_assumed_by_the_cli_exist_in_gradcheck():

@@ -97,3 +97,18 @@ def test_a_torch_pool_started_before_the_fork_does_not_hang_the_checker(tmp_path
     result = CliRunner().invoke(main, ["check", str(path), "--format", "plain", "--timeout", "30"])
     assert result.exit_code == 0, result.output
     assert "timed out" not in result.output
+
+
+def test_a_thread_count_the_user_set_runs_parallel_ops_in_checkers_forked_from_the_warmed_parent(tmp_path):
+    """gradcli imported torch in its own process before forking (warm_parent.py) and kept the user's
+    OMP_NUM_THREADS=2: its warm-up ran only ops too small to start the pool, so a parallel op in a
+    forked checker starts a pool of its own instead of waiting for one that did not survive the fork."""
+    pytest.importorskip("torch")
+    path = tmp_path / "xent.py"
+    path.write_text(textwrap.dedent(CROSS_ENTROPY))
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env["OMP_NUM_THREADS"] = "2"
+    done = subprocess.run([sys.executable, "-m", "gradcli", "check", str(path), "--format", "plain", "--no-exact",
+                           "--timeout", "60"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "timed out" not in done.stdout

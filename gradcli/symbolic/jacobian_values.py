@@ -27,13 +27,13 @@ class _Partials:
             if d.has(sympy.Derivative):
                 raise ValueError(f"no closed-form derivative: {d}")
         self.values = sympy.lambdify(self.names, [indicators_as_piecewise(d) for d in derivatives],
-                                     modules=_MODULES)
+                                     modules=_MODULES, docstring_limit=0)
         switches, self.owners = [], []   # owners[p]: the derivative whose kink switch p marks
         for j, d in enumerate(derivatives):
             for s in switch_arguments(d):
                 switches.append(indicators_as_piecewise(s))
                 self.owners.append(j)
-        self.switches = sympy.lambdify(self.names, switches, modules=_MODULES) if switches else None
+        self.switches = sympy.lambdify(self.names, switches, modules=_MODULES, docstring_limit=0) if switches else None
 
     def at(self, args):
         """[(∂/∂_cj as mpf/mpc, at_kink)] for every j, at ``args`` (mpf values of _c0, _c1, ...)."""
