@@ -132,16 +132,22 @@ class Builder:
 
     def plan_spec(self, plan: Plan, param, shapes: dict, domain) -> Spec:
         hint = param.hint
-        if plan.kind in ("int", "float", "bool", "str"):
+        if plan.kind in ("int", "float", "bool", "str", "shape"):
             text = value_spec(param, plan.value)
             return parse_spec(text)
+        if plan.kind == "callable":
+            return parse_spec(f"fn:{plan.value}")
         if plan.kind == "index":
             shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape)
             return Spec("tensor", "", shape=shape, dtype="int64", domain=bounds)
         if plan.kind == "mask":
             return Spec("tensor", "", shape=shapes.get(hint.mask_of) or self.base_shape, dtype="bool")
-        return Spec("tensor", "", shape=tuple(plan.shape), dtype=self.dtype, domain=domain,
-                    requires_grad=plan.requires_grad)
+        shape = tuple(plan.shape)
+        structure = plan.structure if len(shape) >= 2 and shape[-1] == shape[-2] else None
+        if structure is not None:  # "4x4@sym" rebuilds it: always from (-2, 2)
+            domain = (-2.0, 2.0)
+        return Spec("tensor", "", shape=shape, dtype=self.dtype, domain=domain,
+                    requires_grad=plan.requires_grad, structure=structure)
 
     def _trailing_numbers(self, args, records, auto, plans) -> Optional[Case]:
         """forward(ctx, x, dim) with nothing in the source saying so: the last automatic parameters
@@ -329,9 +335,15 @@ def suggested_spec(param, plan: Plan) -> str:
         return value_spec(param, plan.value)
     if plan.kind == "bool":
         return "true"
+    if plan.kind == "callable":
+        return "fn:tanh"
+    if plan.kind == "shape":
+        return format_value_spec(tuple(plan.value))
     if plan.kind == "str":
         return format_value_spec(hint.choices[0]) if hint and hint.choices else "'VALUE'"
     shape = plan.shape if plan.shape else (3, 4)
+    if plan.structure is not None:
+        return "x".join(str(d) for d in shape) + f"@{plan.structure}"
     return "x".join(str(d) for d in shape) if len(shape) > 1 else f"float64[{','.join(map(str, shape))}]"
 
 

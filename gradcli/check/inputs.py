@@ -71,28 +71,71 @@ def forward_params(target) -> tuple:
             star = True
         elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             out.append(Param(p.name, p.default is not p.empty, None if p.default is p.empty else p.default))
+    # the *args build_cases settled on (varargs.py): named parameters from here on, as --input names them
+    out += [Param(name) for name in getattr(target, "star_names", None) or ()]
     return out, star
 
 
 def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape=DEFAULT_SHAPE) -> list:
     """The argument sets to check ``target`` with (a list of Case). Raises NoInputs (-> skip);
-    exceptions from user code (example_inputs, or forward failing for other reasons) propagate."""
-    from gradcli.check import auto_inputs
-    from gradcli.check.infer import read_hints
+    exceptions from user code (example_inputs, or forward failing for other reasons) propagate.
+    A ``forward(ctx, x, *args)`` is tried with the argument counts its source suggests (varargs.py)."""
+    from gradcli.check import varargs
 
-    be = backend_for(target.backend)
+    target.star_names = None
     params, star = forward_params(target)
     specs = {**getattr(target, "given_specs", {}), **specs}  # [tool.gradcli.inputs] / an inputs file (inputs_from.py)
     seed_global_generators(seed, target.name)
-    hints = read_hints(target, [p.name for p in params])
+    has_examples = getattr(target.cls, "example_inputs", None) or getattr(target, "given_examples", None)
+    if has_examples or not star:
+        return _build_cases(target, params, specs, seed, dtype, shape)
+    name = varargs.star_name(target)
+    given = _given_star_count(specs, name)
+    tries = varargs.candidates(target, len(params))
+    if given:  # --input args_2=...: at least three extra arguments
+        tries = ([n for n in tries if len(n) == given] + [n for n in tries if len(n) > given]
+                 or [[f"{name}_{i}" for i in range(given)]])
+    refused, raised = None, None
+    for names in tries:
+        target.star_names = names
+        try:
+            return _build_cases(target, forward_params(target)[0], specs, seed, dtype, shape)
+        except NoInputs as e:
+            refused = refused or e
+        except Exception as e:  # noqa: BLE001 -- user code raising at this count: another count may run
+            raised = raised or e
+    target.star_names = None
+    if raised is not None and refused is None:
+        raise raised
+    counts = ", ".join(str(len(n)) for n in tries)
+    raise NoInputs(f"forward takes *{name}; with {counts} extra argument(s) (the counts its source suggests): "
+                   f"{refused or raised}. Name the extra arguments {name}_0, {name}_1, ... in --input, or define "
+                   f"example_inputs() on {target.name}")
+
+
+def _given_star_count(specs: dict, name) -> int:
+    import re
+
+    found = [int(m.group(1)) + 1 for key in specs if name and (m := re.fullmatch(rf"{re.escape(name)}_(\d+)", key))]
+    return max(found, default=0)
+
+
+def _build_cases(target, params, specs, seed, dtype, shape) -> list:
+    from gradcli.check import auto_inputs
+    from gradcli.check.infer import read_hints
+
+    from gradcli.check.varargs import aliases
+
+    be = backend_for(target.backend)
+    # a, b = args: what forward does with a is args_0's hint (same position: backward's Nones line up)
+    local = {v: k for k, v in aliases(target).items()} if getattr(target, "star_names", None) else {}
+    read = read_hints(target, [local.get(p.name, p.name) for p in params])
+    hints = {p.name: read.get(local.get(p.name, p.name)) for p in params}
     for p in params:
         p.hint = hints.get(p.name)
     examples = _example_tuples(target)
     if examples is not None:
         return [_case_from_example(target, be, params, ex, i, specs, seed, dtype) for i, ex in enumerate(examples)]
-    if star:
-        raise NoInputs(f"forward takes *args, so its inputs cannot be built automatically: define "
-                       f"example_inputs() on {target.name} returning a tuple of forward's arguments")
     args, records, auto = [], [], []
     for p in params:
         key = f"{target.name}.{p.name}"
@@ -258,6 +301,9 @@ def _from_spec(be, spec: Spec, key: str, seed: int, dtype: str, param: Param, so
         return None, {"name": param.name, "source": source, "spec": "none", "type": "none", "value": None}
     if spec.kind == "value":
         return spec.value, _record(be, param.name, spec.value, source=source, spec=spec.text)
+    if spec.kind == "callable":
+        return make_callable(be, spec.value), {"name": param.name, "source": source, "spec": spec.text,
+                                               "type": "callable", "value": spec.value}
     requires_grad = spec.requires_grad
     if spec.kind == "literal":
         if not spec.as_tensor and not isinstance(spec.value, list):
@@ -275,10 +321,35 @@ def _from_spec(be, spec: Spec, key: str, seed: int, dtype: str, param: Param, so
         elif kind == "bool":
             array = rng.integers(0, 2, size=spec.shape).astype(bool)
         else:
-            array = rng.uniform(domain[0], domain[1], size=spec.shape).astype(kind)
-        text = format_tensor_spec(spec.shape, kind, None if kind == "bool" else domain, requires_grad)
+            array = structured(rng.uniform(domain[0], domain[1], size=spec.shape), spec.structure).astype(kind)
+        text = format_tensor_spec(spec.shape, kind, None if kind == "bool" else domain, requires_grad, spec.structure)
     value = be.leaf(array, requires_grad and array.dtype.kind in "fc")
     return value, _record(be, param.name, value, source=source, spec=text)
+
+
+def structured(array, structure):
+    """``@sym``: (A + A^T)/2; ``@spd``: A A^T / n + I/2 (eigenvalues at least 1/2), on the last two axes."""
+    import numpy as np
+
+    if structure is None:
+        return array
+    swapped = np.swapaxes(array, -1, -2)
+    if structure == "sym":
+        return (array + swapped) / 2
+    n = array.shape[-1]
+    return array @ swapped / n + np.eye(n) / 2
+
+
+def make_callable(be, name: str):
+    """``fn:NAME``: on the torch backend the nn.Module (``.forward``/``.parameters()`` work, no parameters);
+    on gradcli's engine a function of the same name."""
+    if be.name == "torch":
+        import torch
+
+        return {"tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid, "identity": torch.nn.Identity}[name]()
+    import gradcli
+
+    return {"tanh": gradcli.tanh, "sigmoid": gradcli.sigmoid, "identity": lambda x: x}[name]
 
 
 def python_number(param: Param, number):
