@@ -28,6 +28,7 @@ class Builder:
         self.by_name = {p.name: p for p in params}
         self.backward_refused = None  # (Case, plain --shape tensors?, why) of the first plan whose backward raised
         self.backward_checks = 0
+        self.first_refusal = None  # (exception, arguments) of the first plan forward raised at
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
@@ -69,10 +70,31 @@ class Builder:
         self._raise_as_before(args, records, auto)
         found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
                           f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
+        blockers = self._blockers(args, auto)
+        if blockers and len(blockers) < len(names):
+            rest = [n for n in names if n not in blockers]
+            raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. forward "
+                           f"refuses the {' and '.join(blockers)} gradcli built: give "
+                           f"{' '.join('--input ' + shlex.quote(f'{n}=SPEC') for n in blockers)} (for "
+                           f"{'; '.join(spec_kind(self.by_name[n], plans[n]) for n in blockers)}; SPEC grammar: "
+                           f"specs/check.md; {', '.join(rest)} will still be built automatically), or add a "
+                           f"staticmethod example_inputs() to {self.target.name} returning "
+                           f"({', '.join(p.name for p in self.params)})")
         raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. Give "
                        f"{' '.join('--input ' + shlex.quote(f'{n}={suggested_spec(self.by_name[n], plans[n])}') for n in names)}"
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
+
+    def _blockers(self, args, auto) -> list:
+        from gradcli.check.skip_advice import blocking
+
+        if self.first_refusal is None:
+            return []
+        exc, _ = self.first_refusal
+        try:
+            return blocking(exc, [args[i][0].name for i in auto])
+        except Exception:  # noqa: BLE001 -- advice only: without it, every parameter is named
+            return []
 
     def _raise_as_before(self, args, records, auto):
         """Nothing worked. When forward, given plain ``--shape`` tensors everywhere (what gradcli tried
@@ -92,6 +114,8 @@ class Builder:
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
         except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
+            if self.first_refusal is None:
+                self.first_refusal = (e, trial)
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
             return None, f"forward raised {type(e).__name__}: {text}", False
         if why is not None:
@@ -322,6 +346,15 @@ def value_spec(param, value) -> str:
         if again is not None and type(again) is type(value) and again == value:
             return plain
     return format_value_spec(value)
+
+
+def spec_kind(param, plan: Plan) -> str:
+    """What kind of SPEC a parameter takes, with one that parses (the tried shape is not offered again)."""
+    if plan.kind == "tensor":
+        tried = "x".join(str(d) for d in (plan.shape or ())) or "a 0-d tensor"
+        return (f"{param.name} a float tensor: a shape other than the {tried} tried, like {param.name}=5x4, or "
+                f"{param.name}=float64[2,3,3]@positive")
+    return f"{param.name} e.g. {param.name}={suggested_spec(param, plan)}"
 
 
 def suggested_spec(param, plan: Plan) -> str:
