@@ -161,6 +161,8 @@ class Builder:
             return parse_spec(text)
         if plan.kind == "callable":
             return parse_spec(f"fn:{plan.value}")
+        if plan.kind == "object":
+            return parse_spec("default()")
         if plan.kind == "index":
             shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape)
             return Spec("tensor", "", shape=shape, dtype="int64", domain=bounds)
@@ -370,6 +372,8 @@ def suggested_spec(param, plan: Plan) -> str:
         return "true"
     if plan.kind == "callable":
         return "fn:tanh"
+    if plan.kind == "object":
+        return "default()"
     if plan.kind == "shape":
         return format_value_spec(tuple(plan.value))
     if plan.kind == "str":

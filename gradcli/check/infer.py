@@ -58,6 +58,7 @@ class Hint:
     tensor_use: bool = False  # a tensor method/attribute is used on it (x.shape, x.exp(), ...)
     structure: Optional[str] = None  # sym | spd: forward takes eigh / cholesky of it (infer_calls.py)
     call_args: Optional[int] = None  # callable: the number of arguments forward calls it with
+    object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
 
 
 def read_hints(target, names: list) -> dict:
@@ -73,6 +74,7 @@ def read_hints(target, names: list) -> dict:
         _setup_context(target.cls, names, hints)
         _matmul_shapes(forward, hints)
         infer_calls.refine(forward, target.cls.forward, hints)
+        infer_calls.annotated_objects(target.cls.forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before
         return {n: Hint() for n in names}
     return hints

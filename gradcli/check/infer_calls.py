@@ -6,6 +6,8 @@
 * ``b, c, h, w = x.shape``: x has four dimensions;
 * ``torch.linalg.eigh(A)`` / ``symeig`` / ``eigvalsh``: A is a symmetric matrix; ``cholesky(A)``: a
   symmetric positive definite one;
+* a parameter annotated with a dataclass or NamedTuple whose fields all have defaults (``p:
+  LIFParameters``): that object, built from its defaults (SPEC ``default()``);
 * a parameter handed to a helper function of the same package (``afb1d(x, h0, mode=mode)``): what
   that helper's own source says about its parameter (``mode == 'zero'``: one of those strings), one
   call deep.
@@ -197,3 +199,39 @@ def _source_node(fn) -> Optional[ast.AST]:
         return None
     node = tree.body[0] if tree.body else None
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def annotated_objects(fn, hints: dict):
+    """``p: Params`` (or ``Optional[Params]``) with Params a dataclass / NamedTuple constructible with
+    no arguments: an object hint (built as ``Params()``)."""
+    import typing
+
+    try:
+        annotations = typing.get_type_hints(getattr(fn, "__func__", fn))
+    except Exception:  # noqa: BLE001 -- unresolvable annotations say nothing here
+        return
+    for name, hint in hints.items():
+        cls = constructible(annotations.get(name))
+        if cls is not None and hint.kind is None:
+            hint.kind, hint.why, hint.object_class = "object", f"annotated {cls.__name__}: built from its defaults", cls
+
+
+def constructible(annotation) -> Optional[type]:
+    """The dataclass / NamedTuple class of an annotation (through Optional[...]) when every field has a default."""
+    import dataclasses
+    import typing
+
+    if typing.get_origin(annotation) is typing.Union:
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = options[0] if len(options) == 1 else None
+    if not isinstance(annotation, type):
+        return None
+    if dataclasses.is_dataclass(annotation):
+        fields = [f for f in dataclasses.fields(annotation) if f.init]
+        if all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING for f in fields):
+            return annotation
+        return None
+    if issubclass(annotation, tuple) and hasattr(annotation, "_fields"):
+        defaults = getattr(annotation, "_field_defaults", {})
+        return annotation if all(f in defaults for f in annotation._fields) else None
+    return None

@@ -301,6 +301,14 @@ def _from_spec(be, spec: Spec, key: str, seed: int, dtype: str, param: Param, so
         return None, {"name": param.name, "source": source, "spec": "none", "type": "none", "value": None}
     if spec.kind == "value":
         return spec.value, _record(be, param.name, spec.value, source=source, spec=spec.text)
+    if spec.kind == "defaults":
+        cls = getattr(param.hint, "object_class", None)
+        if cls is None:
+            raise NoInputs(f"{param.name}=default() needs {param.name} annotated with a dataclass or NamedTuple "
+                           f"whose fields all have defaults")
+        value = cls()
+        return value, {"name": param.name, "source": source, "spec": spec.text, "type": "object",
+                       "class": f"{cls.__module__}.{cls.__qualname__}", "value": repr(value)[:200]}
     if spec.kind == "callable":
         return make_callable(be, spec.value), {"name": param.name, "source": source, "spec": spec.text,
                                                "type": "callable", "value": spec.value}
@@ -386,4 +394,19 @@ def _record(be, name: str, value, source: str, spec: Optional[str] = None, case:
         rec.update(type="tuple", value=list(value))
     else:
         rec.update(type=type(value).__name__, value=repr(value)[:200])
+        if _is_default_object(value):  # a Params() default: default() builds it again
+            rec.update(type="object", spec=rec["spec"] or "default()",
+                       **{"class": f"{type(value).__module__}.{type(value).__qualname__}"})
     return rec
+
+
+def _is_default_object(value) -> bool:
+    from gradcli.check.infer_calls import constructible
+
+    cls = type(value)
+    if constructible(cls) is None:
+        return False
+    try:
+        return repr(value) == repr(cls())
+    except Exception:  # noqa: BLE001 -- a class whose construction fails is not rebuilt
+        return False

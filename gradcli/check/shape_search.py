@@ -62,6 +62,8 @@ def first_plan(hint, base_shape: tuple) -> Plan:
         return Plan("str", value=hint.choices[0] if hint.choices else "", why=hint.why)
     if kind in ("index", "mask"):
         return Plan(kind, why=hint.why)
+    if kind == "object":  # a dataclass / NamedTuple annotation whose fields all have defaults
+        return Plan("object", value="default()", why=hint.why)
     if kind == "callable":  # a function or module forward calls on a tensor: tanh (smooth, shape-preserving)
         return Plan("callable", value="tanh", why=hint.why)
     if kind == "shape":  # a size forward draws or views with: the base shape

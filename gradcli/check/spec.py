@@ -24,6 +24,8 @@ CALLABLE = "fn:"
 # fn:NAME -- a callable forward calls (torch backend: the nn.Module of that name, so .forward and
 # .parameters() work too); tanh is what automatic inputs use
 CALLABLES = ("tanh", "sigmoid", "identity")
+# default(): the parameter's annotated dataclass / NamedTuple built from its defaults (p: LIFParameters)
+DEFAULTS = "default()"
 # 4x4@sym: a symmetric matrix (uniform (-2,2), then (A+A^T)/2); 4x4@spd: positive definite (B B^T/n + I/2)
 STRUCTURES = ("sym", "spd")
 # words a bare-word string cannot be: they mean something else in a SPEC
@@ -54,7 +56,9 @@ class Spec:
     * ``literal``: a NUMBER (``value`` int or float: a Python number or a 0-d tensor, by parameter)
       or a LIST / ``tensor(...)`` (``as_tensor``: always a tensor);
     * ``value``: a Python value passed as it is (a string, a bool, a tuple, ``int(3)``, ``float(3)``);
-    * ``tensor``: a random tensor of ``shape``/``dtype`` drawn from ``domain``.
+    * ``tensor``: a random tensor of ``shape``/``dtype`` drawn from ``domain`` (``structure``: sym/spd);
+    * ``callable``: ``fn:tanh`` (``value`` the name);
+    * ``defaults``: ``default()``, the parameter's annotated dataclass / NamedTuple from its defaults.
     """
 
     kind: str
@@ -137,6 +141,8 @@ def parse_spec(text: str) -> Spec:
                             f"not to {t[len(NOGRAD):].strip()!r}")
         return Spec(inner.kind, t, inner.value, inner.shape, inner.dtype, inner.domain, False, True,
                     inner.structure)
+    if t.replace(" ", "").lower() == DEFAULTS:
+        return Spec("defaults", t)
     if t.lower().startswith(CALLABLE):
         name = t[len(CALLABLE):].strip().lower()
         if name not in CALLABLES:
