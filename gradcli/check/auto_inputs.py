@@ -76,7 +76,7 @@ class Builder:
             raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. forward "
                            f"refuses the {' and '.join(blockers)} gradcli built: give "
                            f"{' '.join('--input ' + shlex.quote(f'{n}=SPEC') for n in blockers)} (for "
-                           f"{'; '.join(spec_kind(self.by_name[n], plans[n]) for n in blockers)}; SPEC grammar: "
+                           f"{'; '.join(spec_kind(self.by_name[n], plans[n], self.first_refusal[0]) for n in blockers)}; SPEC grammar: "
                            f"specs/check.md; {', '.join(rest)} will still be built automatically), or add a "
                            f"staticmethod example_inputs() to {self.target.name} returning "
                            f"({', '.join(p.name for p in self.params)})")
@@ -350,8 +350,10 @@ def value_spec(param, value) -> str:
     return format_value_spec(value)
 
 
-def spec_kind(param, plan: Plan) -> str:
+def spec_kind(param, plan: Plan, refusal=None) -> str:
     """What kind of SPEC a parameter takes, with one that parses (the tried shape is not offered again)."""
+    if plan.kind == "tensor" and refusal is not None and "not callable" in str(refusal):
+        return f"{param.name} a callable: {param.name}=fn:tanh, or an inputs file (--inputs-from) for another one"
     if plan.kind == "tensor":
         tried = "x".join(str(d) for d in (plan.shape or ())) or "a 0-d tensor"
         return (f"{param.name} a float tensor: a shape other than the {tried} tried, like {param.name}=5x4, or "

@@ -72,8 +72,10 @@ def _called(node: ast.Call, hints, ctx_callables):
     elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in ctx_callables:
         name = ctx_callables[func.attr]
     hint = _free(hints, name)
-    if hint is not None and not any(isinstance(a, ast.Starred) for a in node.args):
-        hint.kind, hint.why, hint.call_args = "callable", "called in forward", len(node.args) + len(node.keywords)
+    if hint is not None:
+        starred = any(isinstance(a, ast.Starred) for a in node.args)
+        hint.kind, hint.why = "callable", "called in forward"
+        hint.call_args = None if starred else len(node.args) + len(node.keywords)
 
 
 def _sizes(node: ast.Call, hints):
