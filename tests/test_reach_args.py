@@ -344,3 +344,30 @@ def test_dataclass_and_namedtuple_parameters_from_their_defaults(tmp_path):
     assert result.exit_code == 0 and "1 passed" in result.output, result.output
     with pytest.raises(NoInputs, match="p=default\\(\\) needs p annotated"):
         build_cases(found["NeedsAll"], {"p": parse_spec("default()")}, seed=0)
+
+
+OBJECT_STAR = """
+    import gradcli as torch
+    from gradcli.autograd import Function
+
+
+    class Integrates(Function):          # an options object among *params: gradcli cannot build it
+        @staticmethod
+        def forward(ctx, y, config, *params):
+            config.update({"steps": 3})
+            return y * 2.0
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0, None
+"""
+
+
+def test_star_args_forward_refusing_built_arguments_is_a_skip_not_an_error(tmp_path):
+    path = tmp_path / "ofns.py"
+    path.write_text(textwrap.dedent(OBJECT_STAR))
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(main, ["check", str(path), "--format", "plain", "--json", str(out)])
+    (r,) = json.loads(out.read_text())["results"]
+    assert result.exit_code == 0 and r["status"] == "skip", result.output
+    assert r["message"].startswith("forward takes *params; with 0, 1, 2 extra argument(s)")
+    assert "AttributeError" in r["message"] and "at the arguments gradcli built" in r["message"]

@@ -105,8 +105,10 @@ def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape
         except Exception as e:  # noqa: BLE001 -- user code raising at this count: another count may run
             raised = raised or e
     target.star_names = None
-    if raised is not None and refused is None:
+    if raised is not None and refused is None and specs:  # at inputs the user chose: the exception is the result
         raise raised
+    if raised is not None and refused is None:  # at arguments gradcli built (an object it took for a tensor, ...)
+        refused = f"forward raised {type(raised).__name__}: {str(raised).strip()[:200]} at the arguments gradcli built"
     counts = ", ".join(str(len(n)) for n in tries)
     raise NoInputs(f"forward takes *{name}; with {counts} extra argument(s) (the counts its source suggests): "
                    f"{refused or raised}. Name the extra arguments {name}_0, {name}_1, ... in --input, or define "
