@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from gradcli.check import special_values
 from gradcli.check.spec import (DTYPES, FLOAT_DTYPES, INT_DTYPES, NAMED_DOMAINS, TENSOR_DTYPES,  # noqa: F401
                                 AtParam, InputParam, ShapeParam, Spec, SpecError, format_tensor_spec,
                                 _short, format_value_spec, parse_assignment, parse_at, parse_shape, parse_spec)
@@ -312,7 +313,7 @@ def _from_spec(be, spec: Spec, key: str, seed: int, dtype: str, param: Param, so
         return value, {"name": param.name, "source": source, "spec": spec.text, "type": "object",
                        "class": f"{cls.__module__}.{cls.__qualname__}", "value": repr(value)[:200]}
     if spec.kind == "callable":
-        return make_callable(be, spec.value), {"name": param.name, "source": source, "spec": spec.text,
+        return special_values.make_callable(be, spec.value), {"name": param.name, "source": source, "spec": spec.text,
                                                "type": "callable", "value": spec.value}
     requires_grad = spec.requires_grad
     if spec.kind == "literal":
@@ -331,35 +332,10 @@ def _from_spec(be, spec: Spec, key: str, seed: int, dtype: str, param: Param, so
         elif kind == "bool":
             array = rng.integers(0, 2, size=spec.shape).astype(bool)
         else:
-            array = structured(rng.uniform(domain[0], domain[1], size=spec.shape), spec.structure).astype(kind)
+            array = special_values.structured(rng.uniform(domain[0], domain[1], size=spec.shape), spec.structure).astype(kind)
         text = format_tensor_spec(spec.shape, kind, None if kind == "bool" else domain, requires_grad, spec.structure)
     value = be.leaf(array, requires_grad and array.dtype.kind in "fc")
     return value, _record(be, param.name, value, source=source, spec=text)
-
-
-def structured(array, structure):
-    """``@sym``: (A + A^T)/2; ``@spd``: A A^T / n + I/2 (eigenvalues at least 1/2), on the last two axes."""
-    import numpy as np
-
-    if structure is None:
-        return array
-    swapped = np.swapaxes(array, -1, -2)
-    if structure == "sym":
-        return (array + swapped) / 2
-    n = array.shape[-1]
-    return array @ swapped / n + np.eye(n) / 2
-
-
-def make_callable(be, name: str):
-    """``fn:NAME``: on the torch backend the nn.Module (``.forward``/``.parameters()`` work, no parameters);
-    on gradcli's engine a function of the same name."""
-    if be.name == "torch":
-        import torch
-
-        return {"tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid, "identity": torch.nn.Identity}[name]()
-    import gradcli
-
-    return {"tanh": gradcli.tanh, "sigmoid": gradcli.sigmoid, "identity": lambda x: x}[name]
 
 
 def python_number(param: Param, number):
@@ -396,19 +372,7 @@ def _record(be, name: str, value, source: str, spec: Optional[str] = None, case:
         rec.update(type="tuple", value=list(value))
     else:
         rec.update(type=type(value).__name__, value=repr(value)[:200])
-        if _is_default_object(value):  # a Params() default: default() builds it again
+        if special_values.is_default_object(value):  # a Params() default: default() builds it again
             rec.update(type="object", spec=rec["spec"] or "default()",
                        **{"class": f"{type(value).__module__}.{type(value).__qualname__}"})
     return rec
-
-
-def _is_default_object(value) -> bool:
-    from gradcli.check.infer_calls import constructible
-
-    cls = type(value)
-    if constructible(cls) is None:
-        return False
-    try:
-        return repr(value) == repr(cls())
-    except Exception:  # noqa: BLE001 -- a class whose construction fails is not rebuilt
-        return False
