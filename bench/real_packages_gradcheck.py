@@ -26,6 +26,9 @@ def _alarm(signum, frame):
     raise TimedOut()
 
 
+CALLABLES = {"tanh": "Tanh", "sigmoid": "Sigmoid", "identity": "Identity"}  # gradcli's fn:NAME SPECs
+
+
 def rebuild(records, torch):
     """Forward's arguments from gradcli's records, or (None, why) when a record cannot be reproduced."""
     args = []
@@ -43,6 +46,19 @@ def rebuild(records, torch):
             args.append(value)
         elif kind in ("int", "float", "bool", "str", "none"):
             args.append(rec.get("value"))
+        elif kind == "tuple":
+            args.append(tuple(rec.get("value") or ()))
+        elif kind == "object" and rec.get("spec") == "default()" and rec.get("class"):  # Params() again
+            module, _, qualname = rec["class"].rpartition(".")
+            try:
+                cls = importlib.import_module(module)
+                for part in qualname.split("."):
+                    cls = getattr(cls, part)
+                args.append(cls())
+            except Exception as e:  # noqa: BLE001 -- a class only gradcli's loader could reach
+                return None, f"{rec.get('name')}: cannot build {rec['class']}() again ({type(e).__name__})"
+        elif kind == "callable" and rec.get("value") in CALLABLES:  # fn:tanh -> torch.nn.Tanh()
+            args.append(getattr(torch.nn, CALLABLES[rec["value"]])())
         else:
             return None, f"{rec.get('name')}: a {kind} cannot be rebuilt from its record"
     return args, ""

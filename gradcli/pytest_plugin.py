@@ -49,6 +49,8 @@ def pytest_addoption(parser):
     add("--gradcli-prove", action="store_true", help="Prove each backward for every input (`gradcli check --prove`).")
     add("--gradcli-timeout", type=float, default=60.0, metavar="SECONDS",
         help="Seconds per Function before it is an error (default: 60).")
+    add("--gradcli-inputs-from", metavar="FILE.py", dest="gradcli_inputs_from",
+        help="Example inputs for Functions you cannot edit (as `gradcli check --inputs-from`; specs/check.md 2a).")
     add("--gradcli-strict", action="store_true",
         help="A Function that cannot be checked (skip) or is not checked fully (partial) fails.")
 
@@ -121,7 +123,7 @@ class _State:
             raise pytest.UsageError(f"--gradcli-{name.replace('_', '-')} is not supported by this gradcli.gradcheck")
         options = RunOptions(gradcheck=gradcheck, seed=seed, dtype=opt.gradcli_dtype or "float64", shape=shape,
                              specs=specs, timeout=opt.gradcli_timeout, jobs=1, exact=opt.gradcli_exact,
-                             prove=opt.gradcli_prove)
+                             prove=opt.gradcli_prove, given_inputs=_given_inputs(opt))
         _add_collection_args(config)
         run_id = getattr(config, "workerinput", {}).get("testrunuid")
         return cls({it.abspath: it for it in items}, options, seed, opt.gradcli_strict, opt.gradcli_timeout,
@@ -181,6 +183,28 @@ class _State:
                 return  # the check itself reports "needs PyTorch" as a skip
             x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
             torch.autograd.grad(x * 2, x, torch.ones(1, dtype=torch.float64))
+
+
+def _given_inputs(opt):
+    """Inputs for Functions without example_inputs(), as `gradcli check` reads them: --gradcli-inputs-from,
+    then the nearest pyproject.toml's [tool.gradcli] inputs-from and [tool.gradcli.inputs] (specs/check.md 2a)."""
+    import os
+
+    from gradcli.check.config import find_config
+    from gradcli.check.discovery import UsageError
+    from gradcli.check.inputs_from import GivenInputs
+    from gradcli.check.paths import locate
+
+    path = opt.gradcli_inputs_from
+    if path is not None and not (path.endswith(".py") and os.path.isfile(path)):
+        raise pytest.UsageError(f"--gradcli-inputs-from takes an existing Python file: {path}")
+    try:
+        config = find_config([locate(p)[0] for p in opt.gradcli_paths])
+    except UsageError as e:
+        raise pytest.UsageError(f"--gradcli: {e}") from None
+    files = [os.path.realpath(f) for f in (path, config.inputs_from) if f]
+    given = GivenInputs(tuple(dict.fromkeys(files)), config.inputs)
+    return given or None
 
 
 def _command_line_gradcheck_options(config) -> dict:

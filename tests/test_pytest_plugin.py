@@ -172,10 +172,26 @@ def test_inputs_options_and_strict(pytester):
     result = pytester.runpytest("--gradcli", "ops", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED [[]1] ops/matmul.py:5: cannot build inputs automatically*"
-                                 "--gradcli-input a=3x4 --gradcli-input b=4x5*"])
+                                 "forward refuses the a gradcli built: give --gradcli-input a=SPEC*"
+                                 "b will still be built automatically*"])
     pytester.runpytest("--gradcli", "ops", "--gradcli-strict").assert_outcomes(failed=1)
     passed = pytester.runpytest("--gradcli", "ops", "--gradcli-input", "a=7x4", "--gradcli-input", "b=4x2")
     passed.assert_outcomes(passed=1)
+    pytester.runpytest("--gradcli", "ops", "--gradcli-input", "a=7x4").assert_outcomes(passed=1)  # b: automatic
+
+
+def test_inputs_from_a_file_and_from_pyproject(pytester):
+    write(pytester, {"ops/matmul.py": MATMUL,
+                     "my_inputs.py": "INPUTS = {'matmul.MatMul': ['a=7x4', 'b=4x3']}\n"})
+    result = pytester.runpytest("--gradcli", "ops", "--gradcli-inputs-from", "my_inputs.py", "-rA")
+    result.assert_outcomes(passed=1)
+    bad = pytester.runpytest("--gradcli", "ops", "--gradcli-inputs-from", "nothing.py")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--gradcli-inputs-from takes an existing Python file: nothing.py*"])
+    write(pytester, {"pyproject.toml": '[tool.gradcli.inputs]\n"matmul.MatMul" = ["a=7x4"]\n'})
+    pytester.runpytest("--gradcli", "ops").assert_outcomes(passed=1)  # [tool.gradcli] as `gradcli check` reads it
+    write(pytester, {"pyproject.toml": '[tool.gradcli.inputs]\n"matmul.MatMul" = ["a=3x4"]\n'})
+    pytester.runpytest("--gradcli", "ops").assert_outcomes(skipped=1)
 
 
 def test_seed_and_tolerances_reach_the_check(project):

@@ -28,6 +28,7 @@ class Builder:
         self.by_name = {p.name: p for p in params}
         self.backward_refused = None  # (Case, plain --shape tensors?, why) of the first plan whose backward raised
         self.backward_checks = 0
+        self.first_refusal = None  # (exception, arguments) of the first plan forward raised at
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
@@ -69,10 +70,31 @@ class Builder:
         self._raise_as_before(args, records, auto)
         found = "; ".join(f"{why} on {', '.join(domains)}" if len(domains) < len(AUTO_DOMAINS) else
                           f"{why} for {dims} inputs in every domain tried" for why, domains in problems.items())
+        blockers = self._blockers(args, auto)
+        if blockers and len(blockers) < len(names):
+            rest = [n for n in names if n not in blockers]
+            raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. forward "
+                           f"refuses the {' and '.join(blockers)} gradcli built: give "
+                           f"{' '.join('--input ' + shlex.quote(f'{n}=SPEC') for n in blockers)} (for "
+                           f"{'; '.join(spec_kind(self.by_name[n], plans[n], self.first_refusal[0]) for n in blockers)}; SPEC grammar: "
+                           f"specs/check.md; {', '.join(rest)} will still be built automatically), or add a "
+                           f"staticmethod example_inputs() to {self.target.name} returning "
+                           f"({', '.join(p.name for p in self.params)})")
         raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. Give "
                        f"{' '.join('--input ' + shlex.quote(f'{n}={suggested_spec(self.by_name[n], plans[n])}') for n in names)}"
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
+
+    def _blockers(self, args, auto) -> list:
+        from gradcli.check.skip_advice import blocking
+
+        if self.first_refusal is None:
+            return []
+        exc, _ = self.first_refusal
+        try:
+            return blocking(exc, [args[i][0].name for i in auto])
+        except Exception:  # noqa: BLE001 -- advice only: without it, every parameter is named
+            return []
 
     def _raise_as_before(self, args, records, auto):
         """Nothing worked. When forward, given plain ``--shape`` tensors everywhere (what gradcli tried
@@ -92,6 +114,8 @@ class Builder:
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
         except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
+            if self.first_refusal is None:
+                self.first_refusal = (e, trial)
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
             return None, f"forward raised {type(e).__name__}: {text}", False
         if why is not None:
@@ -132,16 +156,24 @@ class Builder:
 
     def plan_spec(self, plan: Plan, param, shapes: dict, domain) -> Spec:
         hint = param.hint
-        if plan.kind in ("int", "float", "bool", "str"):
+        if plan.kind in ("int", "float", "bool", "str", "shape"):
             text = value_spec(param, plan.value)
             return parse_spec(text)
+        if plan.kind == "callable":
+            return parse_spec(f"fn:{plan.value}")
+        if plan.kind == "object":
+            return parse_spec("default()")
         if plan.kind == "index":
             shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape)
             return Spec("tensor", "", shape=shape, dtype="int64", domain=bounds)
         if plan.kind == "mask":
             return Spec("tensor", "", shape=shapes.get(hint.mask_of) or self.base_shape, dtype="bool")
-        return Spec("tensor", "", shape=tuple(plan.shape), dtype=self.dtype, domain=domain,
-                    requires_grad=plan.requires_grad)
+        shape = tuple(plan.shape)
+        structure = plan.structure if len(shape) >= 2 and shape[-1] == shape[-2] else None
+        if structure is not None:  # "4x4@sym" rebuilds it: always from (-2, 2)
+            domain = (-2.0, 2.0)
+        return Spec("tensor", "", shape=shape, dtype=self.dtype, domain=domain,
+                    requires_grad=plan.requires_grad, structure=structure)
 
     def _trailing_numbers(self, args, records, auto, plans) -> Optional[Case]:
         """forward(ctx, x, dim) with nothing in the source saying so: the last automatic parameters
@@ -318,6 +350,17 @@ def value_spec(param, value) -> str:
     return format_value_spec(value)
 
 
+def spec_kind(param, plan: Plan, refusal=None) -> str:
+    """What kind of SPEC a parameter takes, with one that parses (the tried shape is not offered again)."""
+    if plan.kind == "tensor" and refusal is not None and "not callable" in str(refusal):
+        return f"{param.name} a callable: {param.name}=fn:tanh, or an inputs file (--inputs-from) for another one"
+    if plan.kind == "tensor":
+        tried = "x".join(str(d) for d in (plan.shape or ())) or "a 0-d tensor"
+        return (f"{param.name} a float tensor: a shape other than the {tried} tried, like {param.name}=5x4, or "
+                f"{param.name}=float64[2,3,3]@positive")
+    return f"{param.name} e.g. {param.name}={suggested_spec(param, plan)}"
+
+
 def suggested_spec(param, plan: Plan) -> str:
     """A SPEC that parses for the parameter's kind (the skip message's hint)."""
     hint = param.hint
@@ -329,9 +372,17 @@ def suggested_spec(param, plan: Plan) -> str:
         return value_spec(param, plan.value)
     if plan.kind == "bool":
         return "true"
+    if plan.kind == "callable":
+        return "fn:tanh"
+    if plan.kind == "object":
+        return "default()"
+    if plan.kind == "shape":
+        return format_value_spec(tuple(plan.value))
     if plan.kind == "str":
         return format_value_spec(hint.choices[0]) if hint and hint.choices else "'VALUE'"
     shape = plan.shape if plan.shape else (3, 4)
+    if plan.structure is not None:
+        return "x".join(str(d) for d in shape) + f"@{plan.structure}"
     return "x".join(str(d) for d in shape) if len(shape) > 1 else f"float64[{','.join(map(str, shape))}]"
 
 

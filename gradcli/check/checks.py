@@ -266,6 +266,8 @@ def parameter_names(fn, cls, count: int) -> list:
         if cls is not None and params and params[0].name in ("ctx", "self", "context", "cls"):
             params = params[1:]
         for p in params:
+            if p.kind is p.VAR_POSITIONAL:  # forward(ctx, x, *args): args_0, args_1, ... as --input names them
+                names += [f"{p.name}_{k}" for k in range(max(0, count - len(names)))]
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 break
             names.append(p.name)

@@ -16,6 +16,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Optional
 
+from gradcli.check import infer_calls
+
 # positional argument index of `dim` for methods/functions taking (dim, ...) or (x, dim)
 _DIM_METHODS = {"sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod", "argmax", "argmin",
                 "unsqueeze", "squeeze", "size", "flip", "narrow", "select", "logsumexp", "std", "var", "norm_dim",
@@ -54,6 +56,9 @@ class Hint:
     backward_none: bool = False  # every backward return gives None in its place
     ctx_attribute: bool = False  # stored as ctx.NAME = NAME (how Python numbers are kept), not save_for_backward
     tensor_use: bool = False  # a tensor method/attribute is used on it (x.shape, x.exp(), ...)
+    structure: Optional[str] = None  # sym | spd: forward takes eigh / cholesky of it (infer_calls.py)
+    call_args: Optional[int] = None  # callable: the number of arguments forward calls it with
+    object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
 
 
 def read_hints(target, names: list) -> dict:
@@ -68,6 +73,8 @@ def read_hints(target, names: list) -> dict:
         _backward_nones(getattr(target.cls, "backward", None), names, hints)
         _setup_context(target.cls, names, hints)
         _matmul_shapes(forward, hints)
+        infer_calls.refine(forward, target.cls.forward, hints)
+        infer_calls.annotated_objects(target.cls.forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before
         return {n: Hint() for n in names}
     return hints

@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from gradcli.check import special_values
 from gradcli.check.spec import (DTYPES, FLOAT_DTYPES, INT_DTYPES, NAMED_DOMAINS, TENSOR_DTYPES,  # noqa: F401
                                 AtParam, InputParam, ShapeParam, Spec, SpecError, format_tensor_spec,
                                 _short, format_value_spec, parse_assignment, parse_at, parse_shape, parse_spec)
@@ -71,28 +72,73 @@ def forward_params(target) -> tuple:
             star = True
         elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             out.append(Param(p.name, p.default is not p.empty, None if p.default is p.empty else p.default))
+    # the *args build_cases settled on (varargs.py): named parameters from here on, as --input names them
+    out += [Param(name) for name in getattr(target, "star_names", None) or ()]
     return out, star
 
 
 def build_cases(target, specs: dict, *, seed: int, dtype: str = "float64", shape=DEFAULT_SHAPE) -> list:
     """The argument sets to check ``target`` with (a list of Case). Raises NoInputs (-> skip);
-    exceptions from user code (example_inputs, or forward failing for other reasons) propagate."""
-    from gradcli.check import auto_inputs
-    from gradcli.check.infer import read_hints
+    exceptions from user code (example_inputs, or forward failing for other reasons) propagate.
+    A ``forward(ctx, x, *args)`` is tried with the argument counts its source suggests (varargs.py)."""
+    from gradcli.check import varargs
 
-    be = backend_for(target.backend)
+    target.star_names = None
     params, star = forward_params(target)
     specs = {**getattr(target, "given_specs", {}), **specs}  # [tool.gradcli.inputs] / an inputs file (inputs_from.py)
     seed_global_generators(seed, target.name)
-    hints = read_hints(target, [p.name for p in params])
+    has_examples = getattr(target.cls, "example_inputs", None) or getattr(target, "given_examples", None)
+    if has_examples or not star:
+        return _build_cases(target, params, specs, seed, dtype, shape)
+    name = varargs.star_name(target)
+    given = _given_star_count(specs, name)
+    tries = varargs.candidates(target, len(params))
+    if given:  # --input args_2=...: at least three extra arguments
+        tries = ([n for n in tries if len(n) == given] + [n for n in tries if len(n) > given]
+                 or [[f"{name}_{i}" for i in range(given)]])
+    refused, raised = None, None
+    for names in tries:
+        target.star_names = names
+        try:
+            return _build_cases(target, forward_params(target)[0], specs, seed, dtype, shape)
+        except NoInputs as e:
+            refused = refused or e
+        except Exception as e:  # noqa: BLE001 -- user code raising at this count: another count may run
+            raised = raised or e
+    target.star_names = None
+    if raised is not None and refused is None and specs:  # at inputs the user chose: the exception is the result
+        raise raised
+    if raised is not None and refused is None:  # at arguments gradcli built (an object it took for a tensor, ...)
+        refused = f"forward raised {type(raised).__name__}: {str(raised).strip()[:200]} at the arguments gradcli built"
+    counts = ", ".join(str(len(n)) for n in tries)
+    raise NoInputs(f"forward takes *{name}; with {counts} extra argument(s) (the counts its source suggests): "
+                   f"{refused or raised}. Name the extra arguments {name}_0, {name}_1, ... in --input, or define "
+                   f"example_inputs() on {target.name}")
+
+
+def _given_star_count(specs: dict, name) -> int:
+    import re
+
+    found = [int(m.group(1)) + 1 for key in specs if name and (m := re.fullmatch(rf"{re.escape(name)}_(\d+)", key))]
+    return max(found, default=0)
+
+
+def _build_cases(target, params, specs, seed, dtype, shape) -> list:
+    from gradcli.check import auto_inputs
+    from gradcli.check.infer import read_hints
+
+    from gradcli.check.varargs import aliases
+
+    be = backend_for(target.backend)
+    # a, b = args: what forward does with a is args_0's hint (same position: backward's Nones line up)
+    local = {v: k for k, v in aliases(target).items()} if getattr(target, "star_names", None) else {}
+    read = read_hints(target, [local.get(p.name, p.name) for p in params])
+    hints = {p.name: read.get(local.get(p.name, p.name)) for p in params}
     for p in params:
         p.hint = hints.get(p.name)
     examples = _example_tuples(target)
     if examples is not None:
         return [_case_from_example(target, be, params, ex, i, specs, seed, dtype) for i, ex in enumerate(examples)]
-    if star:
-        raise NoInputs(f"forward takes *args, so its inputs cannot be built automatically: define "
-                       f"example_inputs() on {target.name} returning a tuple of forward's arguments")
     args, records, auto = [], [], []
     for p in params:
         key = f"{target.name}.{p.name}"
@@ -279,6 +325,17 @@ def _from_spec(be, spec: Spec, key: str, seed: int, dtype: str, param: Param, so
         return None, {"name": param.name, "source": source, "spec": "none", "type": "none", "value": None}
     if spec.kind == "value":
         return spec.value, _record(be, param.name, spec.value, source=source, spec=spec.text)
+    if spec.kind == "defaults":
+        cls = getattr(param.hint, "object_class", None)
+        if cls is None:
+            raise NoInputs(f"{param.name}=default() needs {param.name} annotated with a dataclass or NamedTuple "
+                           f"whose fields all have defaults")
+        value = cls()
+        return value, {"name": param.name, "source": source, "spec": spec.text, "type": "object",
+                       "class": f"{cls.__module__}.{cls.__qualname__}", "value": repr(value)[:200]}
+    if spec.kind == "callable":
+        return special_values.make_callable(be, spec.value), {"name": param.name, "source": source, "spec": spec.text,
+                                               "type": "callable", "value": spec.value}
     requires_grad = spec.requires_grad
     if spec.kind == "literal":
         if not spec.as_tensor and not isinstance(spec.value, list):
@@ -296,8 +353,8 @@ def _from_spec(be, spec: Spec, key: str, seed: int, dtype: str, param: Param, so
         elif kind == "bool":
             array = rng.integers(0, 2, size=spec.shape).astype(bool)
         else:
-            array = rng.uniform(domain[0], domain[1], size=spec.shape).astype(kind)
-        text = format_tensor_spec(spec.shape, kind, None if kind == "bool" else domain, requires_grad)
+            array = special_values.structured(rng.uniform(domain[0], domain[1], size=spec.shape), spec.structure).astype(kind)
+        text = format_tensor_spec(spec.shape, kind, None if kind == "bool" else domain, requires_grad, spec.structure)
     value = be.leaf(array, requires_grad and array.dtype.kind in "fc")
     return value, _record(be, param.name, value, source=source, spec=text)
 
@@ -336,4 +393,7 @@ def _record(be, name: str, value, source: str, spec: Optional[str] = None, case:
         rec.update(type="tuple", value=list(value))
     else:
         rec.update(type=type(value).__name__, value=repr(value)[:200])
+        if special_values.is_default_object(value):  # a Params() default: default() builds it again
+            rec.update(type="object", spec=rec["spec"] or "default()",
+                       **{"class": f"{type(value).__module__}.{type(value).__qualname__}"})
     return rec

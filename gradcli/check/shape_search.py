@@ -25,11 +25,12 @@ MAX_ALTERNATIVES = 160
 
 @dataclass(frozen=True)
 class Plan:
-    kind: str  # tensor | index | mask | int | float | bool | str
+    kind: str  # tensor | index | mask | int | float | bool | str | shape (a tuple of ints) | callable
     shape: Optional[tuple] = None  # tensors; for index/mask: None = follow the tensor they belong to
     value: Any = None  # Python values
     why: str = ""  # what in the source chose this (shown with -v)
     requires_grad: bool = True
+    structure: Optional[str] = None  # sym | spd matrices (forward takes eigh / cholesky of it)
 
 
 def first_plans(hints: dict, base_shape: tuple) -> dict:
@@ -61,6 +62,14 @@ def first_plan(hint, base_shape: tuple) -> Plan:
         return Plan("str", value=hint.choices[0] if hint.choices else "", why=hint.why)
     if kind in ("index", "mask"):
         return Plan(kind, why=hint.why)
+    if kind == "object":  # a dataclass / NamedTuple annotation whose fields all have defaults
+        return Plan("object", value="default()", why=hint.why)
+    if kind == "callable":  # a function or module forward calls on a tensor: tanh (smooth, shape-preserving)
+        return Plan("callable", value="tanh", why=hint.why)
+    if kind == "shape":  # a size forward draws or views with: the base shape
+        return Plan("shape", value=tuple(base_shape), why=hint.why)
+    if hint is not None and hint.structure is not None:
+        return Plan("tensor", shape=hinted_shape(hint, base_shape), why=hint.why, structure=hint.structure)
     if hint is not None and hint.backward_none and hint.ctx_attribute and not hint.tensor_use:
         return Plan("float", value=FLOAT_CHOICE, why="kept on ctx, and backward returns None for it")
     return Plan("tensor", shape=hinted_shape(hint, base_shape), why=_shape_why(hint))

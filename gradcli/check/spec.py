@@ -20,6 +20,14 @@ TENSOR_DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
 NAMED_DOMAINS = {"positive": (0.1, 2.0), "negative": (-2.0, -0.1), "unit": (-0.9, 0.9)}
 DEFAULT_INT_RANGE = (0, 5)  # int64[6] without a range: 0..4
 NOGRAD = "nograd:"
+CALLABLE = "fn:"
+# fn:NAME -- a callable forward calls (torch backend: the nn.Module of that name, so .forward and
+# .parameters() work too); tanh is what automatic inputs use
+CALLABLES = ("tanh", "sigmoid", "identity")
+# default(): the parameter's annotated dataclass / NamedTuple built from its defaults (p: LIFParameters)
+DEFAULTS = "default()"
+# 4x4@sym: a symmetric matrix (uniform (-2,2), then (A+A^T)/2); 4x4@spd: positive definite (B B^T/n + I/2)
+STRUCTURES = ("sym", "spd")
 # words a bare-word string cannot be: they mean something else in a SPEC
 RESERVED_WORDS = frozenset({"none", "true", "false", "tensor", "int", "float", "nograd"} | set(NAMED_DOMAINS))
 
@@ -48,7 +56,9 @@ class Spec:
     * ``literal``: a NUMBER (``value`` int or float: a Python number or a 0-d tensor, by parameter)
       or a LIST / ``tensor(...)`` (``as_tensor``: always a tensor);
     * ``value``: a Python value passed as it is (a string, a bool, a tuple, ``int(3)``, ``float(3)``);
-    * ``tensor``: a random tensor of ``shape``/``dtype`` drawn from ``domain``.
+    * ``tensor``: a random tensor of ``shape``/``dtype`` drawn from ``domain`` (``structure``: sym/spd);
+    * ``callable``: ``fn:tanh`` (``value`` the name);
+    * ``defaults``: ``default()``, the parameter's annotated dataclass / NamedTuple from its defaults.
     """
 
     kind: str
@@ -59,14 +69,17 @@ class Spec:
     domain: Optional[tuple] = None  # float: (low, high) uniform; int: (low, high) integers low..high-1
     requires_grad: bool = True  # False: "nograd:" (a buffer, a mask, a filter); int/bool tensors never do
     as_tensor: bool = False  # tensor(...): a literal that is a tensor whatever the parameter
+    structure: Optional[str] = None  # sym | spd: a symmetric / positive definite matrix (last two sizes)
 
 
-def format_tensor_spec(shape, dtype, domain, requires_grad: bool = True) -> str:
+def format_tensor_spec(shape, dtype, domain, requires_grad: bool = True, structure: Optional[str] = None) -> str:
     """The SPEC that draws this tensor again (same seed, same Function and parameter)."""
     dims = "[" + ",".join(str(d) for d in shape) + "]"
     dtype = dtype or "float64"
     text = f"{dtype}{dims}"
-    if domain is not None and dtype in INT_DTYPES:
+    if structure is not None:
+        text += f"@{structure}"
+    elif domain is not None and dtype in INT_DTYPES:
         text += f"@[{int(domain[0])},{int(domain[1])})"
     elif domain is not None and dtype != "bool":
         text += "@(" + ",".join(_short(v) for v in domain) + ")"
@@ -126,7 +139,15 @@ def parse_spec(text: str) -> Spec:
                                                        and not isinstance(inner.value, list)):
             raise SpecError(f"{NOGRAD} applies to tensors (nograd:3x4, nograd:[1,2], nograd:tensor(2.0)), "
                             f"not to {t[len(NOGRAD):].strip()!r}")
-        return Spec(inner.kind, t, inner.value, inner.shape, inner.dtype, inner.domain, False, True)
+        return Spec(inner.kind, t, inner.value, inner.shape, inner.dtype, inner.domain, False, True,
+                    inner.structure)
+    if t.replace(" ", "").lower() == DEFAULTS:
+        return Spec("defaults", t)
+    if t.lower().startswith(CALLABLE):
+        name = t[len(CALLABLE):].strip().lower()
+        if name not in CALLABLES:
+            raise SpecError(f"unknown callable {t!r}: use one of {', '.join(CALLABLE + c for c in CALLABLES)}")
+        return Spec("callable", t, value=name)
     return _parse_body(t, t)
 
 
@@ -177,7 +198,13 @@ def _parse_random_tensor(t: str, whole: str) -> Spec:
                         f"true/false, a tuple like (0,1), or none")
     if any(d == 0 for d in shape):
         raise SpecError(f"empty shape in {whole!r}: every size must be at least 1")
-    domain = None
+    domain, structure = None, None
+    if domain_text is not None and domain_text.strip() in STRUCTURES:
+        structure = domain_text.strip()
+        if dtype not in (None,) + FLOAT_DTYPES or len(shape) < 2 or shape[-1] != shape[-2]:
+            raise SpecError(f"@{structure} needs a floating square matrix (4x4, float64[2,3,3]@{structure}), "
+                            f"not {whole!r}")
+        return Spec("tensor", whole, shape=shape, dtype=dtype, domain=(-2.0, 2.0), structure=structure)
     if domain_text is not None:
         if dtype == "bool":
             raise SpecError(f"a bool tensor takes no range: write bool[3,4], not {whole!r}")

@@ -1,0 +1,239 @@
+"""More of what forward's source says about its parameters (``infer.read_hints`` calls ``refine``):
+
+* a parameter forward calls (``fn(x)``, ``Fm.forward(x)``, ``ctx.fn = fn`` then ``ctx.fn(x)``): a callable;
+* a parameter used as a size (``torch.randn(shape)``, ``x.new_empty(shape)``, ``x.view(shape)``): a
+  tuple of ints;
+* ``b, c, h, w = x.shape``: x has four dimensions;
+* ``torch.linalg.eigh(A)`` / ``symeig`` / ``eigvalsh``: A is a symmetric matrix; ``cholesky(A)``: a
+  symmetric positive definite one;
+* a parameter annotated with a dataclass or NamedTuple whose fields all have defaults (``p:
+  LIFParameters``): that object, built from its defaults (SPEC ``default()``);
+* a parameter handed to a helper function of the same package (``afb1d(x, h0, mode=mode)``): what
+  that helper's own source says about its parameter (``mode == 'zero'``: one of those strings), one
+  call deep.
+
+Nothing is evaluated; the hints only order the guesses, and forward running is the oracle.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Optional
+
+_SIZE_FUNCTIONS = {"randn", "rand", "zeros", "ones", "empty", "full", "Size"}
+_SIZE_METHODS = {"new_empty", "new_zeros", "new_ones", "new_full", "expand", "view", "reshape", "repeat"}
+_SYMMETRIC = {"eigh": "sym", "eigvalsh": "sym", "symeig": "sym", "cholesky": "spd", "cholesky_ex": "spd"}
+HELPER_DEPTH = 1  # helpers of helpers are not read
+
+
+def refine(forward: ast.AST, fn, hints: dict, depth: int = 0):
+    """Add to ``hints`` (infer.Hint per parameter name) what the uses above say; ``fn`` is the live
+    forward (its globals resolve the helpers it calls)."""
+    ctx_callables = _ctx_callables(forward, hints)
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Call):
+            _called(node, hints, ctx_callables)
+            _sizes(node, hints)
+            _symmetric(node, hints)
+            if depth < HELPER_DEPTH:
+                _helper(node, fn, hints, depth)
+        elif isinstance(node, ast.Assign):
+            _unpacked_shape(node, hints)
+
+
+def _name(node) -> Optional[str]:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _free(hints, name):
+    """The hint of ``name`` when nothing has claimed its kind yet."""
+    hint = hints.get(name)
+    return hint if hint is not None and hint.kind is None else None
+
+
+def _ctx_callables(forward, hints) -> dict:
+    """``ctx.fn = fn``: {"fn" attribute: parameter}."""
+    out = {}
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and _name(node.value) in hints:
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                    out[t.attr] = _name(node.value)
+    return out
+
+
+def _called(node: ast.Call, hints, ctx_callables):
+    func, name = node.func, None
+    if _name(func) in hints:
+        name = _name(func)
+    elif isinstance(func, ast.Attribute) and func.attr in ("forward", "__call__") and _name(func.value) in hints:
+        name = _name(func.value)
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in ctx_callables:
+        name = ctx_callables[func.attr]
+    hint = _free(hints, name)
+    if hint is not None:
+        starred = any(isinstance(a, ast.Starred) for a in node.args)
+        hint.kind, hint.why = "callable", "called in forward"
+        hint.call_args = None if starred else len(node.args) + len(node.keywords)
+
+
+def _sizes(node: ast.Call, hints):
+    func = node.func
+    if not node.args:
+        return
+    if isinstance(func, ast.Attribute) and func.attr in _SIZE_METHODS and len(node.args) == 1:
+        target = node.args[0]
+    elif (isinstance(func, ast.Attribute) and func.attr in _SIZE_FUNCTIONS and _is_module(func.value)) \
+            or _name(func) in _SIZE_FUNCTIONS:
+        target = node.args[0]
+    else:
+        return
+    hint = _free(hints, _name(target))
+    if hint is not None and not hint.tensor_use:
+        hint.kind, hint.why = "shape", f"used as the size of {func.attr if isinstance(func, ast.Attribute) else _name(func)}()"
+
+
+def _is_module(node) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in ("torch", "np", "numpy", "gradcli")
+
+
+def _symmetric(node: ast.Call, hints):
+    func = node.func
+    fname = func.attr if isinstance(func, ast.Attribute) else _name(func)
+    if fname not in _SYMMETRIC:
+        return
+    if isinstance(func, ast.Attribute) and not _is_module(func.value) and _name(func.value) in hints:
+        subject = _name(func.value)  # A.cholesky()
+    else:
+        subject = _name(node.args[0]) if node.args else None
+    hint = hints.get(subject)
+    if hint is not None and hint.kind is None:
+        if hint.structure != "spd":  # cholesky anywhere: positive definite wins over symmetric
+            hint.structure = _SYMMETRIC[fname]
+        hint.square = True
+        hint.why = hint.why or f"forward takes {fname}() of it"
+
+
+def _unpacked_shape(node: ast.Assign, hints):
+    value = node.value
+    subject = None
+    if isinstance(value, ast.Attribute) and value.attr == "shape":
+        subject = _name(value.value)
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
+            and not value.args:
+        subject = _name(value.func.value)
+    hint = hints.get(subject)
+    if hint is None or hint.ndim is not None:
+        return
+    for t in node.targets:
+        if isinstance(t, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in t.elts):
+            hint.ndim = len(t.elts)
+            hint.tensor_use = True
+
+
+def _helper(node: ast.Call, fn, hints, depth):
+    """``helper(x, h0, mode=mode)`` with ``helper`` a Python function of the same top-level package."""
+    from gradcli.check.infer import Hint, _Uses
+
+    helper = _resolve(node.func, fn)
+    if helper is None:
+        return
+    tree = _source_node(helper)
+    if tree is None:
+        return
+    try:
+        sig = inspect.signature(helper)
+        bound = sig.bind_partial(*[a for a in node.args if not isinstance(a, ast.Starred)],
+                                 **{k.arg: k.value for k in node.keywords if k.arg})
+    except (TypeError, ValueError):
+        return
+    mapping = {}  # helper's parameter -> our parameter
+    for pname, arg in bound.arguments.items():
+        if _name(arg) in hints and sig.parameters[pname].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                                   inspect.Parameter.POSITIONAL_ONLY,
+                                                                   inspect.Parameter.KEYWORD_ONLY):
+            mapping[pname] = _name(arg)
+    if not mapping:
+        return
+    theirs = {p: Hint() for p in mapping}
+    try:
+        _Uses(theirs).visit(tree)
+        refine(tree, helper, theirs, depth + 1)
+    except Exception:  # noqa: BLE001 -- a helper we cannot read tells us nothing
+        return
+    for pname, ours in mapping.items():
+        got, have = theirs[pname], hints[ours]
+        if have.kind is None and got.kind in ("str", "int", "bool", "float", "callable", "shape") \
+                and not have.tensor_use:
+            have.kind, have.why = got.kind, f"{got.why} of {helper.__name__}(), which forward hands it to"
+            have.choices = list(got.choices)
+            have.call_args = got.call_args
+        if have.kind is None and have.ndim is None and got.ndim is not None:
+            have.ndim = got.ndim
+        if have.structure is None and got.structure is not None:
+            have.structure, have.square = got.structure, True
+
+
+def _resolve(func, fn):
+    """The Python function ``func`` names in forward's module globals, when it belongs to the same
+    top-level package as forward (torch's own functions are not read)."""
+    glob = getattr(getattr(fn, "__func__", fn), "__globals__", None) or {}
+    if isinstance(func, ast.Name):
+        obj = glob.get(func.id)
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        obj = getattr(glob.get(func.value.id), func.attr, None)
+    else:
+        return None
+    if not inspect.isfunction(obj):
+        return None
+    ours = (glob.get("__name__") or "").split(".")[0]
+    theirs = (getattr(obj, "__module__", "") or "").split(".")[0]
+    return obj if ours and ours == theirs and ours not in ("torch", "gradcli", "numpy") else None
+
+
+def _source_node(fn) -> Optional[ast.AST]:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def annotated_objects(fn, hints: dict):
+    """``p: Params`` (or ``Optional[Params]``) with Params a dataclass / NamedTuple constructible with
+    no arguments: an object hint (built as ``Params()``)."""
+    import typing
+
+    try:
+        annotations = typing.get_type_hints(getattr(fn, "__func__", fn))
+    except Exception:  # noqa: BLE001 -- unresolvable annotations say nothing here
+        return
+    for name, hint in hints.items():
+        cls = constructible(annotations.get(name))
+        if cls is not None and hint.kind is None:
+            hint.kind, hint.why, hint.object_class = "object", f"annotated {cls.__name__}: built from its defaults", cls
+
+
+def constructible(annotation) -> Optional[type]:
+    """The dataclass / NamedTuple class of an annotation (through Optional[...]) when every field has a default."""
+    import dataclasses
+    import typing
+
+    if typing.get_origin(annotation) is typing.Union:
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = options[0] if len(options) == 1 else None
+    if not isinstance(annotation, type):
+        return None
+    if dataclasses.is_dataclass(annotation):
+        fields = [f for f in dataclasses.fields(annotation) if f.init]
+        if all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING for f in fields):
+            return annotation
+        return None
+    if issubclass(annotation, tuple) and hasattr(annotation, "_fields"):
+        defaults = getattr(annotation, "_field_defaults", {})
+        return annotation if all(f in defaults for f in annotation._fields) else None
+    return None

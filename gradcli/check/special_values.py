@@ -1,0 +1,42 @@
+"""Values a SPEC asks for beyond plain tensors and Python values (specs/check.md §2, SPEC grammar):
+``@sym``/``@spd`` matrices, ``fn:NAME`` callables, and the ``default()`` test for a parameter's
+default object. Used by ``inputs._from_spec`` and ``inputs._record``.
+"""
+from __future__ import annotations
+
+
+def structured(array, structure):
+    """``@sym``: (A + A^T)/2; ``@spd``: A A^T / n + I/2 (eigenvalues at least 1/2), on the last two axes."""
+    import numpy as np
+
+    if structure is None:
+        return array
+    swapped = np.swapaxes(array, -1, -2)
+    if structure == "sym":
+        return (array + swapped) / 2
+    n = array.shape[-1]
+    return array @ swapped / n + np.eye(n) / 2
+
+
+def make_callable(be, name: str):
+    """``fn:NAME``: on the torch backend the nn.Module (``.forward``/``.parameters()`` work, no parameters);
+    on gradcli's engine a function of the same name."""
+    if be.name == "torch":
+        import torch
+
+        return {"tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid, "identity": torch.nn.Identity}[name]()
+    import gradcli
+
+    return {"tanh": gradcli.tanh, "sigmoid": gradcli.sigmoid, "identity": lambda x: x}[name]
+
+
+def is_default_object(value) -> bool:
+    from gradcli.check.infer_calls import constructible
+
+    cls = type(value)
+    if constructible(cls) is None:
+        return False
+    try:
+        return repr(value) == repr(cls())
+    except Exception:  # noqa: BLE001 -- a class whose construction fails is not rebuilt
+        return False
