@@ -155,7 +155,7 @@ def test_star_args_given_by_name_and_checked_to_a_verdict(tmp_path, targets):
     assert case.args[2].data.tolist() == [2.0, 3.0, 4.0, 5.0] and case.records[2]["source"] == "cli"
     path = tmp_path / "fns.py"
     out = tmp_path / "out.json"
-    result = CliRunner().invoke(main, ["check", f"{path}::Unpacked", f"{path}::ByBackward", "--format", "plain",
+    result = CliRunner().invoke(main, ["check", f"{path}::Unpacked", f"{path}::ByBackward", "--format", "plain", "-v",
                                        "--json", str(out)])
     assert result.exit_code == 0, result.output
     assert "weights_1" in result.output  # the report names the extra arguments as --input does

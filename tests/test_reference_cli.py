@@ -292,7 +292,7 @@ def test_rich_table_rows_per_dtype(tmp_path):
     items = expand_paths([f"{path}::HalfOnlySquare"], [], None)
     result = run(items, RunOptions(isolate=False, reference_dtypes=("float16", "bfloat16")))
     console = Console(file=StringIO(), width=120, color_system=None)
-    RichRenderer(console).file("cases.py", result.results)
+    RichRenderer(console, 0, True).file("cases.py", result.results)  # -v: the table, with its reference rows
     lines = console.file.getvalue().splitlines()
     rows = [line for line in lines if "f16" in line or "bfloat16" in line]
     # the kernel computes what its reference does, op for op: the same rounding, ratio 1
