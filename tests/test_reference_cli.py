@@ -29,7 +29,7 @@ def run_example(tmp_path_factory, name):
     here = os.getcwd()
     os.chdir(ROOT)  # results name the file relative to the working directory
     try:
-        result = check(f"examples/{name}.py", "--dtype", GRID, "--format", "github", "--json", out / "r.json",
+        result = check(f"examples/{name}.py", "--dtype", GRID, "--format", "github", "-v", "--json", out / "r.json",
                        "--junit", out / "r.xml")
     finally:
         os.chdir(here)
