@@ -97,6 +97,14 @@ def test_max_of_non_real_values_is_a_usage_error():
                               "expression 'min(rsqrt(z), 4*z, asin(5), y/y)'\n")
 
 
+def test_sympy_failing_on_an_undefined_argument_is_a_usage_error():
+    # found by bench/diff_fuzz.py (seed 11): SymPy raises AttributeError inside mish(zoo); was exit 3
+    outcome = CliRunner().invoke(main, ["diff", "sin((mish(log(coth(0))))/(y))"])
+    assert outcome.exit_code == 2
+    assert outcome.output == ("error: mish(zoo) cannot be built (SymPy: AttributeError) at column 6 in expression "
+                              "'sin((mish(log(coth(0))))/(y))'\n")
+
+
 def test_oversized_inputs_are_refused_up_front_in_one_short_line():
     for args, start in ((["x^(1e1000)"], "error: exponent <1001-digit integer> is too large"),
                         (["(2^9999+1)^(1/2)*x"], "error: refused: an exact root of <3011-digit integer>"),

@@ -205,6 +205,10 @@ class _Builder:
                                                                             is False)), None)
             what = f"{_short_text(bad)} is not real" if bad is not None else f"({error})"
             self.fail(f"{name}() compares its arguments, and {what}", node)
+        except (AttributeError, ArithmeticError, NotImplementedError) as error:
+            # SymPy failing inside its own simplification of an undefined argument (mish(log(coth(0))): zoo)
+            self.fail(f"{name}({', '.join(_short_text(a) for a in args)}) cannot be built "
+                      f"(SymPy: {type(error).__name__})", node)
         return self._checked(built, node)
 
     def _name(self, node):
@@ -311,6 +315,9 @@ def parse(text, assumptions="real", variables=(), imaginary=False):
         expr = builder.build(tree.body)
     except RecursionError:
         raise ExpressionError("expression too deeply nested", None, text) from None
+    except (AttributeError, ArithmeticError, NotImplementedError) as error:  # SymPy's own failure on zoo/nan
+        raise ExpressionError(f"SymPy cannot build this expression ({type(error).__name__}: {error})"[:200],
+                              None, text) from None
     return Parsed(expr, text, lexed.python, builder.notes)
 
 
