@@ -177,7 +177,7 @@ def test_cli_names_an_undeclared_straight_through_estimator_and_how_to_declare_i
 def backward_of(source):
     import ast
 
-    from gradcli.check.diagnosis.hints import Source
+    from gradcli.check.diagnosis.source import Source
 
     text = textwrap.dedent(source)
     return Source(file="f.py", first_line=1, text=text, tree=ast.parse(text).body[0])

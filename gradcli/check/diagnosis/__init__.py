@@ -25,7 +25,8 @@ from gradcli.check.diagnosis import terms
 from gradcli.check.diagnosis.backward_terms import substitutions_for, terms_for
 from gradcli.check.diagnosis.evidence import Evidence, lazy
 from gradcli.check.diagnosis.function_wide import function_wide
-from gradcli.check.diagnosis.hints import backward_code, backward_source, hint, overwrite_statement
+from gradcli.check.diagnosis.hints import hint
+from gradcli.check.diagnosis.source import backward_code, backward_source, overwrite_statement
 from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 

@@ -14,7 +14,7 @@ import ast
 
 import numpy as np
 
-from gradcli.check.diagnosis.hints import _statements, gradient_statement
+from gradcli.check.diagnosis.source import gradient_statement, statements
 
 MAX_TERMS = 8
 UNARY = {
@@ -52,7 +52,7 @@ class _Evaluator:
     def __init__(self, src, before_line, env, saved, ctx_attrs):
         self.src, self.before_line, self.env = src, before_line, dict(env)
         self.saved, self.ctx_attrs = saved, ctx_attrs
-        self.assignments = [n for n in _statements(src.tree) if isinstance(n, ast.Assign) and n.lineno < before_line
+        self.assignments = [n for n in statements(src.tree) if isinstance(n, ast.Assign) and n.lineno < before_line
                             and src.ran(n)]
         self.depth = 0
         self.assigned = {n.id for stmt in self.assignments for t in stmt.targets for n in ast.walk(t)
@@ -290,7 +290,7 @@ def _as_array(value):
 def _context(probe, cls, position, rows, executed):
     """(src, shaped rows, grad_output names, saved tensors, ctx attributes) for one more forward
     call of the Function re-run by ``probe``; None when unavailable."""
-    from gradcli.check.diagnosis.hints import backward_source
+    from gradcli.check.diagnosis.source import backward_source
     from gradcli.check.diagnosis.probe import _flatten_outputs, _to_numpy
 
     src = backward_source(cls, executed)

@@ -1,0 +1,295 @@
+"""Where in a Function's source a gradient is computed: the statements a hint quotes.
+
+The backward's source is parsed with ``ast``; the gradient for an input is the matching element
+of the last ``return`` (followed back through a plain ``name = ...`` assignment, an index write or an
+in-place call). When the Function was probed, only the statements that ran count (the branch that
+computed the gradient). ``hints.py`` words the advice around what this module finds.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Optional
+
+
+MAX_CODE = 70  # characters of code quoted in a hint
+
+
+@dataclass
+class Source:
+    file: str
+    first_line: int  # line number of the def in the file
+    text: str  # dedented source of the def
+    tree: ast.FunctionDef
+    # file lines that ran during one backward call (None: unknown, every statement counts as run)
+    executed: Optional[frozenset] = None
+
+    def ran(self, node) -> bool:
+        """Whether ``node`` (a statement) ran in the traced backward call: the statement to quote
+        is the one that computed the gradient, not one on a branch that was not taken."""
+        if self.executed is None:
+            return True
+        first = self.line_of(node)
+        return any(line in self.executed for line in range(first, first + node.end_lineno - node.lineno + 1))
+
+    def line_of(self, node) -> int:
+        return self.first_line + node.lineno - 1
+
+    def code(self, node) -> str:
+        """The source of ``node``'s statement (no comments) on one line, shortened."""
+        segment = ast.get_source_segment(self.text, node) or ""
+        code = " ".join(line.strip() for line in segment.splitlines())
+        return code if len(code) <= MAX_CODE else code[: MAX_CODE - 1] + "…"
+
+    def location(self, node) -> dict:
+        return {"file": self.file, "line": self.line_of(node), "code": self.code(node)}
+
+
+def _source(func) -> Optional[Source]:
+    func = inspect.unwrap(getattr(func, "__func__", func))
+    try:
+        lines, first = inspect.getsourcelines(func)
+        file = inspect.getsourcefile(func) or inspect.getfile(func)
+    except (OSError, TypeError):
+        return None
+    text = textwrap.dedent("".join(lines))
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return None
+    defs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not defs:
+        return None
+    # decorators are part of getsourcelines' output; ast numbers lines from the first of them
+    return Source(file=os.path.abspath(file), first_line=first, text=text, tree=defs[0])
+
+
+def backward_source(cls, executed: Optional[frozenset] = None) -> Optional[Source]:
+    if cls is None:
+        return None
+    func = cls.__dict__.get("backward") or getattr(cls, "backward", None)
+    src = None if func is None else _source(func)
+    if src is not None and executed:
+        src.executed = frozenset(executed)
+    return src
+
+
+def backward_code(cls):
+    """The code object of ``cls``'s backward (whose line events are traced), or None."""
+    func = None if cls is None else (cls.__dict__.get("backward") or getattr(cls, "backward", None))
+    func = inspect.unwrap(getattr(func, "__func__", func)) if func is not None else None
+    return getattr(func, "__code__", None)
+
+
+def forward_source(cls) -> Optional[Source]:
+    if cls is None:
+        return None
+    func = cls.__dict__.get("forward") or getattr(cls, "forward", None)
+    return None if func is None else _source(func)
+
+
+def statements(tree):
+    """The function's statements in source order (nested blocks included)."""
+    return sorted((n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n is not tree), key=lambda n: n.lineno)
+
+
+def gradient_statement(src: Source, position: int):
+    """(statement, expression) computing the gradient at ``position`` of backward's return: the
+    return that ran (the last one when nothing was traced) and, for a returned name, the last
+    statement that ran and gave it its value — an assignment, an augmented or index assignment
+    (``g[idx] = …``, ``g[mask] *= 0.1``) or an in-place call (``g.index_add_(…)``)."""
+    returns = [n for n in statements(src.tree) if isinstance(n, ast.Return) and n.value is not None]
+    if not returns:
+        return None, None
+    ran = [n for n in returns if src.ran(n)]
+    ret = (ran or returns)[-1]
+    value = ret.value
+    if isinstance(value, (ast.Tuple, ast.List)):
+        if position >= len(value.elts):
+            return ret, None
+        value = value.elts[position]
+    elif position != 0:
+        return ret, None
+    if isinstance(value, ast.Name):
+        assigned = [n for n in statements(src.tree) if n.lineno < ret.lineno and src.ran(n) and (
+            (isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _assigns(n, value.id))
+            or n in _index_writes(src, {value.id}))]
+        if assigned:
+            return assigned[-1], assigned[-1].value
+    return ret, value
+
+
+def shared_with_right_gradient(src: Source, position: int, failed_positions):
+    """``return g, g, None`` where only one of the two gradients is wrong: the shared ``g`` is
+    right for the other input, so the statement to fix is the return (a sign or factor missing
+    at this position), not the line computing ``g``. (statement, expression) or None."""
+    if failed_positions is None:
+        return None
+    returns = [n for n in statements(src.tree) if isinstance(n, ast.Return) and src.ran(n)]
+    if not returns or not isinstance(returns[-1].value, (ast.Tuple, ast.List)):
+        return None
+    ret = returns[-1]
+    elts = ret.value.elts
+    if position >= len(elts):
+        return None
+    mine = {n.id for n in ast.walk(elts[position]) if isinstance(n, ast.Name)}
+    for other, elt in enumerate(elts):
+        if other == position or other in failed_positions:
+            continue
+        if mine & {n.id for n in ast.walk(elt) if isinstance(n, ast.Name)} - grad_output_names(src):
+            return ret, elts[position]
+    return None
+
+
+def _assigns(stmt, name):
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+
+def grad_output_names(src: Source):
+    args = [a.arg for a in src.tree.args.args]
+    if args and args[0] in ("ctx", "self", "cls"):
+        args = args[1:]
+    if args and args[0] == "ctx":  # classmethod: (cls, ctx, grad_output)
+        args = args[1:]
+    return set(args) | {a.arg for a in [src.tree.args.vararg] if a is not None}
+
+
+def _feeding_assignments(src: Source, expr):
+    """The assignments to the names ``expr`` uses (where a constant or grad_output may hide)."""
+    if expr is None:
+        return []
+    names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    feeding = [n for n in statements(src.tree) if isinstance(n, (ast.Assign, ast.AugAssign))
+               and any(_assigns(n, name) for name in names) and src.ran(n)]
+    return feeding
+
+
+def constant_line(src: Source, expr, statement, factor):
+    """The statement holding a numeric constant equal to ``factor`` (or its inverse for a division)."""
+    candidates = {factor, abs(factor)}
+    if factor:
+        candidates |= {1 / factor, abs(1 / factor)}
+    for stmt in [statement] + _feeding_assignments(src, expr):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
+                    node.value, bool) and node.value != 1 and any(abs(node.value - c) < 1e-9 for c in candidates):
+                return stmt
+    return None
+
+
+def first_statement_with(src: Source, predicate):
+    for stmt in statements(src.tree):
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return, ast.Expr)) and src.ran(stmt) and any(
+                predicate(n) for n in ast.walk(stmt)):
+            return stmt
+    return None
+
+
+INPLACE_CALL = re.compile(r"\.\w+_\(")
+
+
+def chain(src: Source, statement, expr):
+    """The gradient's statement and, transitively, the assignments that feed it, in source order."""
+    found, frontier = [statement], [statement]
+    end = getattr(last_return(src), "lineno", statement.lineno)
+    while frontier:
+        node = frontier.pop()
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        for stmt in _feeding_assignments(src, node) + _index_writes(src, names):
+            if stmt not in found and stmt.lineno <= end:
+                found.append(stmt)
+                frontier.append(stmt.value)
+    return sorted(found, key=lambda n: n.lineno)
+
+
+def _index_writes(src: Source, names):
+    """``g[idx] = …``, ``g[idx] += …`` and ``g.index_add_(…)``-style statements on one of ``names``."""
+    found = []
+    for stmt in statements(src.tree):
+        if not src.ran(stmt):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, ast.AugAssign) else []
+        if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names
+               for t in targets):
+            found.append(stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(
+                stmt.value.func, ast.Attribute) and isinstance(stmt.value.func.value, ast.Name) and \
+                stmt.value.func.value.id in names:
+            found.append(stmt)
+    return found
+
+
+def in_chain(src: Source, statement, expr, names):
+    """The first statement of the gradient's chain that calls one of ``names`` (or assigns into an
+    index, for "[]=")."""
+    for stmt in chain(src, statement, expr):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr in names:
+                return stmt
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        if "[]=" in names and isinstance(stmt, (ast.Assign, ast.AugAssign)) and any(
+                isinstance(t, ast.Subscript) for t in targets):
+            return stmt
+    return None
+
+
+NON_ACCUMULATING = ("index_copy", "index_copy_", "scatter", "scatter_", "index_put", "index_put_", "masked_scatter",
+                    "masked_scatter_")
+
+
+def overwrite_statement(src: Source, position: int):
+    """The statement of the gradient's chain that *assigns* computed values into it — ``g[idx] =
+    expr`` (not a constant: zeroing a mask is no overwrite) or a non-accumulating scatter /
+    index_copy — or None: the source side of a not_accumulated finding."""
+    statement, expr = gradient_statement(src, position)
+    if statement is None:
+        return None
+    for stmt in chain(src, statement, expr if expr is not None else statement):
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Subscript) for t in stmt.targets) and not (
+                isinstance(stmt.value, ast.Constant) or (isinstance(stmt.value, ast.UnaryOp)
+                                                         and isinstance(stmt.value.operand, ast.Constant))):
+            return stmt
+        if any(isinstance(n, ast.Attribute) and n.attr in NON_ACCUMULATING for n in ast.walk(stmt)):
+            return stmt
+    return None
+
+
+def inplace_statement(src: Source, after_save: bool = False):
+    """The first simple statement that modifies a tensor in place: ``x.mul_(2)``, ``x += 1``, ``x[0] = 0``
+    (with ``after_save``: the first after the ``save_for_backward`` call)."""
+    start = 0
+    if after_save:
+        saves = [n.lineno for n in ast.walk(src.tree) if isinstance(n, ast.Attribute) and n.attr == "save_for_backward"]
+        start = min(saves) if saves else 0
+    for stmt in statements(src.tree):
+        if stmt.lineno < start or (after_save and "save_for_backward" in src.code(stmt)):
+            continue
+        if isinstance(stmt, ast.AugAssign):
+            return stmt
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Subscript) for t in stmt.targets):
+            return stmt
+        if isinstance(stmt, (ast.Expr, ast.Assign, ast.Return)) and INPLACE_CALL.search(src.code(stmt)):
+            return stmt
+    return None
+
+
+def last_return(src):
+    if src is None:
+        return None
+    returns = [n for n in statements(src.tree) if isinstance(n, ast.Return)]
+    ran = [n for n in returns if src.ran(n)]
+    return (ran or returns)[-1] if returns else None
+
+
+def fed_names(src, expr):
+    """Names used by the assignments that feed ``expr`` (grad_output may enter one step earlier)."""
+    used = set()
+    for stmt in _feeding_assignments(src, expr):
+        used |= {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+    return used & grad_output_names(src)
