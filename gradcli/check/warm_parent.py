@@ -21,16 +21,21 @@ _DONE: set = set()  # what this process has loaded: "checking", "symbolic", "tor
 TORCH_HERE: list = []  # [True] once this module imported torch itself (only tiny ops ran: no thread pool)
 
 
-class WarmSquare(Function):  # the engine's warm-up: a product, a power, a reduction
-    @staticmethod
-    def forward(ctx, x, w):
-        ctx.save_for_backward(x, w)
-        return (x * x * w).sum()
+def warm_square(base):
+    """The warm-up Function (a product, a power, a reduction) on ``base``: gradcli's or torch's Function."""
 
-    @staticmethod
-    def backward(ctx, grad):
-        x, w = ctx.saved_tensors
-        return grad * 2 * x * w, grad * x * x
+    class WarmSquare(base):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return (x * x * w).sum()
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            return grad * 2 * x * w, grad * x * x
+
+    return WarmSquare
 
 
 def prepare(torch_file: bool, options) -> None:
@@ -93,30 +98,13 @@ def _symbolic(options) -> None:
         import_paused("gradcli.symbolic.prove")
 
 
-def _torch_square():
-    torch = _torch()
-
-    class WarmTorchSquare(torch.autograd.Function):  # torch's warm-up: its autograd machinery
-        @staticmethod
-        def forward(ctx, x, w):
-            ctx.save_for_backward(x, w)
-            return (x * x * w).sum()
-
-        @staticmethod
-        def backward(ctx, grad):
-            x, w = ctx.saved_tensors
-            return grad * 2 * x * w, grad * x * x
-
-    return WarmTorchSquare
-
-
 def _warm_check(backend: str, options) -> None:
     """One full check (inputs, gradcheck, the exact check as the run has it) of a tiny Function,
     on 2x2 inputs: on torch, tensors that small run every op inline, so no thread pool is started
     here that a forked child would wait for."""
     from gradcli.check.discovery import Target
 
-    cls = _torch_square() if backend == "torch" else WarmSquare
+    cls = warm_square(_torch().autograd.Function if backend == "torch" else Function)
     target = Target(cls, cls.__name__, __file__, None, None, "static", backend, module=__name__)
     warm = dataclasses.replace(options, specs={}, given_inputs=None, prove=False, expr=None, shape=(2, 2),
                                timeout=60.0, exact="auto" if backend == "torch" else options.exact)
