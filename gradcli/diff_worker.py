@@ -9,7 +9,7 @@ import io
 from gradcli.expr.supervisor import Outcome
 
 RENDER_RESERVE = 1.0   # seconds kept back from the computation for assembling and printing the output
-RENDER_OVERRUN = 0.3   # printing may run this far past the budget (the supervisor waits GRACE)
+PRINT_MARGIN = 0.1     # printing must end this long before the budget: the supervisor kills at the budget
 
 
 def _render(result, fmt):
@@ -60,7 +60,7 @@ def diff_outcome(expressions, options, progress, deadline_end, budget, debug=Fal
             result = run(request, engine, deadline, report)
         except ExpressionError as error:
             raise DiffOptionError(str(error)) from None
-        deadline.arm(-RENDER_OVERRUN)   # first: the computing alarm must not strike between run and printing
+        deadline.arm(PRINT_MARGIN)   # first: the computing alarm must not strike between run and printing
         report("printing")
         text = _render(result, fmt)
         deadline.disarm()

@@ -105,6 +105,16 @@ def test_sympy_failing_on_an_undefined_argument_is_a_usage_error():
                               "'sin((mish(log(coth(0))))/(y))'\n")
 
 
+def test_sympy_refusing_a_non_real_argument_is_a_usage_error():
+    # found by bench/diff_fuzz.py (seed 3): Heaviside raises ValueError on log(-3) = log(3) + i*pi; was a traceback
+    outcome = CliRunner().invoke(main, ["diff", "heaviside(log(-3))*x", "--at", "x=1"])
+    assert outcome.exit_code == 2
+    assert outcome.output.startswith("error: heaviside(log(3) + I*pi) cannot be built (SymPy: Function defined "
+                                      "only for Real Values.")
+    assert outcome.output.endswith("at column 1 in expression 'heaviside(log(-3))*x'\n")
+    assert outcome.output.count("\n") == 1
+
+
 def test_oversized_inputs_are_refused_up_front_in_one_short_line():
     for args, start in ((["x^(1e1000)"], "error: exponent <1001-digit integer> is too large"),
                         (["(2^9999+1)^(1/2)*x"], "error: refused: an exact root of <3011-digit integer>"),

@@ -200,7 +200,9 @@ class _Builder:
             built = BUILDERS[name](*args)
         except (ValueError, TypeError) as error:
             if name not in COMPARING:
-                raise
+                # SymPy refusing the argument itself (heaviside(log(-3)): "defined only for real values")
+                self.fail(f"{name}({', '.join(_short_text(a) for a in args)}) cannot be built "
+                          f"(SymPy: {_first_line(error)})", node)
             bad = next((a for a in args if a.is_extended_real is False or (not a.free_symbols and a.is_comparable
                                                                             is False)), None)
             what = f"{_short_text(bad)} is not real" if bad is not None else f"({error})"
@@ -255,6 +257,11 @@ def _held(name, args):
         return sympy.polygamma(0, args[0], evaluate=False)
     function = {"gamma": sympy.gamma, "loggamma": sympy.loggamma, "polygamma": sympy.polygamma}[name]
     return function(*args, evaluate=False)
+
+
+def _first_line(error, limit=120):
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _short_text(expr):
@@ -315,8 +322,10 @@ def parse(text, assumptions="real", variables=(), imaginary=False):
         expr = builder.build(tree.body)
     except RecursionError:
         raise ExpressionError("expression too deeply nested", None, text) from None
-    except (AttributeError, ArithmeticError, NotImplementedError) as error:  # SymPy's own failure on zoo/nan
-        raise ExpressionError(f"SymPy cannot build this expression ({type(error).__name__}: {error})"[:200],
+    except ExpressionError:
+        raise
+    except (AttributeError, ArithmeticError, NotImplementedError, ValueError) as error:  # SymPy on zoo/nan
+        raise ExpressionError(f"SymPy cannot build this expression ({type(error).__name__}: {_first_line(error)})",
                               None, text) from None
     return Parsed(expr, text, lexed.python, builder.notes)
 

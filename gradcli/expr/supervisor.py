@@ -4,8 +4,9 @@ The CLI process stays light (click only): the worker imports SymPy, computes, re
 and sends it back through a pipe, reporting each phase as it starts. The worker leads its own process
 group, and it and every process it forks are bound to their parents (``lifeline.py``), so killing the
 group - or gradcli itself, even with SIGKILL - leaves nothing running. The worker enforces the budget
-itself (``deadline.py``) and prints what it finished; if it is stuck in a C call past the deadline plus
-``GRACE`` the supervisor kills it and prints a one-line refusal naming the phase (exit 2).
+itself (``deadline.py``, with a reserve for printing) and prints what it finished; if it is stuck in a C
+call when the budget is over, the supervisor kills it and prints a one-line refusal naming the phase (exit 2),
+so the whole command never runs past its budget.
 """
 import os
 import pickle
@@ -17,7 +18,6 @@ from dataclasses import dataclass
 
 from gradcli.expr import lifeline
 
-GRACE = 0.6       # seconds past the budget before the worker is killed from outside
 _HEADER = 8
 
 
@@ -92,7 +92,7 @@ def supervise(work, budget, started=None):
     phase, outcome, buffer = "starting", None, b""
     try:
         while outcome is None:
-            left = deadline_end + GRACE - time.monotonic()
+            left = deadline_end - time.monotonic()
             if left <= 0:
                 break
             ready, _, _ = select.select([read_end], [], [], left)
