@@ -122,3 +122,31 @@ class RemainderHalfSlope(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad * 0.5
+
+
+class AbsWrongAtTheKink(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradcli.abs(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * gradcli.where(x == 0, 5.0, gradcli.sign(x))
+
+
+def test_a_failure_at_a_kink_names_the_one_sided_range_it_was_judged_against():
+    import re
+    report = gradcheck(AbsWrongAtTheKink, (gradcli.tensor([0.0, 1.0, -2.0]),), mode="full")
+    values = report.check("values")
+    assert values.status == "fail"
+    message = values.message
+    assert "accepted between the one-sided derivatives" not in message   # the one kink element failed
+    found = re.search(r"1 of 3 elements wrong; worst at \[0\]: backward (\S+) vs the numeric range "
+                      r"\[(\S+), (\S+)\] at a kink \(error (\S+),", message)
+    assert found, message
+    backward, low, high, error = (float(v) for v in found.groups())
+    # abs at 0: one-sided derivatives -1 and 1 times the probe cotangent c; the backward said 5c
+    assert abs(low + high) <= 1e-6 * abs(high) and abs(backward) == pytest.approx(5 * abs(high), rel=1e-6)
+    assert error == pytest.approx(abs(backward) - abs(high), rel=1e-2)
