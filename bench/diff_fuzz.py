@@ -87,6 +87,7 @@ def run_slice(job, indexed_cases, budget, progress_every, verbose):
         bad = None
         if outcome.code == 3 or "Traceback" in outcome.stderr + outcome.stdout:
             bad = outcome.stderr.strip()[:200]
+            print(f"  internal error (case {index}): {text!r}: {bad}", flush=True)
         results.append((index, elapsed, outcome.code, bad))
         if verbose:
             print(f"{elapsed:5.2f} s exit {outcome.code} {text[:60]!r}: {(outcome.stderr or outcome.stdout)[:100]!r}",

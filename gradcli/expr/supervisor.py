@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from gradcli.expr import lifeline
 
 _HEADER = 8
+KILL_MARGIN = 0.15  # the worker is killed this long before the budget, so that reaping it ends within it
 
 
 @dataclass
@@ -92,7 +93,7 @@ def supervise(work, budget, started=None):
     phase, outcome, buffer = "starting", None, b""
     try:
         while outcome is None:
-            left = deadline_end - time.monotonic()
+            left = deadline_end - KILL_MARGIN - time.monotonic()
             if left <= 0:
                 break
             ready, _, _ = select.select([read_end], [], [], left)
@@ -118,7 +119,7 @@ def supervise(work, budget, started=None):
         _restore_sigterm(previous)
     if outcome is not None:
         return outcome
-    if time.monotonic() >= deadline_end:
+    if time.monotonic() >= deadline_end - KILL_MARGIN:
         return Outcome("", f"error: gave up after {budget:g} s (the --budget) while {phase}: the expression "
                            "is too expensive; try a larger --budget or a smaller expression\n", 2)
     return Outcome("", f"internal error: the worker ended without a result while {phase} "
