@@ -9,7 +9,7 @@ import io
 from gradcli.expr.supervisor import Outcome
 
 RENDER_RESERVE = 1.0   # seconds kept back from the computation for assembling and printing the output
-PRINT_MARGIN = 0.3     # printing must end this long before the budget: the supervisor kills just before it
+PRINT_MARGIN = 0.5     # printing must end this long before the budget: the supervisor kills just before it
 
 
 def _render(result, fmt):

@@ -175,3 +175,26 @@ def test_disarm_gives_sigalrm_back_to_its_previous_owner():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_an_alarm_that_strikes_in_a_finalizer_is_silent_and_strikes_again(capfd):
+    # found by bench/diff_fuzz.py: the alarm hit an import lock's callback and Python printed
+    # "Exception ignored in ... Traceback ... BudgetExceeded" on the terminal, then ran on
+    import time as _time
+
+    from gradcli.expr.deadline import BudgetExceeded, Deadline
+
+    class Finalized:
+        def __del__(self):
+            raise BudgetExceeded()
+
+    deadline = Deadline(_time.monotonic() + 60, 60)
+    deadline.arm()
+    try:
+        with pytest.raises(BudgetExceeded):
+            Finalized()   # dropped at once: its __del__ raises where Python cannot
+            _time.sleep(2)
+    finally:
+        deadline.disarm()
+    err = capfd.readouterr().err
+    assert "Exception ignored" not in err and "Traceback" not in err

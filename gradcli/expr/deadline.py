@@ -8,6 +8,7 @@ what is missing. Work stuck in one long C call (huge integer arithmetic) ignores
 returns; the supervisor (``supervisor.py``) kills the process a little after the deadline in that case.
 """
 import signal
+import sys
 import time
 
 CUT = object()   # what ``attempt`` returns for a phase that did not finish
@@ -19,6 +20,30 @@ class BudgetExceeded(BaseException):
 
 def _raise(signum, frame):
     raise BudgetExceeded()
+
+
+def _redeliver_unraisable(unraisable, previous=None):
+    """The alarm struck where Python cannot raise (a finalizer, an import lock's callback): Python
+    would print it as "Exception ignored ... Traceback" on stderr and go on past the deadline. Say
+    nothing and strike again a millisecond later, in code that can raise."""
+    if isinstance(unraisable.exc_value, BudgetExceeded) or unraisable.exc_type is BudgetExceeded:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.001)
+        except (ValueError, AttributeError, OSError):
+            pass
+        return
+    (previous or sys.__unraisablehook__)(unraisable)
+
+
+def _install_unraisable_hook():
+    current = sys.unraisablehook
+    if getattr(current, "_gradcli_budget", False):
+        return
+
+    def hook(unraisable, previous=current):
+        _redeliver_unraisable(unraisable, previous)
+    hook._gradcli_budget = True
+    sys.unraisablehook = hook
 
 
 class Deadline:
@@ -40,6 +65,7 @@ class Deadline:
     def arm(self, reserve=0.0):
         """Deliver BudgetExceeded at ``end - reserve`` (main thread only; a no-op elsewhere)."""
         self._alarm_at = self.end - reserve
+        _install_unraisable_hook()
         left = self._alarm_at - time.monotonic()
         try:
             previous = signal.signal(signal.SIGALRM, _raise)

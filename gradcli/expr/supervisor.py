@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from gradcli.expr import lifeline
 
 _HEADER = 8
-KILL_MARGIN = 0.15  # the worker is killed this long before the budget, so that reaping it ends within it
+KILL_MARGIN = 0.3   # the worker is killed this long before the budget, so that reaping it ends within it
 
 
 @dataclass
