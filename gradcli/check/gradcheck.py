@@ -15,6 +15,7 @@ import numpy as np
 from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check import complex_view as _complex
+from gradcli.check import determinism as _determinism
 from gradcli.check.analytic import Analytic, BackwardFailed
 from gradcli.check.function_features import add_feature_checks
 from gradcli.check.compare import compare_elements, compare_probes, probe_good_enough, settled_elements, values_check
@@ -80,15 +81,19 @@ def gradcheck(
         fn, inputs, function = _complex_view(fn, inputs, function, True)  # complex outputs: their real view
         session = _Session(fn, inputs, function=function, **options)
         report = session.run()
+    session, report = _determinism.settle(  # a forward that draws random numbers: same draws, or no PASS
+        session, report, lambda: _Session(fn, inputs, function=function, reseed=True, **options))
     if second_order and session.diff:
         report.checks.append(second_order_check(session, _inner_session))
     else:
         report.checks.append(Check("second_order", "skip", "not requested (second_order=False)"))
-    add_feature_checks(session, report, repeat=repeat, layouts=layouts)  # jvp, vmap, ctx, layouts, repeat
+    add_feature_checks(session, report, repeat=repeat, layouts=layouts and not session.reseeded)  # jvp, vmap, ...
+    if layouts and session.reseeded:
+        _determinism.explain_layouts(report)
     report.timing["total_s"] = time.perf_counter() - session.started
     if not report.ok:  # name the pattern behind the failure (specs/diagnosis.md); attach() never raises
         from gradcli.check.diagnosis import attach
-        attach(report, fn, session.args)
+        attach(report, session.call if session.reseeded else fn, session.args)
     if raise_exception:
         report.raise_if_failed()
     return report
@@ -132,11 +137,14 @@ def _inner_session(fn, inputs, **options) -> "_Session":
 class _Session:
     def __init__(self, fn, inputs, *, mode="auto", method="auto", seed=0, atol=None, rtol=None, tolerances=None,
                  nondet_tol=0.0, strict_shapes=False, strategy="auto", function=None, name=None, eps=None,
-                 unconnected_as_zero=False, time_budget=None):
+                 unconnected_as_zero=False, time_budget=None, reseed=False):
         self.started = time.perf_counter()
         self.args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
         self.cls = function or _backends.function_class(fn)
         self.call = fn.apply if isinstance(fn, type) else fn
+        if reseed:  # a forward that draws random numbers, made repeatable (determinism.py)
+            self.call = _determinism.reseeding(self.call)
+        self.reseeded = reseed
         # Backward's outputs line up with ``inputs`` only when we call the Function itself.
         self.positional = self.cls is not None and (
             isinstance(fn, type) or getattr(fn, "__self__", None) is self.cls or isinstance(fn, self.cls))
