@@ -251,3 +251,53 @@ class Conv2dIm2colWeightGradAveraged(torch.autograd.Function):
     @staticmethod
     def example_inputs():
         return _conv_inputs()
+
+
+# ------------------------------------------------- pointwise (1x1) conv as a channels-last linear
+def _pointwise_inputs():
+    return _randn(2, 3, 4, seed=41), _randn(5, 3, seed=42)
+
+
+class PointwiseConv(torch.autograd.Function):
+    """(n, c, length) -> (n, out, length): a linear map over channels, done channels-last."""
+    bug = None
+
+    @staticmethod
+    def forward(ctx, x, weight):
+        ctx.save_for_backward(x, weight)
+        return (x.permute(0, 2, 1) @ weight.t()).permute(0, 2, 1)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, weight = ctx.saved_tensors
+        g = grad_out.permute(0, 2, 1)                      # (n, length, out)
+        grad_x = (g @ weight).permute(0, 2, 1)
+        grad_w = (g.reshape(-1, g.shape[-1]).t() @ x.permute(0, 2, 1).reshape(-1, x.shape[1]))
+        return grad_x, grad_w
+
+    @staticmethod
+    def example_inputs():
+        return _pointwise_inputs()
+
+
+class PointwiseConvReshapeForPermute(torch.autograd.Function):
+    bug = {"kind": "missing_reshape", "input": "x",
+           "note": "the (n, length, c) input gradient is reshaped to (n, c, length) instead of "
+                   "permuted back: the right numbers in the wrong places"}
+
+    @staticmethod
+    def forward(ctx, x, weight):
+        ctx.save_for_backward(x, weight)
+        return (x.permute(0, 2, 1) @ weight.t()).permute(0, 2, 1)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, weight = ctx.saved_tensors
+        g = grad_out.permute(0, 2, 1)
+        grad_x = (g @ weight).reshape(x.shape)  # BUG
+        grad_w = (g.reshape(-1, g.shape[-1]).t() @ x.permute(0, 2, 1).reshape(-1, x.shape[1]))
+        return grad_x, grad_w
+
+    @staticmethod
+    def example_inputs():
+        return _pointwise_inputs()
