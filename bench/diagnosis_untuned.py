@@ -1,6 +1,11 @@
 """Diagnosis accuracy on the untuned corpus of bench/diagnosis_untuned/ (issue 17, deliverable 3).
 
     python bench/diagnosis_untuned.py [--gradcli CHECKOUT] [--python PY] [--json OUT] [-v]
+                                      [--corpus DIR] [--summary]
+
+``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned; the blind
+held-out corpus is bench/diagnosis_heldout); ``--summary`` prints only the totals block, no
+per-Function lines.
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis
 rules and never used to design them. Each buggy class carries its true bug as a class attribute
@@ -274,7 +279,13 @@ def _got(row):
     return ", ".join(dict.fromkeys(parts)) or "-"
 
 
-def render(rows, summary, verbose=False):
+def render(rows, summary, verbose=False, summary_only=False):
+    if not summary_only:
+        render_rows(rows, verbose)
+    render_totals(summary)
+
+
+def render_rows(rows, verbose=False):
     by_file = defaultdict(list)
     for row in rows:
         by_file[row["file"]].append(row)
@@ -295,6 +306,9 @@ def render(rows, summary, verbose=False):
                     print(f"      {f['kind']}: {f['message'][:150]}")
         tally = Counter(r["outcome"] for r in group)
         print("  " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
+
+
+def render_totals(summary):
     s = summary
     print(f"\npattern bugs: {s['pattern_bugs']} ({s['pattern_bugs_failed']} failed the check)")
     print(f"  right kind:            {s['right_kind']:3}  {s['right_kind_pct']}% "
@@ -318,7 +332,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gradcli", default=REPO, help="the gradcli checkout to measure")
     parser.add_argument("--python", default=sys.executable, help="interpreter to run it with")
-    parser.add_argument("--corpus", default=CORPUS)
+    parser.add_argument("--corpus", default=CORPUS,
+                        help="the folder of labelled Functions to score (default: %(default)s)")
+    parser.add_argument("--summary", action="store_true",
+                        help="print only the totals, no per-Function lines")
     parser.add_argument("--json", dest="json_out", help="write the per-Function rows and totals")
     parser.add_argument("--exact", action="store_true", help="keep gradcli's exact check on")
     parser.add_argument("--timeout", type=float, default=300,
@@ -326,6 +343,10 @@ def main(argv=None):
     parser.add_argument("-k", dest="keyword", help="passed to gradcli check -k")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each finding")
     args = parser.parse_args(argv)
+    # gradcli check runs in a temporary folder: a relative --corpus must not depend on it
+    args.corpus = os.path.abspath(args.corpus)
+    if not os.path.isdir(args.corpus):
+        parser.error(f"--corpus {args.corpus}: not a folder")
 
     records = read_corpus(args.corpus)
     extra = ["-k", args.keyword] if args.keyword else []
@@ -346,7 +367,7 @@ def main(argv=None):
             continue
         rows.append(score(record, result))
     summary = totals(rows)
-    render(rows, summary, args.verbose)
+    render(rows, summary, args.verbose, summary_only=args.summary)
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as handle:
             json.dump({"gradcli": os.path.abspath(args.gradcli), "corpus": args.corpus,
