@@ -150,3 +150,31 @@ def test_a_failure_at_a_kink_names_the_one_sided_range_it_was_judged_against():
     # abs at 0: one-sided derivatives -1 and 1 times the probe cotangent c; the backward said 5c
     assert abs(low + high) <= 1e-6 * abs(high) and abs(backward) == pytest.approx(5 * abs(high), rel=1e-6)
     assert error == pytest.approx(abs(backward) - abs(high), rel=1e-2)
+
+
+def _noisy_reference(value, error):
+    from gradcli.numeric.vjp import ElementDerivatives
+    value = np.asarray(value, dtype=float)[None]
+    error = np.asarray(error, dtype=float)[None]
+    return ElementDerivatives(value=value, error=error, low=value, high=value, kink=np.zeros(value.shape[1:], bool),
+                              used_complex=np.zeros(value.shape[1:], bool), method="central", strategy="loop")
+
+
+def test_a_reference_whose_error_is_as_large_as_the_gradient_passes_nothing():
+    # found on pyro's _GSMSample: a noise reference (error 5.3e4 on values ~1e4) let every backward pass
+    from gradcli.check.compare import compare_elements
+    from gradcli.check.report import InputResult
+    from gradcli.check.tolerances import DEFAULT_TOLERANCES
+    tolerance = DEFAULT_TOLERANCES["float64"]
+    result = InputResult("scale", 0, (3,), "float64")
+    zeros = np.zeros((1, 3))
+    compare_elements(result, zeros, _noisy_reference([1.0e4, -3.0e3, 7.0e3], [5.3e4, 4.0e4, 6.0e4]), tolerance)
+    assert result.status == "skip"
+    assert result.message.startswith("the numerical derivative is undetermined: its error estimate is as large "
+                                     "as the gradient itself (up to 6e+04;")
+    # one element undetermined, the others judged: that one is said, the rest decide
+    result = InputResult("scale", 0, (3,), "float64")
+    compare_elements(result, np.array([[1.0, 2.0, 0.0]]), _noisy_reference([1.0, 2.0, 3.0], [1e-9, 1e-9, 0.5]),
+                     tolerance)
+    assert result.status == "pass"
+    assert result.message.endswith("; 1 element(s) not computable numerically (error estimate as large as the gradient)")

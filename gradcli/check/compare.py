@@ -76,6 +76,10 @@ def compare_elements(
         distance = np.maximum(np.maximum(numeric.low - a, a - numeric.high), 0.0)
         distance = np.where(np.isfinite(a), distance, np.inf)
         computable = np.isfinite(value) & np.isfinite(numeric.low) & np.isfinite(numeric.high)
+        # A tolerance as large as the gradient itself accepts any backward, zeros included: such an
+        # element has no numerical reference (a noisy or chaotic forward), it is not a pass.
+        undetermined = computable & ~kink & (scale > 0) & (tolerance.safety * numeric.error >= scale)
+        computable &= ~undetermined
         failed = computable & ~(distance <= allowed)
         relative = distance / np.maximum(np.abs(value), tolerance.atol + tolerance.scale_atol * scale)
         excess = np.where(computable, distance / allowed, -np.inf)
@@ -86,7 +90,10 @@ def compare_elements(
     result.method = numeric.method
     if not computable.any():
         result.status = "skip"
-        result.message = "the numerical derivative could not be computed (non-finite function values around the point)"
+        result.message = ("the numerical derivative could not be computed (non-finite function values around the point)"
+                          if not undetermined.any() else
+                          "the numerical derivative is undetermined: its error estimate is as large as the gradient "
+                          f"itself (up to {float(np.max(numeric.error)):.3g}; is forward deterministic and smooth here?)")
         return result, [], 0
     result.max_abs_error = float(np.max(np.where(computable, distance, 0.0)))
     result.max_rel_error = float(np.max(np.where(computable, relative, 0.0)))
@@ -124,6 +131,8 @@ def compare_elements(
         result.message += f"; {accepted_kinks} element(s) at a kink accepted between the one-sided derivatives"
     if skipped:
         result.message += f"; {skipped} element(s) not computable numerically"
+        if undetermined.any():
+            result.message += " (error estimate as large as the gradient)"
     failed_cotangents = [int(c) for c in np.nonzero(failed.reshape(failed.shape[0], -1).any(axis=1))[0]]
     return result, failed_cotangents, n_failed
 
