@@ -1,6 +1,7 @@
 """gradcli diff at the edges: huge arguments reduced exactly, poles, exact zeros, ill-conditioning (not a kink),
 values out of every range, --check on constant differences and unknown names, and readable output."""
 import mpmath
+import pytest
 from click.testing import CliRunner
 
 from gradcli.cli import main
@@ -153,3 +154,14 @@ def test_values_below_the_float64_range_are_not_compared():
     assert _cells(result)["f"].value_text == "2.195105249e-15837"
     assert _warnings(result)["domain"] == "f = 2.195105249e-15837 at y=2 is beyond the float64 range: not compared"
     assert result.exit_code == 0
+
+
+def test_a_constant_mpmath_rounds_to_a_zero_divisor_is_evaluated_with_more_digits():
+    # found by bench/diff_fuzz.py (seed 20261201, case 834): 1/log1p(1e-30) at 20 digits divides by 0 in
+    # mpmath (ZeroDivisionError) and was "internal error", exit 3; log1p(1e-30) = 1e-30 - 5e-61 + ...
+    outcome = CliRunner().invoke(main, ["diff", "x/log1p(1e-30)", "--at", "x=1", "--format", "json"])
+    assert outcome.exit_code == 0, outcome.output
+    import json
+    point = json.loads(outcome.output)["points"][0]
+    assert point["gradient"]["x"] == pytest.approx(1e30, rel=1e-15)
+    assert point["autograd"]["gradient"]["x"] == pytest.approx(1e30, rel=1e-15)

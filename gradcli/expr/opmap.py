@@ -104,13 +104,24 @@ class NotReal(Exception):
     """A constant in the expression is not real (the engine works on reals)."""
 
 
+def _evalf(expr):
+    """complex(expr) to 20 digits; mpmath divides by a rounded 0 at that precision for 1/log1p(1e-30)
+    (ZeroDivisionError): then once more with more digits, else not a number."""
+    for digits in (20, 80):
+        try:
+            return complex(expr.evalf(digits))
+        except ZeroDivisionError:
+            continue
+    return complex(math.nan)
+
+
 def _constant(expr):
     from gradcli.expr.precise import OUT_OF_RANGE, precise
     ((status, _),), _ = precise([expr], [], {})   # node by node: exp(10^1000) is out of range, not evaluated
     if status == OUT_OF_RANGE:
         return math.inf if expr.is_extended_positive is not False else math.nan
     try:
-        value = complex(expr.evalf(20))
+        value = _evalf(expr)
     except (OverflowError, TypeError, ValueError):   # beyond float64 (exp(10^1000)) or not a number
         return math.inf if expr.is_extended_positive else -math.inf if expr.is_extended_negative else math.nan
     if value.imag != 0:
