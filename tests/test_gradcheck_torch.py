@@ -333,3 +333,24 @@ def test_second_order_on_torch():
     y = leaf(np.random.default_rng(3).standard_normal(5))
     report = gradcheck(SqrtInvSquare, (x, y), second_order=True)
     assert report.check("second_order").status == "pass", report.check("second_order").message
+
+
+def test_a_torch_dtype_argument_is_not_taken_for_a_complex_tensor():
+    # found on linear_operator's Diagonalization and xitorch's _Quadrature (a dtype argument):
+    # "TypeError: 'bool' object is not callable" in complex_view, an internal error
+    import torch
+
+    class CastSquare(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, dtype):
+            ctx.save_for_backward(x)
+            return (x * x).to(dtype)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g, None
+
+    x = torch.linspace(-1, 1, 6, dtype=torch.float64, requires_grad=True)
+    report = gradcheck(CastSquare, (x, torch.float64))
+    assert report.status == "pass", [(c.name, c.status, c.message) for c in report.checks]

@@ -19,7 +19,9 @@ from typing import Optional, Sequence
 
 
 def _torch_complex(obj) -> bool:
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "is_complex") and obj.is_complex()
+    """A complex torch tensor (a ``torch.dtype`` argument has ``is_complex`` as a bool property, not a method)."""
+    method = getattr(obj, "is_complex", None) if type(obj).__module__.startswith("torch") else None
+    return callable(method) and method() is True
 
 
 def has_complex_outputs(outputs: Sequence) -> bool:
