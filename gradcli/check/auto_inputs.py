@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from typing import Optional
 
-from gradcli.check import shape_search
+from gradcli.check import environment, shape_search
 from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, ForwardBroken, NoInputs, Spec,
                                   _from_spec, _record, format_domain, forward_problem, parse_spec)
 from gradcli.check.shape_search import Plan
@@ -19,6 +20,7 @@ from gradcli.check.spec import format_value_spec
 
 MAX_CHOICE_SETS = 3  # other string modes / the other bool, each one more input set
 MAX_BACKWARD_CHECKS = 24  # plans whose forward ran but whose backward raised, before the search stops
+SEARCH_SECONDS = 30.0  # forward's own time over the shape search: a slow forward (an iterative solver) stops it
 
 
 class Builder:
@@ -29,9 +31,19 @@ class Builder:
         self.backward_refused = None  # (Case, plain --shape tensors?, why) of the first plan whose backward raised
         self.backward_checks = 0
         self.first_refusal = None  # (exception, arguments) of the first plan forward raised at
+        self.environment = None  # text of a "... is not initialized" exception forward raised (environment.py)
+        self.group_started = False  # a single-process torch.distributed group was started for forward
+        self.spent = 0.0  # seconds forward and backward took over the search
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
+        case = self._search(args, records, auto)
+        slow = too_slow(self.be, self.target, case)
+        if slow is not None:
+            raise NoInputs(slow)
+        return case
+
+    def _search(self, args, records, auto) -> Case:
         names = [args[i][0].name for i in auto]
         hints = {n: self.by_name[n].hint for n in names}
         plans = shape_search.first_plans(hints, self.base_shape)
@@ -48,6 +60,11 @@ class Builder:
             raise ForwardBroken(f"forward returns NaN/Inf for every element of its output, for {dims} inputs in "
                                 f"every domain tried: {', '.join(format_domain(d) for d in AUTO_DOMAINS)}")
         for alternative in shape_search.alternatives(plans, hints, self.base_shape):
+            if self.spent > SEARCH_SECONDS:
+                raise NoInputs(f"cannot build inputs automatically: forward is slow ({self.spent:.0f} s over the "
+                               f"plans tried, none of which fit; the search stops after {SEARCH_SECONDS:g} s). "
+                               f"Give the inputs with --input NAME=SPEC (SPEC grammar: specs/check.md), or add a "
+                               f"staticmethod example_inputs() to {self.target.name}")
             for domain in AUTO_DOMAINS:
                 case, reason, _ = self._try(args, records, auto, alternative, domain)
                 if case is not None:
@@ -57,6 +74,10 @@ class Builder:
         numbers = self._trailing_numbers(args, records, auto, plans)
         if numbers is not None:
             return numbers
+        if self.backward_refused is not None and environment.missing_environment(self.backward_refused[2]):
+            raise NoInputs(environment.environment_skip(self.backward_refused[2], "backward", self.target.name))
+        if self.environment is not None:
+            raise NoInputs(environment.environment_skip(self.environment, "forward", self.target.name))
         if self.backward_refused is not None:  # forward ran, backward raised on every plan
             case, plain, why = self.backward_refused
             if plain:  # plain --shape tensors, as gradcli always built: check them (backward's error is the result)
@@ -106,14 +127,29 @@ class Builder:
             forward_problem(self.be, self.target.fn, trial)
         except UNSUITABLE_INPUT_ERRORS:
             pass
+        except AttributeError as e:  # 'Tensor' object has no attribute 'model_slices': an object, not a tensor
+            if environment.missing_attribute(e) is None:
+                raise
+            from gradcli.check.skip_advice import blocking
+
+            raise NoInputs(environment.object_skip(e, self.params, blocking(e, [args[i][0].name for i in auto]),
+                                                   self.target)) from None
 
     def _try(self, args, records, auto, plans, domain, numbers_from=None):
         """(Case or None, why not, whether every output element was non-finite). Any exception from
         forward means the plan does not fit."""
         trial, trial_records = self.materialize(args, records, auto, plans, domain, numbers_from)
+        started = time.perf_counter()
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
         except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
+            self.spent += time.perf_counter() - started
+            if environment.needs_process_group(e) and not self.group_started \
+                    and environment.start_single_process_group():
+                self.group_started = True  # a single-process group, as a user would start: try again
+                return self._try(args, records, auto, plans, domain, numbers_from)
+            if environment.missing_environment(str(e)) and self.environment is None:
+                self.environment = f"{type(e).__name__}: {e}"
             if self.first_refusal is None:
                 self.first_refusal = (e, trial)
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
@@ -123,6 +159,7 @@ class Builder:
         if self.backward_checks >= MAX_BACKWARD_CHECKS:
             return None, "backward raised", False  # enough plans whose backward raised: stop looking
         ok, why = backward_runs(self.be, self.target.fn, trial)
+        self.spent += time.perf_counter() - started
         if not ok:
             # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
             self.backward_checks += 1
@@ -133,6 +170,8 @@ class Builder:
         not_checked = [{"input": r["name"], "reason": f"guessed the number {r['value']} for {r['name']}: forward "
                         f"refused tensors there; give --input {r['name']}=SPEC for another value"}
                        for r in trial_records if r and r.get("number")]
+        if self.group_started:
+            not_checked.append(dict(environment.WORLD_SIZE_ONE))
         return Case(trial, trial_records, not_checked), "", False
 
     def materialize(self, args, records, auto, plans, domain, numbers_from=None):
@@ -164,7 +203,8 @@ class Builder:
         if plan.kind == "object":
             return parse_spec("default()")
         if plan.kind == "index":
-            shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape)
+            shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape,
+                                                      hint.index_dim if plan.value == "one" else None)
             return Spec("tensor", "", shape=shape, dtype="int64", domain=bounds)
         if plan.kind == "mask":
             return Spec("tensor", "", shape=shapes.get(hint.mask_of) or self.base_shape, dtype="bool")
@@ -293,6 +333,29 @@ class Builder:
             else:
                 base.not_checked.append({"input": p.name, "reason": f"{p.name}={text} not checked: {why.split(' (')[0]}"})
         return out
+
+
+def too_slow(be, target, case: Case) -> Optional[str]:
+    """Why a numeric check at the automatic inputs ``case`` cannot finish within ``--timeout`` (forward's
+    time at them × the evaluations a full check makes: budget.POINTS_PER_ELEMENT per differentiable
+    element), or None. A forward running an iterative solver to its iteration limit is the case."""
+    from gradcli.check.budget import POINTS_PER_ELEMENT
+
+    timeout = getattr(target, "timeout", None)
+    elements = sum(int(be.to_numpy(a).size) for a in case.args if be.is_tensor(a) and a.requires_grad)
+    if not timeout or not elements:
+        return None
+    started = time.perf_counter()
+    forward_problem(be, target.fn, case.args)
+    seconds = time.perf_counter() - started
+    calls = POINTS_PER_ELEMENT * elements
+    if seconds * calls <= timeout:
+        return None
+    specs = " ".join("--input " + shlex.quote(f"{r['name']}={r['spec']}") for r in case.records
+                     if r and r.get("source") == "auto")
+    return (f"forward takes {seconds:.2g} s a call at the inputs gradcli built ({specs}): a numeric check there "
+            f"needs about {calls} calls (~{seconds * calls:.0f} s), more than --timeout {timeout:g} s: not "
+            f"checked. Raise --timeout, or give smaller inputs with --input NAME=SPEC")
 
 
 def backward_runs(be, fn, args) -> tuple:

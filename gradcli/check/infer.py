@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gradcli.check import infer_calls
+from gradcli.check import infer_calls, infer_flow
 
 # positional argument index of `dim` for methods/functions taking (dim, ...) or (x, dim)
 _DIM_METHODS = {"sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod", "argmax", "argmin",
@@ -57,6 +57,7 @@ class Hint:
     ctx_attribute: bool = False  # stored as ctx.NAME = NAME (how Python numbers are kept), not save_for_backward
     tensor_use: bool = False  # a tensor method/attribute is used on it (x.shape, x.exp(), ...)
     structure: Optional[str] = None  # sym | spd: forward takes eigh / cholesky of it (infer_calls.py)
+    index_dim: Optional[int] = None  # gather/scatter along this dim: the index has size 1 there
     call_args: Optional[int] = None  # callable: the number of arguments forward calls it with
     object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
 
@@ -69,12 +70,13 @@ def read_hints(target, names: list) -> dict:
         return hints
     try:
         _annotations(target.cls.forward, hints)
-        _Uses(hints).visit(forward)
+        _Uses(hints, infer_flow.views(forward, hints)).visit(forward)
         _backward_nones(getattr(target.cls, "backward", None), names, hints)
         _setup_context(target.cls, names, hints)
         _matmul_shapes(forward, hints)
         infer_calls.refine(forward, target.cls.forward, hints)
         infer_calls.annotated_objects(target.cls.forward, hints)
+        _scalars(target.cls, forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before
         return {n: Hint() for n in names}
     return hints
@@ -112,6 +114,15 @@ def _name(node) -> Optional[str]:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _dim_arg(node: ast.Call, position: int) -> Optional[int]:
+    """The constant dim of ``x.gather(dim, i)`` (position 0) / ``torch.gather(x, dim, i)`` (1) or ``dim=``."""
+    value = next((k.value for k in node.keywords if k.arg == "dim"),
+                 node.args[position] if position < len(node.args) else None)
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and isinstance(value.operand, ast.Constant):
+        value = ast.Constant(-value.operand.value) if isinstance(value.operand.value, int) else None
+    return value.value if isinstance(value, ast.Constant) and type(value.value) is int else None
+
+
 def _call_name(node: ast.Call) -> tuple:
     """(called name, the object it is called on or None): ``x.sum(d)`` -> ("sum", x node)."""
     if isinstance(node.func, ast.Attribute):
@@ -128,9 +139,20 @@ def _is_module(node) -> bool:
     return isinstance(node, ast.Name) and node.id in ("torch", "F", "functional", "nn", "np", "gradcli")
 
 
+def _scalars(cls, forward, hints: dict):
+    """``p.item()`` in forward, and in backward on the tensors forward saved (infer_flow.py)."""
+    infer_flow.scalar_uses(forward, cls.forward, hints, hints)
+    backward = _function_node(getattr(cls, "backward", None))
+    if backward is not None:
+        saved = infer_flow.saved_names(forward, backward, hints)
+        if saved:
+            infer_flow.scalar_uses(backward, cls.backward, hints, hints, rename=saved)
+
+
 class _Uses(ast.NodeVisitor):
-    def __init__(self, hints: dict):
+    def __init__(self, hints: dict, views: Optional[dict] = None):
         self.hints = hints
+        self.views = views or {}  # locals holding a view of a parameter (an index stays an index)
 
     def _set(self, name, kind, why, **extra):
         hint = self.hints.get(name)
@@ -162,7 +184,7 @@ class _Uses(ast.NodeVisitor):
             if name in ("gather", "scatter", "scatter_add", "index_select", "index_add") and node.args \
                     and _name(node.args[0]) in self.hints:
                 self._set(_name(node.args[0]), "int", f"used as .{name}(dim, ...)")
-            self._indexes(_INDEX_METHODS.get(name, {}), node.args, obj, name)
+            self._indexes(_INDEX_METHODS.get(name, {}), node.args, obj, name, _dim_arg(node, 0))
             if name in _MASK_METHODS and len(node.args) > _MASK_METHODS[name]:
                 self._mask(node.args[_MASK_METHODS[name]], _name(obj), name)
             if _name(obj) in self.hints:
@@ -171,7 +193,7 @@ class _Uses(ast.NodeVisitor):
             if name in _DIM_FUNCTIONS and len(node.args) > _DIM_FUNCTIONS[name] \
                     and _name(node.args[_DIM_FUNCTIONS[name]]) in self.hints:
                 self._set(_name(node.args[_DIM_FUNCTIONS[name]]), "int", f"used as the dim of {name}()")
-            self._indexes(_INDEX_FUNCTIONS.get(name, {}), node.args, None, name)
+            self._indexes(_INDEX_FUNCTIONS.get(name, {}), node.args, None, name, _dim_arg(node, 1))
             if name in _MASK_FUNCTIONS and len(node.args) > _MASK_FUNCTIONS[name]:
                 of = node.args[0] if name != "where" else (node.args[1] if len(node.args) > 1 else None)
                 self._mask(node.args[_MASK_FUNCTIONS[name]], _name(of), name)
@@ -179,17 +201,18 @@ class _Uses(ast.NodeVisitor):
                 self._einsum(node.args)
         self.generic_visit(node)
 
-    def _indexes(self, table: dict, args, obj, fname):
+    def _indexes(self, table: dict, args, obj, fname, dim=None):
         for position, (kind, of) in table.items():
-            if position < len(args) and _name(args[position]) in self.hints:
+            index = infer_flow.root(args[position], self.hints, self.views) if position < len(args) else None
+            if index is not None:
                 source = _name(obj) if of == "self" else (_name(args[of]) if isinstance(of, int) and of < len(args)
                                                           else None)
-                self._set(_name(args[position]), "index", f"an index of {fname}()", index_kind=kind,
-                          index_of=source if source in self.hints else None)
+                self._set(index, "index", f"an index of {fname}()", index_kind=kind,
+                          index_of=source if source in self.hints else None, index_dim=dim)
 
     def _mask(self, node, of, fname):
-        if _name(node) in self.hints:
-            self._set(_name(node), "mask", f"the mask of {fname}()", mask_of=of if of in self.hints else None)
+        if infer_flow.root(node, self.hints, self.views) is not None:
+            self._set(infer_flow.root(node, self.hints, self.views), "mask", f"the mask of {fname}()", mask_of=of if of in self.hints else None)
 
     def _einsum(self, args):
         if not args or not isinstance(args[0], ast.Constant) or not isinstance(args[0].value, str):
@@ -268,8 +291,8 @@ class _Uses(ast.NodeVisitor):
                         hint.choices += [v for v in ints if v not in hint.choices]
 
     def visit_If(self, node: ast.If):
-        if _name(node.test) in self.hints:
-            self._set(_name(node.test), "bool", "used as a condition in forward")
+        for name in infer_flow.condition_names(node.test):
+            self._set(name, "bool", "used as a condition in forward")
         self._int_tests(node.test)
         raises = any(isinstance(s, ast.Raise) for s in node.body)
         if raises:  # if x.dim() != 3: raise ...  -> x.dim() == 3
@@ -279,8 +302,8 @@ class _Uses(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_IfExp(self, node: ast.IfExp):
-        if _name(node.test) in self.hints:
-            self._set(_name(node.test), "bool", "used as a condition in forward")
+        for name in infer_flow.condition_names(node.test):
+            self._set(name, "bool", "used as a condition in forward")
         self._int_tests(node.test)
         self.generic_visit(node)
 

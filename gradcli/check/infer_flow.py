@@ -1,0 +1,129 @@
+"""Where a parameter's value flows in forward (and backward), for ``infer.read_hints`` (read with ``ast``,
+nothing is evaluated):
+
+* **views of a parameter**: ``w = which.unsqueeze(-1).expand(...)`` or ``torch.gather(locs, -2,
+  which.expand(t))``: what is true of the view as an index or a mask is true of ``which`` (``root``);
+* **scalars read out of a tensor**: ``p.item()`` makes ``p`` a one-element tensor; used as a dim
+  (``x.squeeze(p.item())``, ``dim=p.item()``, a helper's int parameter) an int64 one;
+* **saved tensors read in backward**: ``ctx.save_for_backward(w, dim)`` in forward and ``w, dim =
+  ctx.saved_tensors`` in backward: what backward does with ``dim`` (``dim.item()`` as a dim) is read
+  for forward's ``dim``;
+* **negated conditions**: ``if not skip:`` is a bare condition on ``skip`` (``condition_names``).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+# methods whose result holds the same values as the tensor they are called on (an index stays an index)
+VIEW_METHODS = {"unsqueeze", "squeeze", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "long",
+                "int", "bool", "to", "flatten", "contiguous", "clone", "detach", "t", "transpose", "permute",
+                "repeat", "type", "narrow", "flip", "unsqueeze_", "squeeze_", "cpu"}
+
+
+def _name(node) -> Optional[str]:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def views(forward: ast.AST, names) -> dict:
+    """{local name: parameter} for locals assigned a view of a parameter (``w = x.unsqueeze(-1)``)."""
+    out: dict = {}
+    for _ in range(2):  # views of views, in either order of appearance
+        for node in ast.walk(forward):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and _name(node.targets[0]):
+                local = _name(node.targets[0])
+                source = root(node.value, names, out)
+                if source is not None and local != source and local not in names:
+                    out[local] = source
+    return out
+
+
+def root(node, names, aliases: dict) -> Optional[str]:
+    """The parameter whose values ``node`` holds: ``p``, a view of it (``p.expand(...)``, ``p[..., None]``)
+    or a local holding one; None otherwise."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id if node.id in names else aliases.get(node.id)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in VIEW_METHODS:
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return None
+
+
+def item_of(node, names) -> Optional[str]:
+    """``p.item()`` -> "p" for a parameter p."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "item" \
+            and not node.args and _name(node.func.value) in names:
+        return _name(node.func.value)
+    return None
+
+
+def condition_names(test) -> list:
+    """Parameters a test uses bare: ``p``, ``not p``, ``p and q``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return condition_names(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return [n for v in test.values for n in condition_names(v)]
+    return [test.id] if isinstance(test, ast.Name) else []
+
+
+def saved_names(forward: ast.AST, backward: ast.AST, names) -> dict:
+    """{backward's local: forward's parameter} through ``ctx.save_for_backward(a, b)`` and
+    ``x, y = ctx.saved_tensors`` (by position)."""
+    saved = None
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "save_for_backward":
+            saved = [_name(a) for a in node.args]
+    if not saved:
+        return {}
+    out = {}
+    for node in ast.walk(backward):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) \
+                and node.value.attr in ("saved_tensors", "saved_variables"):
+            for t in node.targets:
+                if isinstance(t, (ast.Tuple, ast.List)) and len(t.elts) == len(saved):
+                    out.update({_name(e): s for e, s in zip(t.elts, saved) if _name(e) and s in names})
+    return out
+
+
+def scalar_uses(tree: ast.AST, fn, names, hints: dict, rename: Optional[dict] = None):
+    """``p.item()`` in ``tree`` (``rename``: backward's locals -> forward's parameters): a one-element
+    tensor; an int64 one where the scalar is a dim (a dim method or ``dim=``, or a helper's int)."""
+    from gradcli.check import infer_calls
+    from gradcli.check.infer import _DIM_FUNCTIONS, _DIM_METHODS
+
+    rename = rename or {n: n for n in names}
+    local = set(rename)
+
+    def mark(name, as_int):
+        hint = hints.get(rename.get(name))
+        if hint is None or hint.kind not in (None, "index") or hint.why.startswith("annotated"):
+            return
+        if as_int:
+            if hint.kind == "index" and hint.index_kind != "scalar":
+                return
+            hint.kind, hint.index_kind, hint.index_of, hint.ndim = "index", "scalar", None, 0
+            hint.why = "its .item() is used as a dim"
+        elif hint.kind is None and hint.ndim is None:
+            hint.ndim, hint.why = 0, hint.why or "its .item() is read"
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        item = item_of(node, local)
+        if item is not None:
+            mark(item, False)
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else _name(node.func)
+        dims = [k.value for k in node.keywords if k.arg in ("dim", "axis")]
+        if isinstance(node.func, ast.Attribute) and name in _DIM_METHODS and node.args:
+            dims.append(node.args[0])
+        if name in _DIM_FUNCTIONS and len(node.args) > _DIM_FUNCTIONS[name]:
+            dims.append(node.args[_DIM_FUNCTIONS[name]])
+        for d in dims:
+            if item_of(d, local):
+                mark(item_of(d, local), True)
+        for pname in infer_calls.helper_int_items(node, fn, local):
+            mark(pname, True)
