@@ -238,6 +238,8 @@ class _Uses(ast.NodeVisitor):
         # x.shape[d]: d is an int
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and _name(index) in self.hints:
             self._set(_name(index), "int", "used as .shape[dim]")
+        for name, kind, why, extra in infer_flow.subscript_uses(node, self.hints, self.views):
+            self._set(name, kind, why, **extra)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute):

@@ -8,7 +8,9 @@ nothing is evaluated):
 * **saved tensors read in backward**: ``ctx.save_for_backward(w, dim)`` in forward and ``w, dim =
   ctx.saved_tensors`` in backward: what backward does with ``dim`` (``dim.item()`` as a dim) is read
   for forward's ``dim``;
-* **negated conditions**: ``if not skip:`` is a bare condition on ``skip`` (``condition_names``).
+* **negated conditions**: ``if not skip:`` is a bare condition on ``skip`` (``condition_names``);
+* **subscripts** (``subscript_uses``): ``args[n:]`` makes ``n`` an int; ``x[idx[0], idx[1]]`` makes ``idx``
+  an int64 tensor of coordinates into ``x`` (one row per dimension of ``x``).
 """
 from __future__ import annotations
 
@@ -127,3 +129,20 @@ def scalar_uses(tree: ast.AST, fn, names, hints: dict, rename: Optional[dict] = 
                 mark(item_of(d, local), True)
         for pname in infer_calls.helper_int_items(node, fn, local):
             mark(pname, True)
+
+
+def subscript_uses(node: ast.Subscript, names, aliases: dict) -> list:
+    """(parameter, kind, why, extra Hint fields) for what one subscript says (see the module's docstring)."""
+    out = []
+    index = node.slice
+    if isinstance(index, ast.Slice):
+        for bound in (index.lower, index.upper, index.step):
+            if _name(bound) in names:
+                out.append((_name(bound), "int", "used as a slice bound", {}))
+    if isinstance(index, ast.Tuple) and len(index.elts) >= 2 and root(node.value, names, aliases):
+        rows = [root(e.value, names, aliases) if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Constant)
+                and type(e.slice.value) is int else None for e in index.elts]
+        if rows[0] is not None and all(r == rows[0] for r in rows):  # x[idx[0], idx[1]]
+            out.append((rows[0], "index", f"coordinates into {root(node.value, names, aliases)}[...]",
+                        {"index_kind": "coords", "index_of": root(node.value, names, aliases)}))
+    return out

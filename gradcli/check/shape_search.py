@@ -212,6 +212,8 @@ def index_layout(kind: Optional[str], of_shape: Optional[tuple], base_shape: tup
     smallest = max(1, min(source)) if source else 1
     if kind == "scalar":  # p.item() used as a dim: a one-element int64 tensor holding 0
         return (), (0, 1)
+    if kind == "coords":  # x[idx[0], idx[1]]: one row of coordinates per dimension of x, valid in each
+        return (max(1, len(source)), 4), (0, smallest)
     if kind == "gather" and dim is not None and -len(source) <= dim < len(source):
         shape = list(source)
         high, shape[dim] = shape[dim], 1
