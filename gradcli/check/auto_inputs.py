@@ -7,7 +7,6 @@ Every value built here is recorded with a SPEC that rebuilds it (``--input NAME=
 """
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from typing import Optional
@@ -16,6 +15,7 @@ from gradcli.check import environment, shape_search
 from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, ForwardBroken, NoInputs, Spec,
                                   _from_spec, _record, format_domain, forward_problem, parse_spec)
 from gradcli.check.shape_search import Plan
+from gradcli.check.trials import backward_runs, too_slow
 from gradcli.check.spec import format_value_spec
 
 MAX_CHOICE_SETS = 3  # other string modes / the other bool, each one more input set
@@ -333,58 +333,6 @@ class Builder:
             else:
                 base.not_checked.append({"input": p.name, "reason": f"{p.name}={text} not checked: {why.split(' (')[0]}"})
         return out
-
-
-def too_slow(be, target, case: Case) -> Optional[str]:
-    """Why a numeric check at the automatic inputs ``case`` cannot finish within ``--timeout`` (forward's
-    time at them × the evaluations a full check makes: budget.POINTS_PER_ELEMENT per differentiable
-    element), or None. A forward running an iterative solver to its iteration limit is the case."""
-    from gradcli.check.budget import POINTS_PER_ELEMENT
-
-    timeout = getattr(target, "timeout", None)
-    elements = sum(int(be.to_numpy(a).size) for a in case.args if be.is_tensor(a) and a.requires_grad)
-    if not timeout or not elements:
-        return None
-    started = time.perf_counter()
-    forward_problem(be, target.fn, case.args)
-    seconds = time.perf_counter() - started
-    calls = POINTS_PER_ELEMENT * elements
-    if seconds * calls <= timeout:
-        return None
-    specs = " ".join("--input " + shlex.quote(f"{r['name']}={r['spec']}") for r in case.records
-                     if r and r.get("source") == "auto")
-    return (f"forward takes {seconds:.2g} s a call at the inputs gradcli built ({specs}): a numeric check there "
-            f"needs about {calls} calls (~{seconds * calls:.0f} s), more than --timeout {timeout:g} s: not "
-            f"checked. Raise --timeout, or give smaller inputs with --input NAME=SPEC")
-
-
-def backward_runs(be, fn, args) -> tuple:
-    """(whether backward runs for ones as cotangents on fresh leaves, the exception's line if not)."""
-    import warnings
-
-    import numpy as np
-
-    from gradcli.check.backends import flatten_outputs
-
-    leaves = [be.fresh_leaf(a) if be.is_tensor(a) and a.requires_grad else a for a in args]
-    inputs = [a for a, b in zip(leaves, args) if be.is_tensor(b) and b.requires_grad]
-    if not inputs:
-        return True, ""
-    try:
-        with be.enable_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            outs = [o for o in flatten_outputs(fn(*leaves))
-                    if be.is_tensor(o) and be.requires_grad(o) and be.is_floating(o)]
-            if outs:
-                be.grad(outs, inputs, [np.ones(be.to_numpy(o).shape) for o in outs])
-    except Exception as e:  # noqa: BLE001 -- the question is only whether it runs
-        # gradients of the wrong shape or number: backward ran, and the structure check says what is wrong
-        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return bool(_GRADIENT_STRUCTURE.search(str(e))), f"{type(e).__name__}: {text}"
-    return True, ""
-
-
-_GRADIENT_STRUCTURE = re.compile(r"returned an (?:invalid gradient|incorrect number of gradients)", re.I)
 
 
 def _may_be_tensor(hint) -> bool:

@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gradcli.check import infer_calls, infer_flow
+from gradcli.check import infer_calls, infer_flow, infer_matmul
 
 # positional argument index of `dim` for methods/functions taking (dim, ...) or (x, dim)
 _DIM_METHODS = {"sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod", "argmax", "argmin",
@@ -71,9 +71,9 @@ def read_hints(target, names: list) -> dict:
     try:
         _annotations(target.cls.forward, hints)
         _Uses(hints, infer_flow.views(forward, hints)).visit(forward)
-        _backward_nones(getattr(target.cls, "backward", None), names, hints)
-        _setup_context(target.cls, names, hints)
-        _matmul_shapes(forward, hints)
+        infer_flow.backward_nones(_function_node(getattr(target.cls, "backward", None)), names, hints)
+        infer_flow.setup_context(target.cls, names, hints)
+        infer_matmul.matmul_shapes(forward, hints)
         infer_calls.refine(forward, target.cls.forward, hints)
         infer_calls.annotated_objects(target.cls.forward, hints)
         _scalars(target.cls, forward, hints)
@@ -333,26 +333,6 @@ class _Uses(ast.NodeVisitor):
             self.hints[la[0]].square = True
 
 
-def _setup_context(cls, names: list, hints: dict):
-    """``setup_context(ctx, inputs, output)``: ``M, eps = inputs`` then ``ctx.eps = eps`` keeps ``eps`` on ctx."""
-    if "setup_context" not in vars(cls):
-        return
-    node = _function_node(vars(cls)["setup_context"])
-    if node is None or len(node.args.args) < 2:
-        return
-    inputs = node.args.args[1].arg
-    local = {}
-    for n in ast.walk(node):
-        if isinstance(n, ast.Assign) and _name(n.value) == inputs:
-            for t in n.targets:
-                if isinstance(t, ast.Tuple):
-                    local.update({_name(e): names[i] for i, e in enumerate(t.elts) if _name(e) and i < len(names)})
-    for n in ast.walk(node):
-        if isinstance(n, ast.Assign) and _name(n.value) in local:
-            if any(isinstance(t, ast.Attribute) and _name(t.value) == "ctx" for t in n.targets):
-                hints[local[_name(n.value)]].ctx_attribute = True
-
-
 def _conjuncts(node, op_type):
     if isinstance(node, ast.BoolOp) and isinstance(node.op, op_type):
         for v in node.values:
@@ -394,59 +374,3 @@ def _size_of(node) -> Optional[tuple]:
             and len(node.args) == 1 and const(node.args[0]) is not None:
         return _name(node.func.value), const(node.args[0])
     return None
-
-
-def _backward_nones(backward, names: list, hints: dict):
-    node = _function_node(backward)
-    if node is None:
-        return
-    returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
-    if not returns:
-        return
-    for i, name in enumerate(names):
-        def none_at(value):
-            if isinstance(value, ast.Tuple):
-                return i < len(value.elts) and isinstance(value.elts[i], ast.Constant) and value.elts[i].value is None
-            return i == 0 and len(names) == 1 and isinstance(value, ast.Constant) and value.value is None
-        if all(none_at(r) for r in returns):
-            hints[name].backward_none = True
-
-
-def _operand(node) -> tuple:
-    """(parameter name, transposed?) for ``a``, ``a.t()``, ``a.T``, ``a.mT``, ``a.transpose(-2,-1)``."""
-    if _name(node):
-        return _name(node), False
-    if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
-        return _name(node.value), True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("t", "transpose"):
-        return _name(node.func.value), True
-    return None, False
-
-
-def _matmul_shapes(forward, hints: dict):
-    """``a @ b`` / ``torch.matmul(a, b)`` / ``a.mm(b)`` / ``F.linear(x, w, b)`` between two parameters:
-    shapes that fit, (3,4)·(4,5) (batched (2,3,4)·(2,4,5) when one asserts 3 dims)."""
-    pairs = []
-    for node in ast.walk(forward):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            pairs.append((node.left, node.right))
-        elif isinstance(node, ast.Call):
-            name, obj = _call_name(node)
-            if name in _MATMUL_CALLS and obj is not None and not _is_module(obj) and node.args:
-                pairs.append((obj, node.args[0]))
-            elif name in _MATMUL_CALLS and len(node.args) >= 2:
-                pairs.append((node.args[0], node.args[1]))
-            elif name == "linear" and len(node.args) >= 2:
-                x, w = _name(node.args[0]), _name(node.args[1])
-                if x in hints and w in hints and hints[x].shape is None and hints[w].shape is None:
-                    hints[x].shape, hints[w].shape = (3, 4), (5, 4)
-                    if len(node.args) > 2 and _name(node.args[2]) in hints:
-                        hints[_name(node.args[2])].shape = (5,)
-    for left, right in pairs:
-        (a, ta), (b, tb) = _operand(left), _operand(right)
-        if a not in hints or b not in hints or a == b or hints[a].shape or hints[b].shape:
-            continue
-        batch = (2,) if 3 in (hints[a].ndim, hints[b].ndim) else ()
-        sa, sb = (3, 4), (4, 5)
-        hints[a].shape = batch + (sa[::-1] if ta else sa)
-        hints[b].shape = batch + (sb[::-1] if tb else sb)

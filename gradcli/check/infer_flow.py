@@ -9,6 +9,8 @@ nothing is evaluated):
   ctx.saved_tensors`` in backward: what backward does with ``dim`` (``dim.item()`` as a dim) is read
   for forward's ``dim``;
 * **negated conditions**: ``if not skip:`` is a bare condition on ``skip`` (``condition_names``);
+* **ctx and backward**: ``ctx.eps = eps`` in ``setup_context`` (``setup_context``), ``None`` in a
+  parameter's place in every ``return`` of backward (``backward_nones``);
 * **subscripts** (``subscript_uses``): ``args[n:]`` makes ``n`` an int; ``x[idx[0], idx[1]]`` makes ``idx``
   an int64 tensor of coordinates into ``x`` (one row per dimension of ``x``).
 """
@@ -146,3 +148,41 @@ def subscript_uses(node: ast.Subscript, names, aliases: dict) -> list:
             out.append((rows[0], "index", f"coordinates into {root(node.value, names, aliases)}[...]",
                         {"index_kind": "coords", "index_of": root(node.value, names, aliases)}))
     return out
+
+
+def setup_context(cls, names: list, hints: dict):
+    """``setup_context(ctx, inputs, output)``: ``M, eps = inputs`` then ``ctx.eps = eps`` keeps ``eps`` on ctx."""
+    if "setup_context" not in vars(cls):
+        return
+    from gradcli.check.infer import _function_node
+
+    node = _function_node(vars(cls)["setup_context"])
+    if node is None or len(node.args.args) < 2:
+        return
+    inputs = node.args.args[1].arg
+    local = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and _name(n.value) == inputs:
+            for t in n.targets:
+                if isinstance(t, ast.Tuple):
+                    local.update({_name(e): names[i] for i, e in enumerate(t.elts) if _name(e) and i < len(names)})
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and _name(n.value) in local:
+            if any(isinstance(t, ast.Attribute) and _name(t.value) == "ctx" for t in n.targets):
+                hints[local[_name(n.value)]].ctx_attribute = True
+
+
+def backward_nones(node, names: list, hints: dict):
+    """Parameters for which every ``return`` of backward (its ``ast`` node) gives ``None``."""
+    if node is None:
+        return
+    returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
+    if not returns:
+        return
+    for i, name in enumerate(names):
+        def none_at(value):
+            if isinstance(value, ast.Tuple):
+                return i < len(value.elts) and isinstance(value.elts[i], ast.Constant) and value.elts[i].value is None
+            return i == 0 and len(names) == 1 and isinstance(value, ast.Constant) and value.value is None
+        if all(none_at(r) for r in returns):
+            hints[name].backward_none = True
