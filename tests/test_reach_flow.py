@@ -197,3 +197,44 @@ def test_a_gather_index_with_one_entry_per_row_is_tried_when_backward_refuses_re
     assert r["status"] == "pass", r["message"]
     assert [rec["spec"] for rec in r["inputs"][0]] == ["float64[3,4]@(-2,2)", "int64[3,1]@[0,4)"]
     assert result.exit_code == 0
+
+
+GUIDED = """
+    import {lib} as torch
+
+
+    def _inner(x, w):                            # two calls deep: gradcli's source reading does not get here
+        b, c, h, width = x.shape
+        taps = w.shape[3]
+        return x * (w.sum() / taps)
+
+
+    def _outer(x, w):
+        return _inner(x, w)
+
+
+    class Filter(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return _outer(x, w)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            taps = w.shape[3]
+            return g * (w.sum() / taps), w * 0.0 + (g * x).sum() / taps
+"""
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_forwards_errors_guide_the_shapes_round_by_round(tmp_path, lib):
+    need(lib)
+    path = write(tmp_path, "guided.py", GUIDED, lib)
+    result, doc = check_json(tmp_path, path, "--no-exact")
+    (r,) = doc["results"]
+    assert r["status"] == "pass", r["message"]
+    # x from "not enough values to unpack (expected 4, got 2)"; w from "tuple index out of range", twice
+    assert [rec["spec"] for rec in r["inputs"][0]] == ["float64[2,3,4,4]@(-2,2)", "float64[2,3,4,4]@(-2,2)"]
+    assert r["inputs"][0][1]["inferred"] == "a shape forward's error asked for (tuple index out of range)"
+    assert result.exit_code == 0

@@ -31,6 +31,7 @@ class Builder:
         self.backward_refused = None  # (Case, plain --shape tensors?, why) of the first plan whose backward raised
         self.backward_checks = 0
         self.first_refusal = None  # (exception, arguments) of the first plan forward raised at
+        self.last_refusal = None  # ... and of the last one
         self.environment = None  # text of a "... is not initialized" exception forward raised (environment.py)
         self.group_started = False  # a single-process torch.distributed group was started for forward
         self.spent = 0.0  # seconds forward and backward took over the search
@@ -59,6 +60,9 @@ class Builder:
         if storm:
             raise ForwardBroken(f"forward returns NaN/Inf for every element of its output, for {dims} inputs in "
                                 f"every domain tried: {', '.join(format_domain(d) for d in AUTO_DOMAINS)}")
+        guided = self._guided(args, records, auto, plans)
+        if guided is not None:
+            return guided
         for alternative in shape_search.alternatives(plans, hints, self.base_shape):
             if self.spent > SEARCH_SECONDS:
                 raise NoInputs(f"cannot build inputs automatically: forward is slow ({self.spent:.0f} s over the "
@@ -106,12 +110,32 @@ class Builder:
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
 
-    def _blockers(self, args, auto) -> list:
+    def _guided(self, args, records, auto, plans) -> Optional[Case]:
+        """Plans the exceptions forward raised ask for (guided.py), each from the refusal before it."""
+        from gradcli.check import guided
+
+        refusal = self.first_refusal
+        for _ in range(guided.ROUNDS):
+            plan = guided.guess(plans, refusal[0], self._blockers(args, auto, refusal)) if refusal else None
+            if plan is None:
+                return None
+            self.last_refusal = None
+            for domain in AUTO_DOMAINS:
+                case, reason, _ = self._try(args, records, auto, plan, domain)
+                if case is not None:
+                    return case
+                if reason.startswith("forward raised"):
+                    break
+            plans, refusal = plan, self.last_refusal
+        return None
+
+    def _blockers(self, args, auto, refusal=None) -> list:
         from gradcli.check.skip_advice import blocking
 
-        if self.first_refusal is None:
+        refusal = refusal or self.first_refusal
+        if refusal is None:
             return []
-        exc, _ = self.first_refusal
+        exc, _ = refusal
         try:
             return blocking(exc, [args[i][0].name for i in auto])
         except Exception:  # noqa: BLE001 -- advice only: without it, every parameter is named
@@ -152,6 +176,7 @@ class Builder:
                 self.environment = f"{type(e).__name__}: {e}"
             if self.first_refusal is None:
                 self.first_refusal = (e, trial)
+            self.last_refusal = (e, trial)
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
             return None, f"forward raised {type(e).__name__}: {text}", False
         if why is not None:
