@@ -238,3 +238,49 @@ def test_forwards_errors_guide_the_shapes_round_by_round(tmp_path, lib):
     assert [rec["spec"] for rec in r["inputs"][0]] == ["float64[2,3,4,4]@(-2,2)", "float64[2,3,4,4]@(-2,2)"]
     assert r["inputs"][0][1]["inferred"] == "a shape forward's error asked for (tuple index out of range)"
     assert result.exit_code == 0
+
+
+ODE_STEP = """
+    import {lib} as torch
+
+
+    class EulerStep(torch.autograd.Function):    # func(t, y) kept on ctx, called in forward and backward
+        @staticmethod
+        def forward(ctx, func, t, y):
+            ctx.func = func
+            ctx.save_for_backward(t, y)
+            return y + 0.1 * func(t, y)
+
+        @staticmethod
+        def backward(ctx, g):
+            t, y = ctx.saved_tensors
+            f = ctx.func
+            slope = 1.0 - f(t, y) * f(t, y)      # d tanh(y)/dy: right for gradcli's fn:tanh only
+            return None, None, g * (1.0 + 0.1 * slope)
+
+
+    class KeepsAFunction(torch.autograd.Function):  # only backward calls it
+        @staticmethod
+        def forward(ctx, rhs, y):
+            ctx.rhs = rhs
+            return y * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            rhs = ctx.rhs
+            return None, g * 2.0 + 0.0 * rhs(g, g)
+"""
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_a_callable_of_two_arguments_gets_tanh_of_its_last(tmp_path, lib):
+    need(lib)
+    path = write(tmp_path, "ode.py", ODE_STEP, lib)
+    result, doc = check_json(tmp_path, path, "--no-exact")
+    r = by_name(doc)
+    assert r["EulerStep"]["status"] == "pass", r["EulerStep"]["message"]
+    assert [rec["spec"] for rec in r["EulerStep"]["inputs"][0]][0] == "fn:tanh"
+    assert r["KeepsAFunction"]["status"] == "pass", r["KeepsAFunction"]["message"]
+    func = r["KeepsAFunction"]["inputs"][0][0]
+    assert (func["spec"], func["inferred"]) == ("fn:tanh", "called in backward")
+    assert result.exit_code == 0

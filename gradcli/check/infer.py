@@ -144,6 +144,7 @@ def _scalars(cls, forward, hints: dict):
     infer_flow.scalar_uses(forward, cls.forward, hints, hints)
     backward = _function_node(getattr(cls, "backward", None))
     if backward is not None:
+        infer_flow.backward_calls(forward, backward, hints)
         saved = infer_flow.saved_names(forward, backward, hints)
         if saved:
             infer_flow.scalar_uses(backward, cls.backward, hints, hints, rename=saved)

@@ -11,6 +11,9 @@ nothing is evaluated):
 * **negated conditions**: ``if not skip:`` is a bare condition on ``skip`` (``condition_names``);
 * **ctx and backward**: ``ctx.eps = eps`` in ``setup_context`` (``setup_context``), ``None`` in a
   parameter's place in every ``return`` of backward (``backward_nones``);
+* **callables kept on ctx** (``backward_calls``): ``ctx.func = func`` in forward, then ``func = ctx.func;
+  func(t, y)`` or ``ctx.func(t, y)`` or ``vjp(ctx.event_fn, (t, y))`` in backward: ``func`` is a callable of
+  two arguments;
 * **subscripts** (``subscript_uses``): ``args[n:]`` makes ``n`` an int; ``x[idx[0], idx[1]]`` makes ``idx``
   an int64 tensor of coordinates into ``x`` (one row per dimension of ``x``).
 """
@@ -186,3 +189,45 @@ def backward_nones(node, names: list, hints: dict):
             return i == 0 and len(names) == 1 and isinstance(value, ast.Constant) and value.value is None
         if all(none_at(r) for r in returns):
             hints[name].backward_none = True
+
+
+_FUNCTIONAL = {"vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"}  # torch.autograd.functional: a function first
+
+
+def backward_calls(forward: ast.AST, backward: ast.AST, hints: dict):
+    """Parameters forward keeps on ctx (``ctx.func = func``) that backward calls: callables, with the
+    number of arguments backward gives them."""
+    kept = {}
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and _name(node.value) in hints:
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and _name(t.value) == "ctx":
+                    kept[t.attr] = _name(node.value)
+    if not kept:
+        return
+    local = {}
+    for node in ast.walk(backward):  # func = ctx.func
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _name(node.targets[0]) \
+                and isinstance(node.value, ast.Attribute) and _name(node.value.value) == "ctx" \
+                and node.value.attr in kept:
+            local[_name(node.targets[0])] = kept[node.value.attr]
+
+    def param(expr):
+        if _name(expr) in local:
+            return local[_name(expr)]
+        if isinstance(expr, ast.Attribute) and _name(expr.value) == "ctx":
+            return kept.get(expr.attr)
+        return None
+
+    for node in ast.walk(backward):
+        if not isinstance(node, ast.Call):
+            continue
+        called, count = param(node.func), len(node.args)
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else _name(node.func)
+        if called is None and name in _FUNCTIONAL and node.args and param(node.args[0]):
+            called = param(node.args[0])
+            inputs = node.args[1] if len(node.args) > 1 else None
+            count = len(inputs.elts) if isinstance(inputs, ast.Tuple) else 1
+        hint = hints.get(called)
+        if hint is not None and hint.kind is None and not any(isinstance(a, ast.Starred) for a in node.args):
+            hint.kind, hint.why, hint.call_args = "callable", "called in backward", count
