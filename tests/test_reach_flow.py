@@ -197,6 +197,10 @@ def test_a_gather_index_with_one_entry_per_row_is_tried_when_backward_refuses_re
     assert r["status"] == "pass", r["message"]
     assert [rec["spec"] for rec in r["inputs"][0]] == ["float64[3,4]@(-2,2)", "int64[3,1]@[0,4)"]
     assert result.exit_code == 0
+    # the specs as printed rebuild the same values
+    _, again = check_json(tmp_path, path, "--no-exact", "--input", "x=float64[3,4]@(-2,2)",
+                          "--input", "target=int64[3,1]@[0,4)")
+    assert [rec["value"] for rec in again["results"][0]["inputs"][0]] == [rec["value"] for rec in r["inputs"][0]]
 
 
 GUIDED = """
