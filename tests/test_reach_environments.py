@@ -180,3 +180,33 @@ def test_a_forward_too_slow_to_check_within_the_timeout_is_a_skip_saying_so(tmp_
             "about 60 calls") in r["message"]
     assert r["message"].endswith("more than --timeout 2 s: not checked. Raise --timeout, or give smaller inputs "
                                  "with --input NAME=SPEC")
+
+
+FACTORY = """
+    import torch
+
+
+    class FromFactory(torch.autograd.Function):  # make builds an operator: tanh, tried, is not one
+        @staticmethod
+        def forward(ctx, make, x):
+            op = make(x.shape[0], x.shape[1])
+            return op.matmul(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g
+"""
+
+
+def test_the_skip_for_a_callable_does_not_suggest_the_one_tried(tmp_path):
+    need("torch")
+    path = write(tmp_path, "factory.py", FACTORY)
+    result, doc = check_json(tmp_path, path)
+    (r,) = doc["results"]
+    assert r["status"] == "skip"
+    # the line that raised uses make and x: both are named, make with what can work for it
+    assert r["message"].endswith(
+        "Give --input x=3x4 and make (a callable other than the fn:tanh tried) with an inputs file (--inputs-from "
+        "FILE.py) (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to FromFactory returning "
+        "(make, x)")
+    assert "make=fn:tanh" not in r["message"]

@@ -15,6 +15,7 @@ from gradcli.check import environment, shape_search
 from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, ForwardBroken, NoInputs, Spec,
                                   _from_spec, _record, format_domain, forward_problem, parse_spec)
 from gradcli.check.shape_search import Plan
+from gradcli.check.skip_advice import spec_kind, suggested_spec
 from gradcli.check.trials import backward_runs, too_slow
 from gradcli.check.spec import format_value_spec
 
@@ -105,8 +106,13 @@ class Builder:
                            f"specs/check.md; {', '.join(rest)} will still be built automatically), or add a "
                            f"staticmethod example_inputs() to {self.target.name} returning "
                            f"({', '.join(p.name for p in self.params)})")
+        callables = [n for n in names if plans[n].kind == "callable"]  # fn:tanh was tried: not offered again
+        given = " ".join("--input " + shlex.quote(f"{n}={suggested_spec(self.by_name[n], plans[n])}")
+                         for n in names if n not in callables)
+        other = (f"{', '.join(callables)} (a callable other than the fn:tanh tried) with an inputs file "
+                 f"(--inputs-from FILE.py)") if callables else ""
         raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. Give "
-                       f"{' '.join('--input ' + shlex.quote(f'{n}={suggested_spec(self.by_name[n], plans[n])}') for n in names)}"
+                       f"{given + (' and ' if given and other else '') + other}"
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
 
@@ -384,41 +390,3 @@ def value_spec(param, value) -> str:
         if again is not None and type(again) is type(value) and again == value:
             return plain
     return format_value_spec(value)
-
-
-def spec_kind(param, plan: Plan, refusal=None) -> str:
-    """What kind of SPEC a parameter takes, with one that parses (the tried shape is not offered again)."""
-    if plan.kind == "tensor" and refusal is not None and "not callable" in str(refusal):
-        return f"{param.name} a callable: {param.name}=fn:tanh, or an inputs file (--inputs-from) for another one"
-    if plan.kind == "tensor":
-        tried = "x".join(str(d) for d in (plan.shape or ())) or "a 0-d tensor"
-        return (f"{param.name} a float tensor: a shape other than the {tried} tried, like {param.name}=5x4, or "
-                f"{param.name}=float64[2,3,3]@positive")
-    return f"{param.name} e.g. {param.name}={suggested_spec(param, plan)}"
-
-
-def suggested_spec(param, plan: Plan) -> str:
-    """A SPEC that parses for the parameter's kind (the skip message's hint)."""
-    hint = param.hint
-    if plan.kind == "index":
-        return "int64[3]@[0,4)"
-    if plan.kind == "mask":
-        return "bool[3,4]"
-    if plan.kind in ("int", "float"):
-        return value_spec(param, plan.value)
-    if plan.kind == "bool":
-        return "true"
-    if plan.kind == "callable":
-        return "fn:tanh"
-    if plan.kind == "object":
-        return "default()"
-    if plan.kind == "shape":
-        return format_value_spec(tuple(plan.value))
-    if plan.kind == "str":
-        return format_value_spec(hint.choices[0]) if hint and hint.choices else "'VALUE'"
-    shape = plan.shape if plan.shape else (3, 4)
-    if plan.structure is not None:
-        return "x".join(str(d) for d in shape) + f"@{plan.structure}"
-    return "x".join(str(d) for d in shape) if len(shape) > 1 else f"float64[{','.join(map(str, shape))}]"
-
-
