@@ -15,11 +15,11 @@ def too_slow(be, target, case: Case) -> Optional[str]:
     """Why a numeric check at the automatic inputs ``case`` cannot finish within ``--timeout`` (forward's
     time at them × the evaluations a full check makes: budget.POINTS_PER_ELEMENT per differentiable
     element), or None. A forward running an iterative solver to its iteration limit is the case."""
-    from gradcli.check.budget import POINTS_PER_ELEMENT
+    from gradcli.check.budget import AUTO_FULL_ELEMENTS, POINTS_PER_ELEMENT
 
     timeout = getattr(target, "timeout", None)
     elements = sum(int(be.to_numpy(a).size) for a in case.args if be.is_tensor(a) and a.requires_grad)
-    if not timeout or not elements:
+    if not timeout or not elements or elements > AUTO_FULL_ELEMENTS:  # larger: fast mode, a few evaluations
         return None
     started = time.perf_counter()
     forward_problem(be, target.fn, case.args)
