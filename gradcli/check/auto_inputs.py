@@ -7,18 +7,21 @@ Every value built here is recorded with a SPEC that rebuilds it (``--input NAME=
 """
 from __future__ import annotations
 
-import re
 import shlex
+import time
 from typing import Optional
 
-from gradcli.check import shape_search
+from gradcli.check import environment, shape_search
 from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, ForwardBroken, NoInputs, Spec,
                                   _from_spec, _record, format_domain, forward_problem, parse_spec)
 from gradcli.check.shape_search import Plan
+from gradcli.check.skip_advice import spec_kind, suggested_spec
+from gradcli.check.trials import backward_runs, too_slow
 from gradcli.check.spec import format_value_spec
 
 MAX_CHOICE_SETS = 3  # other string modes / the other bool, each one more input set
 MAX_BACKWARD_CHECKS = 24  # plans whose forward ran but whose backward raised, before the search stops
+SEARCH_SECONDS = 30.0  # forward's own time over the shape search: a slow forward (an iterative solver) stops it
 
 
 class Builder:
@@ -29,9 +32,20 @@ class Builder:
         self.backward_refused = None  # (Case, plain --shape tensors?, why) of the first plan whose backward raised
         self.backward_checks = 0
         self.first_refusal = None  # (exception, arguments) of the first plan forward raised at
+        self.last_refusal = None  # ... and of the last one
+        self.environment = None  # text of a "... is not initialized" exception forward raised (environment.py)
+        self.group_started = False  # a single-process torch.distributed group was started for forward
+        self.spent = 0.0  # seconds forward and backward took over the search
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
+        case = self._search(args, records, auto)
+        slow = too_slow(self.be, self.target, case)
+        if slow is not None:
+            raise NoInputs(slow)
+        return case
+
+    def _search(self, args, records, auto) -> Case:
         names = [args[i][0].name for i in auto]
         hints = {n: self.by_name[n].hint for n in names}
         plans = shape_search.first_plans(hints, self.base_shape)
@@ -47,7 +61,15 @@ class Builder:
         if storm:
             raise ForwardBroken(f"forward returns NaN/Inf for every element of its output, for {dims} inputs in "
                                 f"every domain tried: {', '.join(format_domain(d) for d in AUTO_DOMAINS)}")
+        guided = self._guided(args, records, auto, plans)
+        if guided is not None:
+            return guided
         for alternative in shape_search.alternatives(plans, hints, self.base_shape):
+            if self.spent > SEARCH_SECONDS:
+                raise NoInputs(f"cannot build inputs automatically: forward is slow ({self.spent:.0f} s over the "
+                               f"plans tried, none of which fit; the search stops after {SEARCH_SECONDS:g} s). "
+                               f"Give the inputs with --input NAME=SPEC (SPEC grammar: specs/check.md), or add a "
+                               f"staticmethod example_inputs() to {self.target.name}")
             for domain in AUTO_DOMAINS:
                 case, reason, _ = self._try(args, records, auto, alternative, domain)
                 if case is not None:
@@ -57,6 +79,10 @@ class Builder:
         numbers = self._trailing_numbers(args, records, auto, plans)
         if numbers is not None:
             return numbers
+        if self.backward_refused is not None and environment.missing_environment(self.backward_refused[2]):
+            raise NoInputs(environment.environment_skip(self.backward_refused[2], "backward", self.target.name))
+        if self.environment is not None:
+            raise NoInputs(environment.environment_skip(self.environment, "forward", self.target.name))
         if self.backward_refused is not None:  # forward ran, backward raised on every plan
             case, plain, why = self.backward_refused
             if plain:  # plain --shape tensors, as gradcli always built: check them (backward's error is the result)
@@ -80,17 +106,42 @@ class Builder:
                            f"specs/check.md; {', '.join(rest)} will still be built automatically), or add a "
                            f"staticmethod example_inputs() to {self.target.name} returning "
                            f"({', '.join(p.name for p in self.params)})")
+        callables = [n for n in names if plans[n].kind == "callable"]  # fn:tanh was tried: not offered again
+        given = " ".join("--input " + shlex.quote(f"{n}={suggested_spec(self.by_name[n], plans[n])}")
+                         for n in names if n not in callables)
+        other = (f"{', '.join(callables)} (a callable other than the fn:tanh tried) with an inputs file "
+                 f"(--inputs-from FILE.py)") if callables else ""
         raise NoInputs(f"cannot build inputs automatically: {found}, nor with the other shapes tried. Give "
-                       f"{' '.join('--input ' + shlex.quote(f'{n}={suggested_spec(self.by_name[n], plans[n])}') for n in names)}"
+                       f"{given + (' and ' if given and other else '') + other}"
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
 
-    def _blockers(self, args, auto) -> list:
+    def _guided(self, args, records, auto, plans) -> Optional[Case]:
+        """Plans the exceptions forward raised ask for (guided.py), each from the refusal before it."""
+        from gradcli.check import guided
+
+        refusal = self.first_refusal
+        for _ in range(guided.ROUNDS):
+            plan = guided.guess(plans, refusal[0], self._blockers(args, auto, refusal)) if refusal else None
+            if plan is None:
+                return None
+            self.last_refusal = None
+            for domain in AUTO_DOMAINS:
+                case, reason, _ = self._try(args, records, auto, plan, domain)
+                if case is not None:
+                    return case
+                if reason.startswith("forward raised"):
+                    break
+            plans, refusal = plan, self.last_refusal
+        return None
+
+    def _blockers(self, args, auto, refusal=None) -> list:
         from gradcli.check.skip_advice import blocking
 
-        if self.first_refusal is None:
+        refusal = refusal or self.first_refusal
+        if refusal is None:
             return []
-        exc, _ = self.first_refusal
+        exc, _ = refusal
         try:
             return blocking(exc, [args[i][0].name for i in auto])
         except Exception:  # noqa: BLE001 -- advice only: without it, every parameter is named
@@ -106,16 +157,32 @@ class Builder:
             forward_problem(self.be, self.target.fn, trial)
         except UNSUITABLE_INPUT_ERRORS:
             pass
+        except AttributeError as e:  # 'Tensor' object has no attribute 'model_slices': an object, not a tensor
+            if environment.missing_attribute(e) is None:
+                raise
+            from gradcli.check.skip_advice import blocking
+
+            raise NoInputs(environment.object_skip(e, self.params, blocking(e, [args[i][0].name for i in auto]),
+                                                   self.target)) from None
 
     def _try(self, args, records, auto, plans, domain, numbers_from=None):
         """(Case or None, why not, whether every output element was non-finite). Any exception from
         forward means the plan does not fit."""
         trial, trial_records = self.materialize(args, records, auto, plans, domain, numbers_from)
+        started = time.perf_counter()
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
         except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
+            self.spent += time.perf_counter() - started
+            if environment.needs_process_group(e) and not self.group_started \
+                    and environment.start_single_process_group():
+                self.group_started = True  # a single-process group, as a user would start: try again
+                return self._try(args, records, auto, plans, domain, numbers_from)
+            if environment.missing_environment(str(e)) and self.environment is None:
+                self.environment = f"{type(e).__name__}: {e}"
             if self.first_refusal is None:
                 self.first_refusal = (e, trial)
+            self.last_refusal = (e, trial)
             text = str(e).strip().splitlines()[0] if str(e).strip() else ""
             return None, f"forward raised {type(e).__name__}: {text}", False
         if why is not None:
@@ -123,6 +190,7 @@ class Builder:
         if self.backward_checks >= MAX_BACKWARD_CHECKS:
             return None, "backward raised", False  # enough plans whose backward raised: stop looking
         ok, why = backward_runs(self.be, self.target.fn, trial)
+        self.spent += time.perf_counter() - started
         if not ok:
             # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
             self.backward_checks += 1
@@ -133,6 +201,8 @@ class Builder:
         not_checked = [{"input": r["name"], "reason": f"guessed the number {r['value']} for {r['name']}: forward "
                         f"refused tensors there; give --input {r['name']}=SPEC for another value"}
                        for r in trial_records if r and r.get("number")]
+        if self.group_started:
+            not_checked.append(dict(environment.WORLD_SIZE_ONE))
         return Case(trial, trial_records, not_checked), "", False
 
     def materialize(self, args, records, auto, plans, domain, numbers_from=None):
@@ -164,7 +234,8 @@ class Builder:
         if plan.kind == "object":
             return parse_spec("default()")
         if plan.kind == "index":
-            shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape)
+            shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape,
+                                                      hint.index_dim if plan.value == "one" else None)
             return Spec("tensor", "", shape=shape, dtype="int64", domain=bounds)
         if plan.kind == "mask":
             return Spec("tensor", "", shape=shapes.get(hint.mask_of) or self.base_shape, dtype="bool")
@@ -295,35 +366,6 @@ class Builder:
         return out
 
 
-def backward_runs(be, fn, args) -> tuple:
-    """(whether backward runs for ones as cotangents on fresh leaves, the exception's line if not)."""
-    import warnings
-
-    import numpy as np
-
-    from gradcli.check.backends import flatten_outputs
-
-    leaves = [be.fresh_leaf(a) if be.is_tensor(a) and a.requires_grad else a for a in args]
-    inputs = [a for a, b in zip(leaves, args) if be.is_tensor(b) and b.requires_grad]
-    if not inputs:
-        return True, ""
-    try:
-        with be.enable_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            outs = [o for o in flatten_outputs(fn(*leaves))
-                    if be.is_tensor(o) and be.requires_grad(o) and be.is_floating(o)]
-            if outs:
-                be.grad(outs, inputs, [np.ones(be.to_numpy(o).shape) for o in outs])
-    except Exception as e:  # noqa: BLE001 -- the question is only whether it runs
-        # gradients of the wrong shape or number: backward ran, and the structure check says what is wrong
-        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return bool(_GRADIENT_STRUCTURE.search(str(e))), f"{type(e).__name__}: {text}"
-    return True, ""
-
-
-_GRADIENT_STRUCTURE = re.compile(r"returned an (?:invalid gradient|incorrect number of gradients)", re.I)
-
-
 def _may_be_tensor(hint) -> bool:
     return hint is None or hint.kind in (None, "index", "mask")
 
@@ -348,41 +390,3 @@ def value_spec(param, value) -> str:
         if again is not None and type(again) is type(value) and again == value:
             return plain
     return format_value_spec(value)
-
-
-def spec_kind(param, plan: Plan, refusal=None) -> str:
-    """What kind of SPEC a parameter takes, with one that parses (the tried shape is not offered again)."""
-    if plan.kind == "tensor" and refusal is not None and "not callable" in str(refusal):
-        return f"{param.name} a callable: {param.name}=fn:tanh, or an inputs file (--inputs-from) for another one"
-    if plan.kind == "tensor":
-        tried = "x".join(str(d) for d in (plan.shape or ())) or "a 0-d tensor"
-        return (f"{param.name} a float tensor: a shape other than the {tried} tried, like {param.name}=5x4, or "
-                f"{param.name}=float64[2,3,3]@positive")
-    return f"{param.name} e.g. {param.name}={suggested_spec(param, plan)}"
-
-
-def suggested_spec(param, plan: Plan) -> str:
-    """A SPEC that parses for the parameter's kind (the skip message's hint)."""
-    hint = param.hint
-    if plan.kind == "index":
-        return "int64[3]@[0,4)"
-    if plan.kind == "mask":
-        return "bool[3,4]"
-    if plan.kind in ("int", "float"):
-        return value_spec(param, plan.value)
-    if plan.kind == "bool":
-        return "true"
-    if plan.kind == "callable":
-        return "fn:tanh"
-    if plan.kind == "object":
-        return "default()"
-    if plan.kind == "shape":
-        return format_value_spec(tuple(plan.value))
-    if plan.kind == "str":
-        return format_value_spec(hint.choices[0]) if hint and hint.choices else "'VALUE'"
-    shape = plan.shape if plan.shape else (3, 4)
-    if plan.structure is not None:
-        return "x".join(str(d) for d in shape) + f"@{plan.structure}"
-    return "x".join(str(d) for d in shape) if len(shape) > 1 else f"float64[{','.join(map(str, shape))}]"
-
-

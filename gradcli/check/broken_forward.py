@@ -67,7 +67,16 @@ def always_raises(target, shape, seed: int = 0) -> Optional[BaseException]:
             seen, last = key, exc
             continue
         return None  # forward ran on this one: it depends on its inputs
+    if last is not None and _not_a_bug(last):
+        return None  # an environment or object forward needs (environment.py): the skip says which
     return last
+
+
+def _not_a_bug(exc: BaseException) -> bool:
+    from gradcli.check import environment
+
+    return (environment.needs_process_group(exc) or environment.missing_environment(str(exc))
+            or environment.missing_attribute(exc) is not None)
 
 
 def _raising_line(exc: BaseException) -> tuple:

@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gradcli.check import infer_calls
+from gradcli.check import infer_calls, infer_flow, infer_matmul
 
 # positional argument index of `dim` for methods/functions taking (dim, ...) or (x, dim)
 _DIM_METHODS = {"sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod", "argmax", "argmin",
@@ -57,6 +57,7 @@ class Hint:
     ctx_attribute: bool = False  # stored as ctx.NAME = NAME (how Python numbers are kept), not save_for_backward
     tensor_use: bool = False  # a tensor method/attribute is used on it (x.shape, x.exp(), ...)
     structure: Optional[str] = None  # sym | spd: forward takes eigh / cholesky of it (infer_calls.py)
+    index_dim: Optional[int] = None  # gather/scatter along this dim: the index has size 1 there
     call_args: Optional[int] = None  # callable: the number of arguments forward calls it with
     object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
 
@@ -69,12 +70,13 @@ def read_hints(target, names: list) -> dict:
         return hints
     try:
         _annotations(target.cls.forward, hints)
-        _Uses(hints).visit(forward)
-        _backward_nones(getattr(target.cls, "backward", None), names, hints)
-        _setup_context(target.cls, names, hints)
-        _matmul_shapes(forward, hints)
+        _Uses(hints, infer_flow.views(forward, hints)).visit(forward)
+        infer_flow.backward_nones(_function_node(getattr(target.cls, "backward", None)), names, hints)
+        infer_flow.setup_context(target.cls, names, hints)
+        infer_matmul.matmul_shapes(forward, hints)
         infer_calls.refine(forward, target.cls.forward, hints)
         infer_calls.annotated_objects(target.cls.forward, hints)
+        _scalars(target.cls, forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before
         return {n: Hint() for n in names}
     return hints
@@ -112,6 +114,15 @@ def _name(node) -> Optional[str]:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _dim_arg(node: ast.Call, position: int) -> Optional[int]:
+    """The constant dim of ``x.gather(dim, i)`` (position 0) / ``torch.gather(x, dim, i)`` (1) or ``dim=``."""
+    value = next((k.value for k in node.keywords if k.arg == "dim"),
+                 node.args[position] if position < len(node.args) else None)
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and isinstance(value.operand, ast.Constant):
+        value = ast.Constant(-value.operand.value) if isinstance(value.operand.value, int) else None
+    return value.value if isinstance(value, ast.Constant) and type(value.value) is int else None
+
+
 def _call_name(node: ast.Call) -> tuple:
     """(called name, the object it is called on or None): ``x.sum(d)`` -> ("sum", x node)."""
     if isinstance(node.func, ast.Attribute):
@@ -128,9 +139,21 @@ def _is_module(node) -> bool:
     return isinstance(node, ast.Name) and node.id in ("torch", "F", "functional", "nn", "np", "gradcli")
 
 
+def _scalars(cls, forward, hints: dict):
+    """``p.item()`` in forward, and in backward on the tensors forward saved (infer_flow.py)."""
+    infer_flow.scalar_uses(forward, cls.forward, hints, hints)
+    backward = _function_node(getattr(cls, "backward", None))
+    if backward is not None:
+        infer_flow.backward_calls(forward, backward, hints)
+        saved = infer_flow.saved_names(forward, backward, hints)
+        if saved:
+            infer_flow.scalar_uses(backward, cls.backward, hints, hints, rename=saved)
+
+
 class _Uses(ast.NodeVisitor):
-    def __init__(self, hints: dict):
+    def __init__(self, hints: dict, views: Optional[dict] = None):
         self.hints = hints
+        self.views = views or {}  # locals holding a view of a parameter (an index stays an index)
 
     def _set(self, name, kind, why, **extra):
         hint = self.hints.get(name)
@@ -162,7 +185,7 @@ class _Uses(ast.NodeVisitor):
             if name in ("gather", "scatter", "scatter_add", "index_select", "index_add") and node.args \
                     and _name(node.args[0]) in self.hints:
                 self._set(_name(node.args[0]), "int", f"used as .{name}(dim, ...)")
-            self._indexes(_INDEX_METHODS.get(name, {}), node.args, obj, name)
+            self._indexes(_INDEX_METHODS.get(name, {}), node.args, obj, name, _dim_arg(node, 0))
             if name in _MASK_METHODS and len(node.args) > _MASK_METHODS[name]:
                 self._mask(node.args[_MASK_METHODS[name]], _name(obj), name)
             if _name(obj) in self.hints:
@@ -171,7 +194,7 @@ class _Uses(ast.NodeVisitor):
             if name in _DIM_FUNCTIONS and len(node.args) > _DIM_FUNCTIONS[name] \
                     and _name(node.args[_DIM_FUNCTIONS[name]]) in self.hints:
                 self._set(_name(node.args[_DIM_FUNCTIONS[name]]), "int", f"used as the dim of {name}()")
-            self._indexes(_INDEX_FUNCTIONS.get(name, {}), node.args, None, name)
+            self._indexes(_INDEX_FUNCTIONS.get(name, {}), node.args, None, name, _dim_arg(node, 1))
             if name in _MASK_FUNCTIONS and len(node.args) > _MASK_FUNCTIONS[name]:
                 of = node.args[0] if name != "where" else (node.args[1] if len(node.args) > 1 else None)
                 self._mask(node.args[_MASK_FUNCTIONS[name]], _name(of), name)
@@ -179,17 +202,18 @@ class _Uses(ast.NodeVisitor):
                 self._einsum(node.args)
         self.generic_visit(node)
 
-    def _indexes(self, table: dict, args, obj, fname):
+    def _indexes(self, table: dict, args, obj, fname, dim=None):
         for position, (kind, of) in table.items():
-            if position < len(args) and _name(args[position]) in self.hints:
+            index = infer_flow.root(args[position], self.hints, self.views) if position < len(args) else None
+            if index is not None:
                 source = _name(obj) if of == "self" else (_name(args[of]) if isinstance(of, int) and of < len(args)
                                                           else None)
-                self._set(_name(args[position]), "index", f"an index of {fname}()", index_kind=kind,
-                          index_of=source if source in self.hints else None)
+                self._set(index, "index", f"an index of {fname}()", index_kind=kind,
+                          index_of=source if source in self.hints else None, index_dim=dim)
 
     def _mask(self, node, of, fname):
-        if _name(node) in self.hints:
-            self._set(_name(node), "mask", f"the mask of {fname}()", mask_of=of if of in self.hints else None)
+        if infer_flow.root(node, self.hints, self.views) is not None:
+            self._set(infer_flow.root(node, self.hints, self.views), "mask", f"the mask of {fname}()", mask_of=of if of in self.hints else None)
 
     def _einsum(self, args):
         if not args or not isinstance(args[0], ast.Constant) or not isinstance(args[0].value, str):
@@ -215,6 +239,8 @@ class _Uses(ast.NodeVisitor):
         # x.shape[d]: d is an int
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and _name(index) in self.hints:
             self._set(_name(index), "int", "used as .shape[dim]")
+        for name, kind, why, extra in infer_flow.subscript_uses(node, self.hints, self.views):
+            self._set(name, kind, why, **extra)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute):
@@ -268,8 +294,8 @@ class _Uses(ast.NodeVisitor):
                         hint.choices += [v for v in ints if v not in hint.choices]
 
     def visit_If(self, node: ast.If):
-        if _name(node.test) in self.hints:
-            self._set(_name(node.test), "bool", "used as a condition in forward")
+        for name in infer_flow.condition_names(node.test):
+            self._set(name, "bool", "used as a condition in forward")
         self._int_tests(node.test)
         raises = any(isinstance(s, ast.Raise) for s in node.body)
         if raises:  # if x.dim() != 3: raise ...  -> x.dim() == 3
@@ -279,8 +305,8 @@ class _Uses(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_IfExp(self, node: ast.IfExp):
-        if _name(node.test) in self.hints:
-            self._set(_name(node.test), "bool", "used as a condition in forward")
+        for name in infer_flow.condition_names(node.test):
+            self._set(name, "bool", "used as a condition in forward")
         self._int_tests(node.test)
         self.generic_visit(node)
 
@@ -306,26 +332,6 @@ class _Uses(ast.NodeVisitor):
         la, lb = _size_of(left), _size_of(right)
         if la and lb and la[0] == lb[0] and la[0] in self.hints and abs(la[1] - lb[1]) == 1:  # M.shape[1] == M.shape[2]
             self.hints[la[0]].square = True
-
-
-def _setup_context(cls, names: list, hints: dict):
-    """``setup_context(ctx, inputs, output)``: ``M, eps = inputs`` then ``ctx.eps = eps`` keeps ``eps`` on ctx."""
-    if "setup_context" not in vars(cls):
-        return
-    node = _function_node(vars(cls)["setup_context"])
-    if node is None or len(node.args.args) < 2:
-        return
-    inputs = node.args.args[1].arg
-    local = {}
-    for n in ast.walk(node):
-        if isinstance(n, ast.Assign) and _name(n.value) == inputs:
-            for t in n.targets:
-                if isinstance(t, ast.Tuple):
-                    local.update({_name(e): names[i] for i, e in enumerate(t.elts) if _name(e) and i < len(names)})
-    for n in ast.walk(node):
-        if isinstance(n, ast.Assign) and _name(n.value) in local:
-            if any(isinstance(t, ast.Attribute) and _name(t.value) == "ctx" for t in n.targets):
-                hints[local[_name(n.value)]].ctx_attribute = True
 
 
 def _conjuncts(node, op_type):
@@ -369,59 +375,3 @@ def _size_of(node) -> Optional[tuple]:
             and len(node.args) == 1 and const(node.args[0]) is not None:
         return _name(node.func.value), const(node.args[0])
     return None
-
-
-def _backward_nones(backward, names: list, hints: dict):
-    node = _function_node(backward)
-    if node is None:
-        return
-    returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
-    if not returns:
-        return
-    for i, name in enumerate(names):
-        def none_at(value):
-            if isinstance(value, ast.Tuple):
-                return i < len(value.elts) and isinstance(value.elts[i], ast.Constant) and value.elts[i].value is None
-            return i == 0 and len(names) == 1 and isinstance(value, ast.Constant) and value.value is None
-        if all(none_at(r) for r in returns):
-            hints[name].backward_none = True
-
-
-def _operand(node) -> tuple:
-    """(parameter name, transposed?) for ``a``, ``a.t()``, ``a.T``, ``a.mT``, ``a.transpose(-2,-1)``."""
-    if _name(node):
-        return _name(node), False
-    if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
-        return _name(node.value), True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("t", "transpose"):
-        return _name(node.func.value), True
-    return None, False
-
-
-def _matmul_shapes(forward, hints: dict):
-    """``a @ b`` / ``torch.matmul(a, b)`` / ``a.mm(b)`` / ``F.linear(x, w, b)`` between two parameters:
-    shapes that fit, (3,4)·(4,5) (batched (2,3,4)·(2,4,5) when one asserts 3 dims)."""
-    pairs = []
-    for node in ast.walk(forward):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            pairs.append((node.left, node.right))
-        elif isinstance(node, ast.Call):
-            name, obj = _call_name(node)
-            if name in _MATMUL_CALLS and obj is not None and not _is_module(obj) and node.args:
-                pairs.append((obj, node.args[0]))
-            elif name in _MATMUL_CALLS and len(node.args) >= 2:
-                pairs.append((node.args[0], node.args[1]))
-            elif name == "linear" and len(node.args) >= 2:
-                x, w = _name(node.args[0]), _name(node.args[1])
-                if x in hints and w in hints and hints[x].shape is None and hints[w].shape is None:
-                    hints[x].shape, hints[w].shape = (3, 4), (5, 4)
-                    if len(node.args) > 2 and _name(node.args[2]) in hints:
-                        hints[_name(node.args[2])].shape = (5,)
-    for left, right in pairs:
-        (a, ta), (b, tb) = _operand(left), _operand(right)
-        if a not in hints or b not in hints or a == b or hints[a].shape or hints[b].shape:
-            continue
-        batch = (2,) if 3 in (hints[a].ndim, hints[b].ndim) else ()
-        sa, sb = (3, 4), (4, 5)
-        hints[a].shape = batch + (sa[::-1] if ta else sa)
-        hints[b].shape = batch + (sb[::-1] if tb else sb)

@@ -171,10 +171,38 @@ def _helper(node: ast.Call, fn, hints, depth):
             have.kind, have.why = got.kind, f"{got.why} of {helper.__name__}(), which forward hands it to"
             have.choices = list(got.choices)
             have.call_args = got.call_args
+        if have.kind is None and got.kind in ("index", "mask"):  # an index or mask is a tensor: tensor uses agree
+            have.kind, have.why = got.kind, f"{got.why} of {helper.__name__}(), which forward hands it to"
+            have.index_kind, have.index_dim = got.index_kind, got.index_dim
+            have.index_of = mapping.get(got.index_of) if got.index_of else None
+            have.mask_of = mapping.get(got.mask_of) if got.mask_of else None
         if have.kind is None and have.ndim is None and got.ndim is not None:
             have.ndim = got.ndim
         if have.structure is None and got.structure is not None:
             have.structure, have.square = got.structure, True
+
+
+def helper_int_items(node: ast.Call, fn, names) -> list:
+    """Parameters ``p`` of ``names`` passed as ``p.item()`` to a helper of the same package whose own
+    source uses that parameter as an int (a dim): ``sparsemax_grad(g, w, dim.item())``."""
+    from gradcli.check.infer import Hint, _Uses
+    from gradcli.check.infer_flow import item_of
+
+    items = [(i, item_of(a, names)) for i, a in enumerate(node.args) if item_of(a, names)]
+    helper = _resolve(node.func, fn) if items else None
+    tree = _source_node(helper) if helper is not None else None
+    if tree is None:
+        return []
+    try:
+        params = list(inspect.signature(helper).parameters)
+    except (TypeError, ValueError):
+        return []
+    theirs = {params[i]: Hint() for i, _ in items if i < len(params)}
+    try:
+        _Uses(theirs).visit(tree)
+    except Exception:  # noqa: BLE001 -- a helper we cannot read tells us nothing
+        return []
+    return [p for i, p in items if i < len(params) and theirs[params[i]].kind == "int"]
 
 
 def _resolve(func, fn):

@@ -89,6 +89,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
         cases = None
         try:
             budget.refuse_before_drawing(target, options)  # TooLarge: estimated before allocating anything
+            target.timeout = options.timeout  # automatic inputs too slow to check in it are a skip (trials.too_slow)
             cases = build_cases(target, options.specs, seed=options.seed, dtype=options.dtype, shape=options.shape)
             announce([c.records for c in cases])
             be = backend_for(target.backend)

@@ -155,6 +155,11 @@ def alternatives(plans: dict, hints: dict, base_shape: tuple):
             c = dict(plans, **{name: replace(p, value=v)})
             if fresh(c):
                 yield c
+    for name in names:  # an index picking one entry along its gather dim (a target per row), not repeats
+        if plans[name].kind == "index" and hints[name] is not None and hints[name].index_dim is not None:
+            c = dict(plans, **{name: replace(plans[name], value="one")})
+            if fresh(c):
+                yield c
     tensors = [n for n in reversed(names) if plans[n].kind == "tensor"]
     for name in tensors:  # one tensor's shape at a time
         sizes = []
@@ -199,10 +204,20 @@ def _key(plans: dict) -> tuple:
     return tuple((n, p.kind, p.shape, repr(p.value)) for n, p in plans.items())
 
 
-def index_layout(kind: Optional[str], of_shape: Optional[tuple], base_shape: tuple) -> tuple:
-    """(shape, (low, high)) of an int64 index drawn for ``kind``, valid for the tensor it indexes."""
+def index_layout(kind: Optional[str], of_shape: Optional[tuple], base_shape: tuple, dim: Optional[int] = None) -> tuple:
+    """(shape, (low, high)) of an int64 index drawn for ``kind``, valid for the tensor it indexes; a
+    gather along ``dim`` (an alternative plan: the first one repeats indices, which a backward using
+    ``scatter`` instead of ``scatter_add`` gets wrong) picks one entry there (size 1: a target per row)."""
     source = tuple(of_shape) if of_shape else tuple(base_shape)
     smallest = max(1, min(source)) if source else 1
+    if kind == "scalar":  # p.item() used as a dim: a one-element int64 tensor holding 0
+        return (), (0, 1)
+    if kind == "coords":  # x[idx[0], idx[1]]: one row of coordinates per dimension of x, valid in each
+        return (max(1, len(source)), 4), (0, smallest)
+    if kind == "gather" and dim is not None and -len(source) <= dim < len(source):
+        shape = list(source)
+        high, shape[dim] = shape[dim], 1
+        return tuple(shape), (0, max(1, high))
     if kind == "gather":
         return source, (0, smallest)
     if kind == "target":

@@ -20,14 +20,19 @@ def structured(array, structure):
 
 def make_callable(be, name: str):
     """``fn:NAME``: on the torch backend the nn.Module (``.forward``/``.parameters()`` work, no parameters);
-    on gradcli's engine a function of the same name."""
+    on gradcli's engine a function of the same name. Called with several arguments (an ODE right-hand
+    side ``func(t, y)``), either applies to the last one: ``tanh(y)``, shaped like the state."""
     if be.name == "torch":
         import torch
 
-        return {"tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid, "identity": torch.nn.Identity}[name]()
+        base = {"tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid, "identity": torch.nn.Identity}[name]
+        of_last = type(base.__name__, (base,), {"forward": lambda self, *args: base.forward(self, args[-1]),
+                                                "__module__": base.__module__})
+        return of_last()
     import gradcli
 
-    return {"tanh": gradcli.tanh, "sigmoid": gradcli.sigmoid, "identity": lambda x: x}[name]
+    fn = {"tanh": gradcli.tanh, "sigmoid": gradcli.sigmoid, "identity": lambda x: x}[name]
+    return lambda *args: fn(args[-1])
 
 
 def is_default_object(value) -> bool:

@@ -1,0 +1,82 @@
+"""Shapes an exception from forward asks for (``auto_inputs.Builder``, before the blind shape search).
+
+When forward raises at a plan, the message often says what was wrong with a tensor gradcli built,
+and the raising line says which one (``skip_advice.blocking``):
+
+| forward raised | the tensor gets |
+|---|---|
+| ``not enough values to unpack (expected 4, got 2)`` (``b, c, h, w = x.shape``) | 4 dimensions |
+| ``too many indices for tensor of dimension 2`` | one dimension more |
+| ``tuple index out of range`` (``x.shape[2]``), ``Dimension out of range (... but got 3)`` | more dimensions |
+| ``... must be batches of square matrices`` / ``must be square`` | square in its last two dimensions |
+
+Each guess is tried like any plan (forward running is the oracle); a refusal at the guessed plan
+guides the next guess, a few rounds deep.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Optional
+
+ROUNDS = 4  # guesses in a row, each from the refusal of the one before
+_UNPACK = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
+_INDICES = re.compile(r"too many indices for tensor of dimension (\d+)")
+_DIM_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[-?\d+, -?\d+\], but got (-?\d+)\)")
+_SQUARE = re.compile(r"square matri|must be square|expected a square|matrices? (?:is|are) not square", re.I)
+
+
+def shape_with_dims(n: int, square: bool = False) -> tuple:
+    """A small shape with ``n`` dimensions (square in the last two when asked): 4, 3x4, 2x3x4, 2x3x4x4 ..."""
+    if n <= 0:
+        return ()
+    if n == 1:
+        return (4,)
+    tail = (4, 4) if square else (3, 4)
+    if n == 2:
+        return tail
+    if n == 3:
+        return (2, 3, 3) if square else (2, 3, 4)
+    return (2,) * (n - 4) + (2, 3, 4, 4)
+
+
+def guess(plans: dict, exc: BaseException, blockers: list) -> Optional[dict]:
+    """The plans with the blocking tensors reshaped as ``exc``'s message asks, or None when it says nothing
+    gradcli can use (or names no tensor it built)."""
+    text = str(exc)
+    tensors = [n for n in blockers if n in plans and plans[n].kind == "tensor"]
+    if not tensors:
+        return None
+    out = dict(plans)
+    for name in tensors:
+        shape = tuple(plans[name].shape or ())
+        wanted = _wanted(text, exc, shape)
+        if wanted is None or wanted == shape:
+            continue
+        out[name] = replace(plans[name], shape=wanted, why=f"a shape forward's error asked for ({_short(text)})")
+    return out if out != plans else None
+
+
+def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
+    rank = len(shape)
+    m = _UNPACK.search(text)
+    if m and int(m.group(2)) == rank:
+        return shape_with_dims(int(m.group(1)))
+    m = _INDICES.search(text)
+    if m and int(m.group(1)) == rank:
+        return shape_with_dims(rank + 1)
+    m = _DIM_RANGE.search(text)
+    if m:
+        got = int(m.group(1))
+        needed = got + 1 if got >= 0 else -got
+        return shape_with_dims(max(needed, rank + 1))
+    if isinstance(exc, IndexError) and "tuple index out of range" in text:
+        return shape_with_dims(rank + 1)
+    if _SQUARE.search(text) and rank >= 2 and shape[-1] != shape[-2]:
+        return shape_with_dims(rank, square=True)
+    return None
+
+
+def _short(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= 60 else first[:57] + "..."
