@@ -203,6 +203,20 @@ def reshape_auto(target, case: Case, shapes: dict, *, seed: int, dtype: str) -> 
     return Case(args, records, list(case.not_checked)) if why is None else None
 
 
+def probe_copy(be, value):
+    """A copy of an argument for a probing forward call, which may write into it: a plain tensor's
+    values in a fresh one; a tensor subclass or a sparse tensor (EdgeIndex, COO) by its own clone,
+    which keeps what it is; anything else as it is."""
+    if not be.is_tensor(value):
+        return value
+    if type(value).__name__ in ("Tensor", "Parameter") and str(getattr(value, "layout", "torch.strided")) == "torch.strided":
+        return be.leaf(be.to_numpy(value).copy(), False)
+    try:
+        return value.detach().clone()
+    except Exception:  # noqa: BLE001 -- a tensor-like that cannot be cloned is passed as it is
+        return value
+
+
 def output_shapes(be, fn, args) -> list:
     """Shapes of forward's tensor outputs (None for a non-tensor one) at ``args``, without a graph."""
     import warnings
@@ -213,8 +227,8 @@ def output_shapes(be, fn, args) -> list:
 
     with be.no_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = fn(*[be.leaf(be.to_numpy(a).copy(), False) if be.is_tensor(a) else a for a in args])
-    return [tuple(be.to_numpy(o).shape) if be.is_tensor(o) else None for o in flatten_outputs(out)]
+        out = fn(*[probe_copy(be, a) for a in args])
+    return [tuple(o.shape) if be.is_tensor(o) else None for o in flatten_outputs(out)]
 
 
 def forward_problem(be, fn, args) -> tuple:
@@ -229,7 +243,7 @@ def forward_problem(be, fn, args) -> tuple:
     with be.no_grad(), np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # probing a domain: "invalid value in sqrt" is expected
         # copies: a forward that writes into its input (ctx.mark_dirty) must not change the input set it probes
-        out = fn(*[be.leaf(be.to_numpy(a).copy(), False) if be.is_tensor(a) else a for a in args])
+        out = fn(*[probe_copy(be, a) for a in args])
     bad, everywhere = [], True
     for i, o in enumerate(flatten_outputs(out)):
         if be.is_tensor(o):
@@ -383,10 +397,15 @@ def _record(be, name: str, value, source: str, spec: Optional[str] = None, case:
     if case is not None:
         rec["case"] = case
     if be.is_tensor(value):
-        array = be.to_numpy(value)
-        rec.update(type="tensor", dtype=be.dtype_name(value), shape=list(array.shape),
+        try:
+            array = be.to_numpy(value)
+        except (TypeError, RuntimeError):   # a sparse tensor (torch: "can't convert Sparse layout tensor to numpy")
+            array = None
+        rec.update(type="tensor", dtype=be.dtype_name(value), shape=list(value.shape),
                    requires_grad=bool(value.requires_grad),
-                   value=array.tolist() if array.size <= MAX_RECORDED_ELEMENTS else None)
+                   value=array.tolist() if array is not None and array.size <= MAX_RECORDED_ELEMENTS else None)
+        if array is None or type(value).__name__ != "Tensor":
+            rec["layout"] = f"{type(value).__module__}.{type(value).__qualname__} {getattr(value, 'layout', '')}".strip()
     elif value is None or isinstance(value, (bool, int, float, str)):
         rec.update(type="none" if value is None else type(value).__name__, value=value)
     elif isinstance(value, tuple) and all(v is None or isinstance(v, (bool, int, float, str)) for v in value):
