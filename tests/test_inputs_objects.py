@@ -8,8 +8,6 @@ from click.testing import CliRunner
 
 from gradcli.cli import main
 
-pytest.importorskip("torch")
-
 SOURCE = """import torch
 
 
@@ -62,6 +60,7 @@ class SparseMatmul(torch.autograd.Function):
 
 
 def test_a_tensor_subclass_and_a_sparse_example_input_reach_forward_as_they_are(tmp_path):
+    pytest.importorskip("torch")
     (tmp_path / "ops.py").write_text(SOURCE)
     report = tmp_path / "report.json"
     outcome = CliRunner().invoke(main, ["check", str(tmp_path / "ops.py"), "--format", "plain",
@@ -72,3 +71,32 @@ def test_a_tensor_subclass_and_a_sparse_example_input_reach_forward_as_they_are(
     recorded = {rec["name"]: rec for rec in results["SparseMatmul"]["inputs"][0]}
     assert recorded["a"]["shape"] == [2, 3] and recorded["a"]["value"] is None
     assert recorded["a"]["layout"] == "torch.Tensor torch.sparse_coo"
+
+
+POPPING = '''
+import gradcli as torch
+
+
+class ScaleByOption(torch.autograd.Function):
+    """forward pops its options (xitorch's solve_ivp does fwd_options.pop("method")): every call must get its own dict"""
+    @staticmethod
+    def forward(ctx, x, options):
+        factor = options.pop("factor")
+        ctx.factor = factor
+        return x * factor
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.factor, None
+
+    @staticmethod
+    def example_inputs():
+        return [(torch.randn(3, 4, dtype=torch.float64, requires_grad=True), {"factor": 3.0})]
+'''
+
+
+def test_a_dict_argument_forward_pops_from_is_fresh_on_every_call(tmp_path):
+    (tmp_path / "popping.py").write_text(POPPING)
+    outcome = CliRunner().invoke(main, ["check", str(tmp_path / "popping.py"), "--format", "plain"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "1 passed: ScaleByOption" in outcome.output

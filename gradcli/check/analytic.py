@@ -46,7 +46,8 @@ class Analytic:
         versions = {i: b.version(t) for i, t in passed.items()}
 
         def call():
-            return _backends.flatten_outputs(self.call(*[passed.get(i, a) for i, a in enumerate(self.args)]))
+            return _backends.flatten_outputs(self.call(*[passed.get(i, _backends.fresh_container(a))
+                                                         for i, a in enumerate(self.args)]))
 
         with b.enable_grad():
             try:

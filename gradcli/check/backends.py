@@ -58,6 +58,12 @@ def is_user_function(cls) -> bool:
     return _is_autograd_function(cls) and not getattr(cls, "__module__", "").startswith(("gradcli.autograd", "torch."))
 
 
+def fresh_container(value):
+    """A shallow copy of a dict/list/set argument for one forward call: forward may pop from it
+    (xitorch's ``fwd_options.pop("method")``), and the check calls forward many times."""
+    return type(value)(value) if type(value) in (dict, list, set) else value
+
+
 def flatten_outputs(out) -> list:
     """Tensors (and other objects) in the order gradcheck numbers outputs: nested tuples/lists flattened."""
     if isinstance(out, (tuple, list)):
@@ -156,7 +162,7 @@ class Backend:
         positions = list(diff_indices)
 
         def evaluate(arrays):
-            call_args = list(args)
+            call_args = [fresh_container(a) for a in args]
             for index, array in zip(positions, arrays):
                 array = np.asarray(array)  # a numpy scalar would lose its 0-d shape on the way
                 if array.size <= COPY_INPUTS_MAX_ELEMENTS:
