@@ -17,6 +17,7 @@ from typing import Optional
 
 import numpy as np
 
+from gradcli.check.diagnosis import mutations
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -42,6 +43,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
             operator.wrong_axis, terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
+            mutations.statement_edit,
             operator.wrong_axis_separable,
             regions.region, terms.missing_term,
             terms.missing_reduction_term)
@@ -287,6 +289,7 @@ class _Diagnosis:
             ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
             ev.overwrites = lazy(lambda ev=ev: self._overwrites(ev))
             ev.substitutions = lazy(lambda ev=ev: self._substitutions(ev))
+            ev.edits = lazy(lambda ev=ev: self._edits(ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):
@@ -347,6 +350,13 @@ class _Diagnosis:
         try:
             return substitutions_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
                                      self.executed)
+        except Exception:  # an unusual backward: no statement-level evidence
+            return None
+
+    def _edits(self, ev):
+        try:
+            return mutations.statement_edits(self.probe, self.cls, self.positions.get(ev.index, ev.index),
+                                             ev.cotangents, self.executed)
         except Exception:  # an unusual backward: no statement-level evidence
             return None
 
