@@ -108,6 +108,12 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("variant") == "coefficient":
             return _with_code(f"multiply `{params.get('term')}` by {params.get('factor')} (or restore the parameter "
                               "it lost)", src, statement, "in ")
+        if params.get("variant") == "output":
+            arguments = [a.arg for a in src.tree.args.args][1:] if src is not None else []
+            k = params.get("output", 0)
+            what = f"`{arguments[k]}`" if k < len(arguments) else f"output {k}'s gradient"
+            return _with_code(f"add the term {what} contributes (the chain rule through output {k})",
+                              src, statement, "in ")
         if params.get("variant") == "wrong_saved":
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
