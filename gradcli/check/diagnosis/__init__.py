@@ -21,6 +21,7 @@ from gradcli.check.diagnosis import mutations
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
+from gradcli.check.diagnosis import relayout
 from gradcli.check.diagnosis import surrogate
 from gradcli.check.diagnosis import terms
 from gradcli.check.diagnosis.backward_terms import substitutions_for, terms_for
@@ -43,7 +44,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.dropped_output, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
             operator.wrong_axis, terms.wrong_variable, operator.scaled_cotangent, terms.term_sign, terms.term_coefficient, terms.statement_variable,
-            mutations.statement_edit,
+            mutations.statement_edit, relayout.missing_permute,
             operator.wrong_axis_separable,
             regions.region, terms.missing_term,
             terms.missing_reduction_term)
@@ -276,9 +277,12 @@ class _Diagnosis:
             outputs = probe.forward()
         except Exception:
             outputs = []
+        labels = self._labels()
         for i, ev in evidence.items():
             if i not in probe.values:
                 continue
+            ev.labels = [(name, np.broadcast_to(z.reshape(z.shape + (1,) * (len(ev.shape) - z.ndim)), ev.shape))
+                         for name, z in labels if z.ndim < len(ev.shape) and z.shape == tuple(ev.shape)[:z.ndim]]
             ev.values = np.asarray(probe.values[i], dtype=float)
             ev.outputs = outputs
             if ev.cotangents and ev.ones_row is None:
@@ -290,7 +294,25 @@ class _Diagnosis:
             ev.overwrites = lazy(lambda ev=ev: self._overwrites(ev))
             ev.substitutions = lazy(lambda ev=ev: self._substitutions(ev))
             ev.edits = lazy(lambda ev=ev: self._edits(ev))
+            ev.relayout = lazy(lambda ev=ev: self._relayout(ev))
         self._raw(evidence)
+
+    def _labels(self):
+        """(name, int64 array) of the integer tensor inputs (class targets, indices): a loss whose
+        backward is wrong on the rows of one target value (an ignore_index) is a region of them."""
+        from gradcli.check.diagnosis.probe import _to_numpy
+
+        found = []
+        for i, arg in enumerate(self.probe.args):
+            if i in self.probe.values or not hasattr(arg, "shape") or not hasattr(arg, "dtype"):
+                continue
+            try:
+                z = np.asarray(_to_numpy(arg))
+            except Exception:  # not array-like after all
+                continue
+            if z.ndim >= 1 and np.issubdtype(z.dtype, np.integer):
+                found.append((parameter_name(self.probe.fn, i), z.astype(np.int64)))
+        return found
 
     def _add_ones_row(self, ev, outputs):
         row = tuple(np.ones(o.shape) for o in outputs)
@@ -358,6 +380,12 @@ class _Diagnosis:
             return mutations.statement_edits(self.probe, self.cls, self.positions.get(ev.index, ev.index),
                                              ev.cotangents, self.executed)
         except Exception:  # an unusual backward: no statement-level evidence
+            return None
+
+    def _relayout(self, ev):
+        try:
+            return relayout.search(self.probe, self.cls, ev)
+        except Exception:  # an unusual backward: no re-run evidence
             return None
 
     def _overwrites(self, ev) -> bool:

@@ -136,6 +136,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         stmt = None if params.get("at_line") else (
             src and expr is not None and in_chain(src, statement, expr, names, last=last))
         stmt = stmt or statement
+        if kind == "wrong_axis" and params.get("call"):
+            advice = f"{params['call']} along dim {{expected_dims}}, not dim {{dims}}"
         return _with_code(advice.format(**{k: _dims_text(v) for k, v in params.items()}), src, stmt, "in ")
     if kind == "zero":
         if params.get("returned") == "missing":

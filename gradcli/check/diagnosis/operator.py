@@ -277,8 +277,8 @@ def scaled_cotangent(ev):
             same = [(name, np.ravel(z)) for name, z in tensors if np.shape(z) == tuple(shape)]
             for (used, u), (needed, w) in ((a, b) for a in same for b in same if a[0] != b[0]):
                 r = u / w
-                if not np.all(np.isfinite(r)) or np.ptp(r) <= 1e-6 * float(np.max(np.abs(r))):
-                    continue  # a constant ratio is a factor: `scale` says that
+                if not np.all(np.isfinite(r)) or len(np.unique(np.round(r / float(np.max(np.abs(r))), 9))) < 3:
+                    continue  # a constant ratio is a factor, a two-valued one a region: those rules say it
                 predicted, error = (r[:, None] * J, np.abs(r)[:, None] * JE) if side == "grad_output" else (
                     J * r[None, :], JE * np.abs(r)[None, :])
                 if predicted.shape == G.shape and ev.fits(G, predicted, error):

@@ -126,8 +126,9 @@ def gradient_statement(src: Source, position: int):
 def local_derivative(src: Source, statement, expr):
     """``return grad * grad_output`` (or ``grad_output * grad``): the chain rule applied to a name
     computed earlier, so the statement that computes the gradient's values is the last one that
-    gave ``grad`` its value (an assignment or an index write), not the return. (statement,
-    expression), unchanged when the return is anything else."""
+    gave ``grad`` its value (an assignment, or an index write ``grad[idx] = …``), not the return.
+    (statement, expression), unchanged when the return is anything else or the last change is an
+    augmented assignment."""
     if not isinstance(expr, ast.BinOp) or not isinstance(expr.op, ast.Mult):
         return statement, expr
     cotangents = grad_output_names(src)
@@ -139,7 +140,8 @@ def local_derivative(src: Source, statement, expr):
     assigned = [n for n in statements(src.tree) if n.lineno < statement.lineno and src.ran(n) and (
         (isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _assigns(n, local))
         or n in _index_writes(src, {local}))]
-    if not assigned or assigned[-1].value is None:
+    if not assigned or assigned[-1].value is None or isinstance(assigned[-1], ast.AugAssign):
+        # `grad[idx] -= 1` adjusts part of a computed tensor: no one statement holds the values
         return statement, expr
     return assigned[-1], assigned[-1].value
 
