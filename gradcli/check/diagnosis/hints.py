@@ -156,7 +156,9 @@ def _rounded(node) -> bool:
     """A float literal with 4+ significant digits that is no simple fraction (1.1284 for 2/√π)."""
     if not isinstance(node, ast.Constant) or not isinstance(node.value, float):
         return False
-    digits = f"{abs(node.value):.12g}".replace(".", "").lstrip("0").rstrip("0")
+    from decimal import Decimal
+
+    digits = Decimal(repr(abs(node.value))).normalize().as_tuple().digits  # 1e-05 has one, 1.1284 five
     return len(digits) >= 4 and nice_number(node.value, rel=1e-12) is None
 
 

@@ -179,7 +179,11 @@ def region(ev: Evidence):
         sets = [(f"{name} < 0", z < 0)] + [(f"{name} == {int(v)}", z == v) for v in np.unique(z)]
         for description, mask in sets:
             if mask.any() and not mask.all() and np.array_equal(mask[info], wi):
-                matches.append((description, 0.85 if balanced else 0.8, name))
+                confidence = 0.85 if balanced else 0.8
+                # whole rows of one target value: a likelier story than a threshold that happens to
+                # separate the same few elements
+                at = 0 if matches and matches[0][1] <= confidence and matches[0][2] != "position" else len(matches)
+                matches.insert(at, (description, confidence, name))
                 break
     inputs = [v for v in variables if v[0] != "the output"]
     for (n1, z1, _), (n2, z2, _) in itertools.combinations(inputs[:3], 2):

@@ -26,7 +26,7 @@ from gradcli.check.report import Finding
 METHODS = ("reshape", "view")
 # methods whose first argument (or ``dim=``) is the dim they work along
 DIM_METHODS = ("sum", "mean", "softmax", "log_softmax", "cumsum", "scatter", "scatter_add", "gather", "index_select",
-               "index_add", "logsumexp", "amax", "norm")
+               "index_add", "logsumexp", "amax", "amin")  # not norm: its first argument is p
 MAX_CANDIDATES = 120  # (call site, permutation) pairs re-run per input
 _LOCK = threading.Lock()
 
