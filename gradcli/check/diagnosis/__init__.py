@@ -42,12 +42,12 @@ NO_PATTERN = "none"
 PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
-            operator.missing_flip, operator.dropped_output, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
-            operator.wrong_axis, terms.wrong_variable, operator.scaled_cotangent, terms.term_sign, terms.term_coefficient, terms.statement_variable,
-            mutations.statement_edit, relayout.missing_permute,
-            operator.wrong_axis_separable,
-            regions.region, terms.missing_term,
-            terms.missing_reduction_term)
+            operator.missing_flip, operator.dropped_output, operator.not_accumulated,
+            operator.jacobian_transposed, operator.missing_reshape, operator.wrong_axis,
+            terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
+            # one edit of the statements, then of the arithmetic, then a re-run of backward
+            mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute,
+            operator.wrong_axis_separable, regions.region, terms.missing_term, terms.missing_reduction_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 

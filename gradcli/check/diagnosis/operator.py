@@ -285,7 +285,8 @@ def scaled_cotangent(ev):
                     where = "grad_output" if side == "grad_output" else "its result"
                     return Finding("wrong_variable",
                                    f"backward for input {ev.name} multiplies {where} by {used} where {needed} is "
-                                   f"needed: it is exactly the right backward with {where} times {used}/{needed}",
+                                   f"needed (or divides by {needed} where {used} belongs): it is exactly the right "
+                                   f"backward with {where} times {used}/{needed}",
                                    input=ev.index, params={"used": used, "needed": needed, "side": side,
                                                            "expression": used, "expected": needed},
                                    confidence=0.85)
