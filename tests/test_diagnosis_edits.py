@@ -446,3 +446,55 @@ def test_the_cotangents_message_claims_no_misuse_of_grad_output():
     assert check.message.startswith("backward is right for grad_output = ones but wrong for random grad_output: a "
                                     "cotangent of ones hides this error")
     assert "misuse" in check.message and "ignores or misuses" not in check.message
+
+
+# ----- the evaluator's vocabulary ----------------------------------------------------------------
+def _vocabulary_backward(ctx, g):
+    n, c = g.shape
+    m = g.numel() / g.size(0)
+    picked = torch.where(g > 0, g, 0.5 * g).clamp(min=-1.0)  # noqa: F821 (only parsed, never run)
+    return picked.reshape(c, n).t() * (n + m + len(g)) + g.erf() + (g >= 0).type_as(g) + g.zeros_like()
+
+
+def test_the_evaluator_reads_shapes_where_clamp_comparisons_and_reshapes():
+    import ast
+    import math
+
+    from gradcli.check.diagnosis.evaluator import _Evaluator
+    from gradcli.check.diagnosis.source import _source
+
+    src = _source(_vocabulary_backward)
+    ret = next(n for n in ast.walk(src.tree) if isinstance(n, ast.Return))
+    g = np.array([[-3.0, -0.4, 0.2], [1.5, -1.0, 0.0]])
+    got = _Evaluator(src, ret.lineno, {"g": g}, [], {}).value(ret.value)
+    picked = np.clip(np.where(g > 0, g, 0.5 * g), -1.0, None)
+    expected = picked.reshape(3, 2).T * (2 + 3 + 2) + np.vectorize(math.erf)(g) + (g >= 0)
+    assert np.array_equal(got, expected)
+
+
+def layer_norm_term_sign(B):
+    class LayerNormTermSign(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            mu = x.mean(-1, keepdim=True)
+            rstd = 1.0 / (((x - mu) ** 2).mean(-1, keepdim=True) + 1e-5).sqrt()
+            xhat = (x - mu) * rstd
+            ctx.save_for_backward(xhat, rstd)
+            return xhat
+
+        @staticmethod
+        def backward(ctx, g):
+            xhat, rstd = ctx.saved_tensors
+            n = xhat.shape[-1]
+            return rstd / n * (n * g - g.sum(-1, keepdim=True) + xhat * (g * xhat).sum(-1, keepdim=True))
+
+    return LayerNormTermSign
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_term_sign_in_a_statement_that_reads_the_shape(name):
+    B = backend(name)
+    args = (B.tensor(np.random.default_rng(14).standard_normal((3, 5))),)
+    (finding,) = _diagnose(layer_norm_term_sign(B), args)
+    assert finding.kind == "term_sign"
+    assert finding.params["term"] == "rstd / n * xhat * (g * xhat).sum(-1, keepdim=True)"

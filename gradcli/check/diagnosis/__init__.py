@@ -17,18 +17,17 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import mutations
+from gradcli.check.diagnosis import extras, mutations
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
 from gradcli.check.diagnosis import relayout
 from gradcli.check.diagnosis import surrogate
 from gradcli.check.diagnosis import terms
-from gradcli.check.diagnosis.backward_terms import substitutions_for, terms_for
 from gradcli.check.diagnosis.evidence import Evidence, lazy
 from gradcli.check.diagnosis.function_wide import function_wide
 from gradcli.check.diagnosis.hints import hint
-from gradcli.check.diagnosis.source import backward_code, backward_source, overwrite_statement
+from gradcli.check.diagnosis.source import backward_code
 from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
@@ -277,7 +276,7 @@ class _Diagnosis:
             outputs = probe.forward()
         except Exception:
             outputs = []
-        labels = self._labels()
+        labels = extras.labels(self)
         for i, ev in evidence.items():
             if i not in probe.values:
                 continue
@@ -290,29 +289,12 @@ class _Diagnosis:
             ev.unreduced = lazy(lambda ev=ev: self._unreduced(ev, outputs))
             ev.one_sided = lambda positions, ev=ev: self._one_sided(ev, positions)
             ev.operator = lazy(lambda ev=ev: operator.operator_matrices(probe, ev, self._numeric))
-            ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
-            ev.overwrites = lazy(lambda ev=ev: self._overwrites(ev))
-            ev.substitutions = lazy(lambda ev=ev: self._substitutions(ev))
-            ev.edits = lazy(lambda ev=ev: self._edits(ev))
-            ev.relayout = lazy(lambda ev=ev: self._relayout(ev))
+            ev.backward_terms = lazy(lambda ev=ev: extras.backward_terms(self, ev))
+            ev.overwrites = lazy(lambda ev=ev: extras.overwrites(self, ev))
+            ev.substitutions = lazy(lambda ev=ev: extras.substitutions(self, ev))
+            ev.edits = lazy(lambda ev=ev: extras.edits(self, ev))
+            ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
         self._raw(evidence)
-
-    def _labels(self):
-        """(name, int64 array) of the integer tensor inputs (class targets, indices): a loss whose
-        backward is wrong on the rows of one target value (an ignore_index) is a region of them."""
-        from gradcli.check.diagnosis.probe import _to_numpy
-
-        found = []
-        for i, arg in enumerate(self.probe.args):
-            if i in self.probe.values or not hasattr(arg, "shape") or not hasattr(arg, "dtype"):
-                continue
-            try:
-                z = np.asarray(_to_numpy(arg))
-            except Exception:  # not array-like after all
-                continue
-            if z.ndim >= 1 and np.issubdtype(z.dtype, np.integer):
-                found.append((parameter_name(self.probe.fn, i), z.astype(np.int64)))
-        return found
 
     def _add_ones_row(self, ev, outputs):
         row = tuple(np.ones(o.shape) for o in outputs)
@@ -360,41 +342,6 @@ class _Diagnosis:
                 # another input's gradient (no analytic at all), or changed this one on its way
                 # to the leaf; either way the user's code is what the finding is about.
                 ev.analytic = np.stack(ev.raw)
-
-    def _backward_terms(self, ev):
-        try:
-            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
-                             self.executed)
-        except Exception:  # an unusual backward: term_sign simply has no evidence
-            return None
-
-    def _substitutions(self, ev):
-        try:
-            return substitutions_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
-                                     self.executed)
-        except Exception:  # an unusual backward: no statement-level evidence
-            return None
-
-    def _edits(self, ev):
-        try:
-            return mutations.statement_edits(self.probe, self.cls, self.positions.get(ev.index, ev.index),
-                                             ev.cotangents, self.executed)
-        except Exception:  # an unusual backward: no statement-level evidence
-            return None
-
-    def _relayout(self, ev):
-        try:
-            return relayout.search(self.probe, self.cls, ev)
-        except Exception:  # an unusual backward: no re-run evidence
-            return None
-
-    def _overwrites(self, ev) -> bool:
-        try:
-            src = backward_source(self.cls, self.executed)
-            position = self.positions.get(ev.index, ev.index)
-            return src is not None and overwrite_statement(src, position) is not None
-        except Exception:  # unparsable source: no source evidence
-            return False
 
     def _unreduced(self, ev, outputs):
         """The numeric gradient w.r.t. the input broadcast to the output's shape (before reduction)."""
