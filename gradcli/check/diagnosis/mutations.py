@@ -19,6 +19,7 @@ The edited statement is the finding's location (``params.at_line``), so the hint
 from __future__ import annotations
 
 import ast
+import time
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from gradcli.check.diagnosis.source import chain, gradient_statement, grad_outpu
 from gradcli.check.report import Finding
 
 MAX_EDITS = 400  # evaluations of edited statements per input (each is a few small numpy ops)
+BUDGET_S = 2.0  # and at most this long (large tensors)
 FUNCTIONS = (("{z}", lambda z: z), ("exp({z})", np.exp), ("sigmoid({z})", lambda z: 1 / (1 + np.exp(-z))),
              ("tanh({z})", np.tanh))
 
@@ -148,7 +150,7 @@ def statement_edit(ev):
     if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
         return None
     variables = None
-    tried = 0
+    tried, started = 0, time.perf_counter()
     for kind in ("dim", "transpose", "variable"):
         for edit in (e for e in edits if e[0] == kind):
             candidates = [edit]
@@ -157,7 +159,7 @@ def statement_edit(ev):
                 candidates = [(kind, edit[1], edit[2], v) for v in variables]
             for candidate in candidates:
                 tried += 1
-                if tried > MAX_EDITS:
+                if tried > MAX_EDITS or time.perf_counter() - started > BUDGET_S:
                     return None
                 changed = _stack(ev, evaluate(candidate))
                 if changed is None or ev.fits(changed, A) or not ev.fits(changed, N, E):

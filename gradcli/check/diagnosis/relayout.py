@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+import time
 
 from gradcli.check.diagnosis.probe import ProbeError
 from gradcli.check.diagnosis.source import backward_code
@@ -27,7 +28,8 @@ METHODS = ("reshape", "view")
 # methods whose first argument (or ``dim=``) is the dim they work along
 DIM_METHODS = ("sum", "mean", "softmax", "log_softmax", "cumsum", "scatter", "scatter_add", "gather", "index_select",
                "index_add", "logsumexp", "amax", "amin")  # not norm: its first argument is p
-MAX_CANDIDATES = 120  # (call site, permutation) pairs re-run per input
+MAX_CANDIDATES = 120  # (call site, change) pairs re-run per input
+BUDGET_S = 3.0  # and at most this long: a large Function's re-runs must not eat its check's timeout
 _LOCK = threading.Lock()
 
 
@@ -139,14 +141,18 @@ def search(probe, cls, ev):
             probe.vjp(ev.cotangents[0])  # records backward's reshape sites
         except ProbeError:
             return None
-        tried = 0
+        tried, started = 0, time.perf_counter()
+
+        def spent():
+            return tried > MAX_CANDIDATES or time.perf_counter() - started > BUDGET_S
+
         for site in sorted(s for s in patched.sites if s[0] == "dim"):
             _, name, line, shape, dim = site
             for other in range(len(shape)):
                 if other == dim % len(shape):
                     continue
                 tried += 1
-                if tried > MAX_CANDIDATES:
+                if spent():
                     return None
                 patched.edit = (site, other)
                 if _fits(probe, ev, A, N, E):
@@ -164,7 +170,7 @@ def search(probe, cls, ev):
                 if all(written[p] == 1 or p == k for k, p in enumerate(perm)):
                     continue  # moves only size-1 dims: the same layout
                 tried += 1
-                if tried > MAX_CANDIDATES:
+                if spent():
                     return None
                 patched.edit = (site, list(perm))
                 if _fits(probe, ev, A, N, E):
