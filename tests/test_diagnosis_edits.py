@@ -498,3 +498,31 @@ def test_a_term_sign_in_a_statement_that_reads_the_shape(name):
     (finding,) = _diagnose(layer_norm_term_sign(B), args)
     assert finding.kind == "term_sign"
     assert finding.params["term"] == "rstd / n * xhat * (g * xhat).sum(-1, keepdim=True)"
+
+
+def gather_columns_module_style(torch, dim):
+    class GatherColumnsModuleStyle(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, idx):
+            ctx.save_for_backward(idx)
+            ctx.shape = x.shape
+            return torch.gather(x, 1, idx)
+
+        @staticmethod
+        def backward(ctx, g):
+            (idx,) = ctx.saved_tensors
+            return torch.scatter_add(torch.zeros(ctx.shape, dtype=g.dtype), dim, idx, g), None
+
+    return GatherColumnsModuleStyle
+
+
+def test_a_namespace_function_called_along_the_wrong_dim():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(np.random.default_rng(15).standard_normal((4, 4)), requires_grad=True)
+    idx = torch.tensor([[0, 3], [1, 1], [2, 0], [3, 2]])
+    assert gradcheck(gather_columns_module_style(torch, 1).apply, (x, idx)).ok
+    (finding,) = _diagnose(gather_columns_module_style(torch, 0), (x, idx))
+    assert finding.kind == "wrong_axis"
+    assert {k: finding.params[k] for k in ("dims", "expected_dims", "call")} == {
+        "dims": [0], "expected_dims": [1], "call": "torch.scatter_add"}
+    assert torch.scatter_add is torch._C._VariableFunctions.scatter_add  # the wrapper is gone

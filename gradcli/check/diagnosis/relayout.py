@@ -43,30 +43,52 @@ def _tensor_class(probe):
     return Tensor
 
 
+def _namespaces(probe):
+    """The modules whose dim functions backward may call as ``torch.sum(x, dim)``, ``F.softmax(x, dim)``."""
+    if probe.backend == "torch":
+        import torch
+        import torch.nn.functional
+
+        return [torch, torch.nn.functional]
+    import gradcli
+    import gradcli.nn.functional
+
+    return [gradcli, gradcli.nn.functional]
+
+
 class _Patched:
     """Wraps ``reshape``/``view`` of the tensor class: records backward's calls, or edits one site."""
 
-    def __init__(self, cls, code):
-        self.cls, self.code = cls, code
+    def __init__(self, cls, code, modules=()):
+        self.cls, self.code, self.modules = cls, code, list(modules)
         self.sites = set()  # ("reshape", line, input shape, shape written), ("dim", method, line, shape, dim)
         self.edit = None  # (site, permutation)
 
     def __enter__(self):
         _LOCK.acquire()
-        names = [n for n in METHODS + DIM_METHODS if hasattr(self.cls, n)]
-        self.saved = {name: self.cls.__dict__.get(name) for name in names}
-        for name in names:
-            original = getattr(self.cls, name)
-            setattr(self.cls, name, self._wrap(original) if name in METHODS else self._wrap_dim(name, original))
+        self.saved = []  # (owner, name, what its __dict__ held: None when inherited or lazily resolved)
+        try:
+            for name in [n for n in METHODS + DIM_METHODS if hasattr(self.cls, n)]:
+                original = getattr(self.cls, name)
+                self.saved.append((self.cls, name, self.cls.__dict__.get(name)))
+                setattr(self.cls, name, self._wrap(original) if name in METHODS else self._wrap_dim(name, original))
+            for module in self.modules:  # torch.sum(x, dim): the tensor is the first argument
+                for name in [n for n in DIM_METHODS if callable(getattr(module, n, None))]:
+                    original = getattr(module, name)
+                    self.saved.append((module, name, module.__dict__.get(name)))
+                    setattr(module, name, self._wrap_dim(name, original, function=True))
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc):
         try:
-            for name, original in self.saved.items():
+            for owner, name, original in reversed(self.saved):
                 if original is None:
-                    delattr(self.cls, name)  # inherited (torch.Tensor from its C base)
+                    delattr(owner, name)  # inherited (torch.Tensor from its C base) or resolved lazily
                 else:
-                    setattr(self.cls, name, original)
+                    setattr(owner, name, original)
         finally:
             _LOCK.release()
 
@@ -92,19 +114,20 @@ class _Patched:
         return wrapper
 
 
-    def _wrap_dim(self, name, original):
+    def _wrap_dim(self, name, original, function=False):
         patched = self
 
         def wrapper(tensor, *args, **kwargs):
             frame = sys._getframe(1)
-            if frame.f_code is not patched.code:
+            if frame.f_code is not patched.code or not hasattr(tensor, "shape"):
                 return original(tensor, *args, **kwargs)
             keyword = "dim" in kwargs
             dim = kwargs["dim"] if keyword else (args[0] if args else None)
             ndim = len(tensor.shape)
             if not isinstance(dim, int) or isinstance(dim, bool) or ndim < 2:
                 return original(tensor, *args, **kwargs)
-            site = ("dim", name, frame.f_lineno, tuple(int(s) for s in tensor.shape), dim)
+            site = ("dim", ("torch." if function else "") + name, frame.f_lineno, tuple(int(s) for s in tensor.shape),
+                    dim)
             patched.sites.add(site)
             if patched.edit is not None and patched.edit[0] == site:
                 if keyword:
@@ -135,7 +158,7 @@ def search(probe, cls, ev):
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
     if ev.fits(A, N, E):
         return None
-    patched = _Patched(_tensor_class(probe), code)
+    patched = _Patched(_tensor_class(probe), code, _namespaces(probe))
     with patched:
         try:
             probe.vjp(ev.cotangents[0])  # records backward's reshape sites
