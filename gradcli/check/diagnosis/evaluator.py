@@ -212,7 +212,8 @@ class _Evaluator:
         type_as/to (a dtype change is no value change here), as a method or a module function."""
         attr, owner = node.func.attr, node.func.value
         args = list(node.args)
-        if self._is_module(owner):
+        module = self._is_module(owner)
+        if module:
             if not args:
                 raise Unsupported(attr)
             base = self.value(args.pop(0))
@@ -226,7 +227,9 @@ class _Evaluator:
         if attr in ("ones_like", "zeros_like") and not args:
             return (np.ones_like if attr == "ones_like" else np.zeros_like)(np.asarray(base, dtype=float))
         if attr == "where" and len(args) == 2 and not keywords:
-            return np.where(np.asarray(base) != 0, self.value(args[0]), self.value(args[1]))
+            if module:  # torch.where(condition, x, y)
+                return np.where(np.asarray(base) != 0, self.value(args[0]), self.value(args[1]))
+            return np.where(np.asarray(self.value(args[0])) != 0, base, self.value(args[1]))  # x.where(cond, y)
         if attr in ("clamp", "clip"):
             low = self.value(args[0]) if args else (self.value(keywords["min"]) if "min" in keywords else None)
             high = self.value(args[1]) if len(args) > 1 else (
