@@ -1197,7 +1197,7 @@ SEEDED = [
     Case("missing term: LayerNorm's reduction term", layernorm_missing_term, "missing_term", 0,
          {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
     Case("wrong_axis: logsumexp normalized over dim 0", logsumexp_wrong_dim, "wrong_axis", 0,
-         {"form": "ratio", "dims": [0], "expected_dims": [1]}),
+         {"dims": [0], "expected_dims": [1], "call": "sum"}),
     Case("missing term: RMSNorm's reduction term", rmsnorm_missing_term, "missing_term", 0,
          {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
     # issue 14.4: undeclared surrogates still fail, and are named

@@ -24,7 +24,7 @@ from test_diagnosis_cases import Backend, backend  # noqa: E402
 
 RECORDS = read_corpus(CATALOGUE)
 # labelled bugs the rules do not name yet (no simple pattern found): kept honest, not hidden
-STILL_VAGUE = {"Conv1dInputGradMissingPermute", "HingeWrongMargin"}
+STILL_VAGUE = {"HingeWrongMargin"}
 
 
 def _load(path):
@@ -86,6 +86,20 @@ def _by_name(name):
     ("LogSoftmaxTermSign", "term_sign", {"term": "y.exp() * g.sum(dim=1, keepdim=True)"}),
     ("LogSoftmaxUsesOutput", "wrong_variable", {"used": "y", "needed": "exp(output)"}),
     ("BCEWithLogitsUsesLogits", "wrong_variable", {"used": "x", "needed": "sigmoid(x)"}),
+    # issue 17, third pass (bench/diagnosis_catalogue/edits.py)
+    ("SoftmaxPoolWrongDim", "wrong_axis", {"dims": [0], "expected_dims": [1], "call": "sum"}),
+    ("TanhMatmulOperandNotTransposed", "transposed", {"operand": "b", "expected": "b.T"}),
+    ("WeightedLogisticUsesLogits", "wrong_variable", {"used": "z", "needed": "sigmoid(z)"}),
+    ("TanhSigmoidPairDropsSecond", "missing_term", {"variant": "output", "output": 1}),
+    ("ExpCumsumUsesInput", "wrong_variable", {"used": "x", "needed": "output", "side": "grad_output"}),
+    ("SumAndCentredOverRowsMissingTerm", "missing_term", {"variant": "reduction", "dim": 0, "coefficient": -1.0,
+                                                          "term": "mean_0(grad_output[1])"}),
+    ("GatherColumnsScatterWrongDim", "wrong_axis", {"dims": [0], "expected_dims": [1], "call": "scatter_add"}),
+    ("Conv1dLoopMissingPermute", "missing_reshape", {"side": "intermediate", "layout": [2, 4, 2, 2],
+                                                     "permute": [0, 2, 1, 3], "written": [2, 2, 4, 2]}),
+    ("Conv1dInputGradMissingPermute", "missing_reshape", {"side": "intermediate"}),
+    ("NLLIgnoreMaskForgotten", "region", {"description": "target < 0", "count": 1}),
+    ("RMSNormWeightedMissingTerm", "missing_term", {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
 ])
 def test_new_rules_name_their_parameters(name, kind, expected):
     _, _, findings = _run(_by_name(name))

@@ -82,8 +82,8 @@ class NLLLossWrongRowsScale(Function):
     def backward(ctx, grad_output):
         (target,) = ctx.saved_tensors
         grad = torch.zeros(ctx.shape, dtype=grad_output.dtype)
-        grad[torch.arange(len(target)), target] = -1.0
-        return grad * grad_output, None  # BUG
+        grad[torch.arange(len(target)), target] = -1.0  # BUG
+        return grad * grad_output, None
 
     @staticmethod
     def example_inputs():

@@ -204,8 +204,9 @@ def cotangents_check(kinds: Sequence[str], failed: Sequence[int], zero_ok: Optio
         return Check("cotangents", "fail", message, None, details)
     if blind:
         return Check("cotangents", "fail",
-                     "backward is right for grad_output = ones but wrong for random grad_output: it ignores or "
-                     "misuses grad_output", None, details)
+                     "backward is right for grad_output = ones but wrong for random grad_output: a cotangent of "
+                     "ones hides this error (a constant factor on softmax rows or a permutation is invisible to it), "
+                     "which is not by itself a misuse of grad_output", None, details)
     if zero_ok is None and not random_ok:
         return Check("cotangents", "warn", "could not run the zero-cotangent probe", None, details)
     return Check("cotangents", "pass", f"random cotangents used ({len(random)}); zero grad_output gives zero",

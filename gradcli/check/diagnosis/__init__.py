@@ -17,16 +17,17 @@ from typing import Optional
 
 import numpy as np
 
+from gradcli.check.diagnosis import extras, mutations
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
+from gradcli.check.diagnosis import relayout
 from gradcli.check.diagnosis import surrogate
 from gradcli.check.diagnosis import terms
-from gradcli.check.diagnosis.backward_terms import substitutions_for, terms_for
 from gradcli.check.diagnosis.evidence import Evidence, lazy
 from gradcli.check.diagnosis.function_wide import function_wide
 from gradcli.check.diagnosis.hints import hint
-from gradcli.check.diagnosis.source import backward_code, backward_source, overwrite_statement
+from gradcli.check.diagnosis.source import backward_code
 from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
@@ -40,11 +41,12 @@ NO_PATTERN = "none"
 PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
-            operator.missing_flip, operator.not_accumulated, operator.jacobian_transposed, operator.missing_reshape,
-            operator.wrong_axis, terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
-            operator.wrong_axis_separable,
-            regions.region, terms.missing_term,
-            terms.missing_reduction_term)
+            operator.missing_flip, operator.dropped_output, operator.not_accumulated,
+            operator.jacobian_transposed, operator.missing_reshape, operator.wrong_axis,
+            terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
+            # one edit of the statements, then of the arithmetic, then a re-run of backward
+            mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute,
+            operator.wrong_axis_separable, regions.region, terms.missing_term, terms.missing_reduction_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -274,9 +276,12 @@ class _Diagnosis:
             outputs = probe.forward()
         except Exception:
             outputs = []
+        labels = extras.labels(self)
         for i, ev in evidence.items():
             if i not in probe.values:
                 continue
+            ev.labels = [(name, np.broadcast_to(z.reshape(z.shape + (1,) * (len(ev.shape) - z.ndim)), ev.shape))
+                         for name, z in labels if z.ndim < len(ev.shape) and z.shape == tuple(ev.shape)[:z.ndim]]
             ev.values = np.asarray(probe.values[i], dtype=float)
             ev.outputs = outputs
             if ev.cotangents and ev.ones_row is None:
@@ -284,9 +289,11 @@ class _Diagnosis:
             ev.unreduced = lazy(lambda ev=ev: self._unreduced(ev, outputs))
             ev.one_sided = lambda positions, ev=ev: self._one_sided(ev, positions)
             ev.operator = lazy(lambda ev=ev: operator.operator_matrices(probe, ev, self._numeric))
-            ev.backward_terms = lazy(lambda ev=ev: self._backward_terms(ev))
-            ev.overwrites = lazy(lambda ev=ev: self._overwrites(ev))
-            ev.substitutions = lazy(lambda ev=ev: self._substitutions(ev))
+            ev.backward_terms = lazy(lambda ev=ev: extras.backward_terms(self, ev))
+            ev.overwrites = lazy(lambda ev=ev: extras.overwrites(self, ev))
+            ev.substitutions = lazy(lambda ev=ev: extras.substitutions(self, ev))
+            ev.edits = lazy(lambda ev=ev: extras.edits(self, ev))
+            ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):
@@ -335,28 +342,6 @@ class _Diagnosis:
                 # another input's gradient (no analytic at all), or changed this one on its way
                 # to the leaf; either way the user's code is what the finding is about.
                 ev.analytic = np.stack(ev.raw)
-
-    def _backward_terms(self, ev):
-        try:
-            return terms_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
-                             self.executed)
-        except Exception:  # an unusual backward: term_sign simply has no evidence
-            return None
-
-    def _substitutions(self, ev):
-        try:
-            return substitutions_for(self.probe, self.cls, self.positions.get(ev.index, ev.index), ev.cotangents,
-                                     self.executed)
-        except Exception:  # an unusual backward: no statement-level evidence
-            return None
-
-    def _overwrites(self, ev) -> bool:
-        try:
-            src = backward_source(self.cls, self.executed)
-            position = self.positions.get(ev.index, ev.index)
-            return src is not None and overwrite_statement(src, position) is not None
-        except Exception:  # unparsable source: no source evidence
-            return False
 
     def _unreduced(self, ev, outputs):
         """The numeric gradient w.r.t. the input broadcast to the output's shape (before reduction)."""

@@ -51,6 +51,9 @@ class Evidence:
     backward_terms: Optional[Callable[[], Any]] = None  # lazily: [(code, values per row)] of the gradient statement
     substitutions: Optional[Callable[[], Any]] = None  # lazily: (names, evaluate(name, value)) of the statement
     overwrites: Optional[Callable[[], Any]] = None  # lazily: does backward assign (not add) into the gradient?
+    edits: Optional[Callable[[], Any]] = None  # lazily: (edits, evaluate, src) of the gradient's statements
+    labels: list = field(default_factory=list)  # (name, values broadcast to the input's shape) of integer inputs
+    relayout: Optional[Callable[[], Any]] = None  # lazily: a missing_reshape finding from re-running backward
 
     @property
     def rho(self) -> float:

@@ -11,9 +11,11 @@ import ast
 import os
 from typing import Optional
 
+from gradcli.check.diagnosis.evidence import nice_number
 from gradcli.check.diagnosis.source import (backward_source, chain, constant_line, fed_names, first_statement_with,
                                             forward_source, grad_output_names, gradient_statement, in_chain,
-                                            inplace_statement, last_return, shared_with_right_gradient)
+                                            inplace_statement, last_return, local_derivative,
+                                            shared_with_right_gradient, statement_at)
 
 
 def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, name: str,
@@ -27,9 +29,6 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("reason") == "changed_after_backward":
             return "backward's return value is right: look at hooks on the tensors, or report an engine bug", None
         return "compare the backward with your derivation term by term; the error map shows where it is wrong", None
-    if kind == "precision":
-        return ("keep forward and backward in float64 (no .float(), float32 buffers, rounded constants), "
-                "or check the Function at float32 with --dtype float32"), None
     if kind == "inplace":
         advice = "clone a tensor before modifying it in place, or save the copy for backward"
         if params.get("after_save"):
@@ -46,6 +45,17 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         shared = shared_with_right_gradient(src, position, failed_positions)
         if shared is not None:
             statement, expr = shared
+        elif statement is not None and kind in LOCAL_DERIVATIVE_KINDS:
+            # `return grad * grad_output`: a factor, a sign, a term or a tensor is wrong in `grad`
+            statement, expr = local_derivative(src, statement, expr)
+        pinned = params.get("at_line") and statement_at(src, params["at_line"])
+        if pinned:  # a rule that edited one statement says which (a dim, a transpose, a tensor)
+            statement = pinned
+    if kind == "precision":
+        stmt = src and expr is not None and next(
+            (c for c in chain(src, statement, expr) if any(_rounded(n) for n in ast.walk(c))), None)
+        return _with_code("keep forward and backward in float64 (no .float(), float32 buffers, rounded constants), "
+                          "or check the Function at float32 with --dtype float32", src, stmt or statement, "in ")
     if kind == "nondeterministic":
         stmt = src and first_statement_with(src, lambda n: isinstance(n, ast.Attribute) and "rand" in n.attr)
         return _with_code("backward must return the same gradient every time: remove randomness or state",
@@ -98,6 +108,12 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("variant") == "coefficient":
             return _with_code(f"multiply `{params.get('term')}` by {params.get('factor')} (or restore the parameter "
                               "it lost)", src, statement, "in ")
+        if params.get("variant") == "output":
+            arguments = [a.arg for a in src.tree.args.args][1:] if src is not None else []
+            k = params.get("output", 0)
+            what = f"`{arguments[k]}`" if k < len(arguments) else f"output {k}'s gradient"
+            return _with_code(f"add the term {what} contributes (the chain rule through output {k})",
+                              src, statement, "in ")
         if params.get("variant") == "wrong_saved":
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
@@ -114,7 +130,14 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
                           src, statement, "in ")
     if kind in CHAIN_ADVICE:
         names, advice = CHAIN_ADVICE[kind]
-        stmt = src and expr is not None and in_chain(src, statement, expr, names) or statement
+        # a result laid out wrongly is fixed where the result is reshaped last; grad_output read in
+        # the wrong layout, where it is reshaped first
+        last = kind == "missing_reshape" and params.get("side") == "result"
+        stmt = None if params.get("at_line") else (
+            src and expr is not None and in_chain(src, statement, expr, names, last=last))
+        stmt = stmt or statement
+        if kind == "wrong_axis" and params.get("call"):
+            advice = f"{params['call']} along dim {{expected_dims}}, not dim {{dims}}"
         return _with_code(advice.format(**{k: _dims_text(v) for k, v in params.items()}), src, stmt, "in ")
     if kind == "zero":
         if params.get("returned") == "missing":
@@ -123,6 +146,20 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(f"return a gradient for {name} instead of "
                           f"{'None' if params.get('returned') == 'None' else 'zeros'}", src, statement, "in ")
     return "", None
+
+
+# kinds whose mistake sits in the local derivative, not in how grad_output is applied
+LOCAL_DERIVATIVE_KINDS = ("scale", "sign", "precision", "missing_term", "term_sign", "wrong_variable", "region")
+
+
+def _rounded(node) -> bool:
+    """A float literal with 4+ significant digits that is no simple fraction (1.1284 for 2/√π)."""
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, float):
+        return False
+    from decimal import Decimal
+
+    digits = Decimal(repr(abs(node.value))).normalize().as_tuple().digits  # 1e-05 has one, 1.1284 five
+    return len(digits) >= 4 and nice_number(node.value, rel=1e-12) is None
 
 
 SURROGATES = {

@@ -112,6 +112,27 @@ def jacobian_transposed(ev):
                    input=ev.index, params={"jacobian": True}, confidence=0.9)
 
 
+def dropped_output(ev):
+    """A Function with several outputs whose backward leaves out one output's gradient entirely:
+    G's rows for that output are zero where J's are not, and G = J on every other output's rows
+    (``return grad_sin * cos(x)`` without ``- grad_cos * sin(x)``). Tried before ``not_accumulated``,
+    which would read the two outputs' reads of x as duplicates."""
+    found = _operator(ev)
+    if found is None or len(ev.outputs) < 2:
+        return None
+    J, JE, G = found
+    bounds = np.cumsum([0] + [int(o.size) for o in ev.outputs])
+    parts = [slice(bounds[k], bounds[k + 1]) for k in range(len(ev.outputs))]
+    for k, rows in enumerate(parts):
+        if ev.fits(J[rows], 0 * J[rows], JE[rows]) or not ev.fits(G[rows], 0 * G[rows], JE[rows]):
+            continue
+        if all(ev.fits(G[other], J[other], JE[other]) for j, other in enumerate(parts) if j != k):
+            return Finding("missing_term", f"backward for input {ev.name} leaves out the gradient of output {k}: "
+                           f"the term grad_output[{k}] contributes is missing (right for every other output)",
+                           input=ev.index, params={"variant": "output", "output": k}, confidence=0.9)
+    return None
+
+
 def not_accumulated(ev):
     found = _operator(ev)
     if found is None:
@@ -235,6 +256,41 @@ def wrong_axis(ev):
                    f"backward for input {ev.name} reduces over dim {dims(got)} where forward reduces over dim "
                    f"{dims(right)} (a softmax, norm, sum or mean over the wrong dim)",
                    input=ev.index, params={"dims": sorted(got), "expected_dims": sorted(right)}, confidence=0.85)
+
+
+def scaled_cotangent(ev):
+    """G = diag(u/w)·J (or J·diag(u/w)) for two different tensors u, w among the inputs and the
+    output, u/w not constant: backward multiplies grad_output (or its result) by u where w is
+    needed — a cumprod backward using x where the running product y belongs, inside a reverse
+    cumsum the elementwise forms cannot see through."""
+    found = _operator(ev)
+    if found is None or len(ev.outputs) != 1 or ev.values is None or ev.support() < 3:
+        return None
+    J, JE, G = found
+    if ev.fits(G, J, JE):
+        return None
+    out = ev.outputs[0]
+    tensors = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
+    tensors.append(("output", out))
+    with np.errstate(all="ignore"):
+        for side, shape in (("grad_output", out.shape), ("result", tuple(ev.shape))):
+            same = [(name, np.ravel(z)) for name, z in tensors if np.shape(z) == tuple(shape)]
+            for (used, u), (needed, w) in ((a, b) for a in same for b in same if a[0] != b[0]):
+                r = u / w
+                if not np.all(np.isfinite(r)) or len(np.unique(np.round(r / float(np.max(np.abs(r))), 9))) < 3:
+                    continue  # a constant ratio is a factor, a two-valued one a region: those rules say it
+                predicted, error = (r[:, None] * J, np.abs(r)[:, None] * JE) if side == "grad_output" else (
+                    J * r[None, :], JE * np.abs(r)[None, :])
+                if predicted.shape == G.shape and ev.fits(G, predicted, error):
+                    where = "grad_output" if side == "grad_output" else "its result"
+                    return Finding("wrong_variable",
+                                   f"backward for input {ev.name} multiplies {where} by {used} where {needed} is "
+                                   f"needed (or divides by {needed} where {used} belongs): it is exactly the right "
+                                   f"backward with {where} times {used}/{needed}",
+                                   input=ev.index, params={"used": used, "needed": needed, "side": side,
+                                                           "expression": used, "expected": needed},
+                                   confidence=0.85)
+    return None
 
 
 def operator_matrices(probe, ev, numeric):

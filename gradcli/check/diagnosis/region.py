@@ -165,6 +165,7 @@ def region(ev: Evidence):
             variables.append((other.name, np.asarray(other.values, dtype=float), False))
     if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape):
         variables.append(("the output", ev.outputs[0], False))
+
     balanced = min(n_wrong, n_right) >= 2
     for name, z, own in variables:
         for description, nice in _value_predicates(name, z, wrong, info):
@@ -172,6 +173,18 @@ def region(ev: Evidence):
                 matches.append((description, (0.9 if own else 0.85) if balanced else 0.8, name))
             elif balanced and own:
                 matches.append((description + " (approximately)", 0.6, name))
+    for name, z in ev.labels:
+        # a per-row integer input (a class target): the rows of one value, or of the negative
+        # values (an ignore_index such as -100), not a threshold between class ids
+        sets = [(f"{name} < 0", z < 0)] + [(f"{name} == {int(v)}", z == v) for v in np.unique(z)]
+        for description, mask in sets:
+            if mask.any() and not mask.all() and np.array_equal(mask[info], wi):
+                confidence = 0.85 if balanced else 0.8
+                # whole rows of one target value: a likelier story than a threshold that happens to
+                # separate the same few elements
+                at = 0 if matches and matches[0][1] <= confidence and matches[0][2] != "position" else len(matches)
+                matches.insert(at, (description, confidence, name))
+                break
     inputs = [v for v in variables if v[0] != "the output"]
     for (n1, z1, _), (n2, z2, _) in itertools.combinations(inputs[:3], 2):
         for description, mask in ((f"{n1} < {n2}", z1 < z2), (f"{n1} > {n2}", z1 > z2)):

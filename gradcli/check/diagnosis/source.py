@@ -123,6 +123,40 @@ def gradient_statement(src: Source, position: int):
     return ret, value
 
 
+def local_derivative(src: Source, statement, expr):
+    """``return grad * grad_output`` (or ``grad_output * grad``): the chain rule applied to a name
+    computed earlier, so the statement that computes the gradient's values is the last one that
+    gave ``grad`` its value (an assignment, or an index write ``grad[idx] = …``), not the return.
+    (statement, expression), unchanged when the return is anything else or the last change is an
+    augmented assignment."""
+    if not isinstance(expr, ast.BinOp) or not isinstance(expr.op, ast.Mult):
+        return statement, expr
+    cotangents = grad_output_names(src)
+    sides = [expr.left, expr.right]
+    names = [n.id if isinstance(n, ast.Name) else None for n in sides]
+    if sum(n in cotangents for n in names) != 1 or None in names:
+        return statement, expr
+    local = names[0] if names[1] in cotangents else names[1]
+    assigned = [n for n in statements(src.tree) if n.lineno < statement.lineno and src.ran(n) and (
+        (isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _assigns(n, local))
+        or n in _index_writes(src, {local}))]
+    if not assigned or assigned[-1].value is None or isinstance(assigned[-1], ast.AugAssign):
+        # `grad[idx] -= 1` adjusts part of a computed tensor: no one statement holds the values
+        return statement, expr
+    return assigned[-1], assigned[-1].value
+
+
+def statement_at(src: Source, line: int):
+    """The innermost simple statement of ``src`` covering file line ``line``, or None."""
+    best = None
+    for stmt in statements(src.tree):
+        first = src.line_of(stmt)
+        if first <= line <= first + stmt.end_lineno - stmt.lineno and not hasattr(stmt, "body"):
+            if best is None or stmt.end_lineno - stmt.lineno <= best.end_lineno - best.lineno:
+                best = stmt
+    return best
+
+
 def shared_with_right_gradient(src: Source, position: int, failed_positions):
     """``return g, g, None`` where only one of the two gradients is wrong: the shared ``g`` is
     right for the other input, so the statement to fix is the return (a sign or factor missing
@@ -225,10 +259,11 @@ def _index_writes(src: Source, names):
     return found
 
 
-def in_chain(src: Source, statement, expr, names):
-    """The first statement of the gradient's chain that calls one of ``names`` (or assigns into an
-    index, for "[]=")."""
-    for stmt in chain(src, statement, expr):
+def in_chain(src: Source, statement, expr, names, last: bool = False):
+    """The first (``last``: the last) statement of the gradient's chain that calls one of ``names``
+    (or assigns into an index, for "[]=")."""
+    found = chain(src, statement, expr)
+    for stmt in reversed(found) if last else found:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Attribute) and node.attr in names:
                 return stmt

@@ -90,13 +90,13 @@ def _normalized(x, axis, eps):
     return (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axis, keepdims=True) + eps)
 
 
-def _candidates(ev: Evidence, shape):
+def _candidates(ev: Evidence, shape, out=None):
     """(name, values shaped like the output) a local derivative is written with: the inputs and
     the output of that shape, and the normalized input x̂ — from the output of an affine
     normalization ((output − b)/g for inputs g, b) or computed along one axis."""
     inputs = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
     found = [(name, z) for name, z in inputs if z.shape == tuple(shape)]
-    out = ev.outputs[0]
+    out = ev.outputs[0] if out is None else out
     found.append(("output", out))
     with np.errstate(all="ignore"):
         broadcastable = [(name, z) for name, z in inputs if z.shape != tuple(shape)
@@ -306,27 +306,41 @@ def missing_reduction_term(ev: Evidence):
     α·a·mean_d(v·b)/s for tensors a, b among the inputs, the output and x̂ (or 1), one axis d and
     a divisor s (1 or a standard deviation): the backward misses one reduction term, as a LayerNorm
     backward missing its −x̂·mean(g·x̂)/σ."""
-    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.support() < 3:
+    if ev.analytic is None or ev.values is None or not ev.outputs or ev.support() < 3:
         return None
-    shape = ev.outputs[0].shape
-    if shape != tuple(ev.shape) or len(shape) < 1:
-        return None
+    for k, out in enumerate(ev.outputs):
+        # with several outputs, the term may read any one output's cotangent (a (mean, centred)
+        # pair missing −mean(grad_centred))
+        if out.shape == tuple(ev.shape) and out.ndim >= 1 and (len(ev.outputs) == 1 or len(ev.cotangents[0]) > k):
+            found = _reduction_term(ev, k, out)
+            if found is not None:
+                return found
+    return None
+
+
+def _reduction_term(ev: Evidence, k, out):
+    shape = out.shape
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
-    V = np.stack([np.reshape(row[0], shape) for row in ev.cotangents])
-    candidates = _candidates(ev, shape)[:10]
-    tensors = [("", np.ones(shape))] + candidates
-    # an outer factor may carry a per-channel input (a norm's γ: −γ·x̂·mean(g·x̂)/σ)
+    V = np.stack([np.reshape(row[k], shape) for row in ev.cotangents])
+    candidates = _candidates(ev, shape, out)[:10]
+    with np.errstate(all="ignore"):
+        tensors = [("", np.ones(shape))] + candidates + [("exp(output)", np.exp(out))]  # a log-softmax's softmax
+    tensors = [(name, z) for name, z in tensors if np.all(np.isfinite(z))]
+    # a factor may carry a per-channel input (a norm's γ: −γ·x̂·mean(g·x̂)/σ, or −x̂·mean(g·γ·x̂)/σ)
     weights = [(o.name, o.values) for o in ev.others.values() if o.values is not None and o.values.shape != shape
                and o.values.ndim >= 1 and broadcast_dims(o.values.shape, shape) is not None]
     outer = tensors + [(f"{w_name}·{a_name}" if a_name else w_name, w * a)
                        for w_name, w in weights for a_name, a in tensors]
+    inner = tensors + [(f"{w_name}·{b_name}" if b_name else w_name, w * b)
+                       for w_name, w in weights for b_name, b in tensors[:1] + candidates]
     residual = N - A
+    cotangent = "grad_output" if len(ev.outputs) == 1 else f"grad_output[{k}]"
     with np.errstate(all="ignore"):
         for axis in range(len(shape)):
             if shape[axis] < 2:
                 continue
             for scale_name, s in _scales(ev, candidates, shape):
-                for b_name, b in tensors:
+                for b_name, b in inner:
                     reduced = (V * b).mean(axis=axis + 1, keepdims=True)
                     for a_name, a in outer:
                         T = a * reduced if s is None else a * reduced / s
@@ -340,9 +354,9 @@ def missing_reduction_term(ev: Evidence):
                             continue
                         nice = nice_number(alpha)
                         coefficient = nice if nice is not None else float(f"{alpha:.6g}")
-                        inner = "grad_output" + (f"·{b_name.split(' = ')[0]}" if b_name else "")
+                        inside = cotangent + (f"·{b_name.split(' = ')[0]}" if b_name else "")
                         text = (f"{short_number(abs(coefficient))}·" if abs(coefficient) != 1 else "") + (
-                            f"{a_name.split(' = ')[0]}·" if a_name else "") + f"mean_{axis}({inner})" + (
+                            f"{a_name.split(' = ')[0]}·" if a_name else "") + f"mean_{axis}({inside})" + (
                             f"/{scale_name}" if scale_name else "")
                         sign = "" if coefficient > 0 else "−"
                         return Finding("missing_term",

@@ -1,0 +1,203 @@
+"""One edit of the gradient's statements that makes backward right, exactly.
+
+The statement computing an input's gradient and the assignments feeding it are evaluated as
+written (``evaluator.py``: a closed vocabulary, nothing ``eval``ed); when that reproduces what
+backward returned, single edits are tried, each a mistake people make, and a finding is named
+only when the edited statements give the numerical gradient at every element for every cotangent
+(while the unedited ones do not):
+
+- ``wrong_axis``: one reduction (``sum``/``mean``/``softmax``/``log_softmax``/``cumsum``) with another
+  literal dim — a softmax backward summing over the query dim instead of the key dim;
+- ``transposed``: one square 2-D operand (a name, or a ``.T``/``.t()``) transposed —
+  ``ds @ q`` where ``ds.T @ q`` is needed;
+- ``wrong_variable``: one occurrence of a tensor (a saved tensor, a name assigned in backward)
+  replaced by an input, the output, or exp/sigmoid/tanh of one, of the same shape — the logits
+  where their sigmoid is needed.
+
+The edited statement is the finding's location (``params.at_line``), so the hint quotes it.
+"""
+from __future__ import annotations
+
+import ast
+import time
+
+import numpy as np
+
+from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _context, _Evaluator
+from gradcli.check.diagnosis.source import chain, gradient_statement, grad_output_names
+from gradcli.check.report import Finding
+
+MAX_EDITS = 400  # evaluations of edited statements per input (each is a few small numpy ops)
+BUDGET_S = 2.0  # and at most this long (large tensors)
+FUNCTIONS = (("{z}", lambda z: z), ("exp({z})", np.exp), ("sigmoid({z})", lambda z: 1 / (1 + np.exp(-z))),
+             ("tanh({z})", np.tanh))
+
+
+def statement_edits(probe, cls, position, rows, executed=None):
+    """``(edits, evaluate, src)``: the candidate edits of the gradient's statements as
+    ``(kind, node, statement, argument)``, and ``evaluate(edit)`` giving the value per cotangent
+    row with that edit made (None: outside the vocabulary); None when the statements cannot be
+    evaluated as written."""
+    context = _context(probe, cls, position, rows, executed)
+    if context is None:
+        return None
+    src, shaped, args, saved, ctx_attrs = context
+    statement, expr = gradient_statement(src, position)
+    if statement is None or expr is None or len(args) != len(shaped[0]):
+        return None
+    before = statement.lineno + 1 if isinstance(statement, ast.Assign) else statement.lineno
+    cotangents = grad_output_names(src)
+
+    def evaluate(edit=None):
+        per_row = []
+        for row in shaped:
+            evaluator = _Evaluator(src, before, dict(zip(args, row)), saved, ctx_attrs)
+            if isinstance(statement, ast.Assign):
+                evaluator.assignments = [a for a in evaluator.assignments if a is not statement]
+            if edit is not None:
+                kind, node, _, argument = edit
+                if kind == "dim":
+                    evaluator.dim_overrides[id(node)] = argument
+                elif kind == "transpose":
+                    evaluator.overrides[id(node)] = _transpose
+                else:
+                    evaluator.overrides[id(node)] = _replace(argument[1])
+            try:
+                with np.errstate(all="ignore"):
+                    per_row.append(np.asarray(evaluator.value(expr), dtype=float))
+            except (Unsupported, ValueError, TypeError, IndexError, ArithmeticError):
+                return None
+        return per_row
+
+    if evaluate() is None:
+        return None
+    edits = []
+    for stmt in chain(src, statement, expr):
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
+        if value is None or (isinstance(stmt, ast.Assign) and not all(isinstance(t, ast.Name) for t in stmt.targets)):
+            continue
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \
+                    and node.func.attr != "unsqueeze":
+                written = _written_dim(node)
+                for dim in (0, 1, 2, 3, -1):
+                    if dim != written:
+                        edits.append(("dim", node, stmt, dim))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in cotangents \
+                    and node.id not in ("ctx", "self", "torch", "np", "math", "F"):
+                edits.append(("transpose", node, stmt, None))
+                edits.append(("variable", node, stmt, None))
+            elif (isinstance(node, ast.Attribute) and node.attr in ("T", "mT")) or (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "t"):
+                edits.append(("transpose", node, stmt, None))
+    return edits, evaluate, src
+
+
+def _written_dim(node):
+    args = list(node.args)
+    if isinstance(node.func.value, ast.Name) and node.func.value.id in ("torch", "F", "np"):
+        args = args[1:]
+    found = [k.value for k in node.keywords if k.arg in ("dim", "axis")] or args[:1]
+    if found and isinstance(found[0], ast.Constant):
+        return found[0].value
+    if found and isinstance(found[0], ast.UnaryOp) and isinstance(found[0].operand, ast.Constant):
+        return -found[0].operand.value
+    return None
+
+
+def _transpose(value):
+    value = np.asarray(value)
+    if value.ndim != 2 or value.shape[0] != value.shape[1]:
+        raise Unsupported("transpose")
+    return value.T
+
+
+def _replace(new):
+    def edit(value):
+        if np.shape(value) != np.shape(new):
+            raise Unsupported("shape")
+        return new
+    return edit
+
+
+def _stack(ev, rows):
+    try:
+        return None if rows is None else np.stack([np.broadcast_to(r, ev.shape) for r in rows])
+    except ValueError:
+        return None
+
+
+def _variables(ev):
+    variables = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
+    if len(ev.outputs) == 1:
+        variables.append(("output", ev.outputs[0]))
+    with np.errstate(all="ignore"):
+        found = [(form.format(z=label), f(np.asarray(z, dtype=float))) for label, z in variables for form, f in FUNCTIONS]
+    return [(label, z) for label, z in found if np.all(np.isfinite(z))]
+
+
+def statement_edit(ev):
+    """The first single edit (a dim, a transpose, a tensor) that makes the gradient statements
+    give the numerical gradient exactly."""
+    if ev.analytic is None or ev.values is None or ev.edits is None or ev.support() < 3:
+        return None
+    found = ev.edits()
+    if not found:
+        return None
+    edits, evaluate, src = found
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    written = _stack(ev, evaluate())
+    if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
+        return None
+    variables = None
+    tried, started = 0, time.perf_counter()
+    for kind in ("dim", "transpose", "variable"):
+        for edit in (e for e in edits if e[0] == kind):
+            candidates = [edit]
+            if kind == "variable":
+                variables = _variables(ev) if variables is None else variables
+                candidates = [(kind, edit[1], edit[2], v) for v in variables]
+            for candidate in candidates:
+                tried += 1
+                if tried > MAX_EDITS or time.perf_counter() - started > BUDGET_S:
+                    return None
+                changed = _stack(ev, evaluate(candidate))
+                if changed is None or ev.fits(changed, A) or not ev.fits(changed, N, E):
+                    continue
+                return _finding(ev, candidate, src)
+    return None
+
+
+def _finding(ev, edit, src):
+    kind, node, stmt, argument = edit
+    line = src.line_of(stmt)
+    code = ast.unparse(node)
+    statement = src.code(stmt)
+    if kind == "dim":
+        written = _written_dim(node)
+        return Finding("wrong_axis",
+                       f"backward for input {ev.name} reduces over the wrong dim: `{code}` with dim {argument} "
+                       f"instead of {written} makes the gradient right, exactly",
+                       input=ev.index, params={"dims": [written], "expected_dims": [argument], "call": node.func.attr,
+                                               "at_line": line, "statement": statement}, confidence=0.9)
+    if kind == "transpose":
+        expected = _transposed_text(node)
+        return Finding("transposed",
+                       f"backward for input {ev.name} uses `{code}` where its transpose `{expected}` is needed: with "
+                       "it the gradient is right, exactly",
+                       input=ev.index, params={"operand": code, "expected": expected, "got": code, "at_line": line,
+                                               "statement": statement}, confidence=0.9)
+    label = argument[0]
+    return Finding("wrong_variable",
+                   f"backward for input {ev.name} uses `{code}` where {label} is needed: with {label} in its place "
+                   "there the gradient is right, exactly",
+                   input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
+                                           "at_line": line, "statement": statement}, confidence=0.85)
+
+
+def _transposed_text(node):
+    if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+        return ast.unparse(node.value)
+    if isinstance(node, ast.Call):
+        return ast.unparse(node.func.value)
+    return f"{ast.unparse(node)}.T"
