@@ -38,6 +38,7 @@ def LIFAdjointRefracFunction():
 
 
 def ToSpikeTimes():
-    # spikes over 5 time steps for a batch of 2 and 3 channels; the first 2 spike times
-    spikes = (torch.rand(5, 2, 3) > 0.5).to(D).requires_grad_()
+    # spikes over 5 time steps for a batch of 2 and 3 channels; the first 2 spike times (float32: backward
+    # writes into a tensor of torch's default dtype)
+    spikes = (torch.rand(5, 2, 3) > 0.5).float().requires_grad_()
     return spikes, torch.tensor(2)

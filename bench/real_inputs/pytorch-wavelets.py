@@ -2,7 +2,7 @@
 (DTCWTForward, ScatLayer) pass. Used by bench/real_packages.py as `--inputs-from` (one help)."""
 import torch
 from pytorch_wavelets import DTCWTForward, ScatLayer
-from pytorch_wavelets.dtcwt.lowlevel import mode_to_int
+from pytorch_wavelets.dwt.lowlevel import mode_to_int
 
 D = torch.float64
 

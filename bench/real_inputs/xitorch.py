@@ -68,6 +68,6 @@ def _MCQuad():
     mu = torch.tensor([0.2, 0.1], dtype=D, requires_grad=True)
     x0 = torch.zeros(2, dtype=D)
     ffcn, logpfcn = xitorch.get_pure_function(_f), xitorch.get_pure_function(_logp)
-    fwd = {"method": "mh", "nsamples": 200, "nburnout": 20}
-    return (ffcn, logpfcn, x0, None, None, "mh", fwd, {"method": "mh", "nsamples": 200, "nburnout": 20},
+    fwd = {"nsamples": 200, "nburnout": 20}
+    return (ffcn, logpfcn, x0, None, None, "mh", fwd, {"nsamples": 200, "nburnout": 20},
             1, len(ffcn.objparams()), 1, w, *ffcn.objparams(), mu, *logpfcn.objparams())
