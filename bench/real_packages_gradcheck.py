@@ -10,7 +10,8 @@ file (`"inputs_from": FILE`, a help `--inputs-from FILE`) is built again by call
 class in this process, with the generators seeded as gradcli seeds them (gradcli/check/inputs.py
 `seed_global_generators`); its tensors must equal the recorded values, else the set is unreproducible. For every Function: does its module import by
 its dotted name (as the package's own users import it), and, per input set, the status of
-`torch.autograd.gradcheck(Class.apply, inputs, fast_mode=False)` with torch's defaults
+`torch.autograd.gradcheck(Class.apply, inputs, fast_mode=False)` with torch's defaults (over the tensor
+arguments, the others bound: see over_tensors)
 (check_undefined_grad=True) and again with check_undefined_grad=False (to tell torch's undefined-grad check
 apart from a values mismatch).
 """
@@ -175,10 +176,26 @@ def rebuild_from_file(records, torch, job, cls):
     return args, ""
 
 
+def over_tensors(torch, fn, args):
+    """``fn`` as a function of its tensor arguments only, the others bound: gradcheck recurses into tuple
+    arguments, and a NamedTuple of parameters holding tensors (norse's LIFParameters) comes back from
+    that as something forward cannot use; as forward's arguments they are constants, as for gradcli."""
+    slots = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+    def of_tensors(*tensors):
+        full = list(args)
+        for i, t in zip(slots, tensors):
+            full[i] = t
+        return fn(*full)
+
+    return of_tensors, tuple(args[i] for i in slots)
+
+
 def one_gradcheck(torch, fn, args, undefined, timeout):
     signal.alarm(timeout)
     try:
-        ok = torch.autograd.gradcheck(fn, tuple(args), fast_mode=False, check_undefined_grad=undefined,
+        fn, tensors = over_tensors(torch, fn, args)
+        ok = torch.autograd.gradcheck(fn, tensors, fast_mode=False, check_undefined_grad=undefined,
                                       raise_exception=True)
         return {"status": "pass" if ok else "fail", "message": ""}
     except importlib.import_module("torch.autograd.gradcheck").GradcheckError as exc:

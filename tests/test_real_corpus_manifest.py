@@ -282,3 +282,18 @@ def test_a_gradcli_that_crashes_is_gradclis_doing_not_a_missing_function():
     row = classify(ENTRY, crashed, None, torch(None))
     assert row["auto_message"] == "bench: gradcli crashed without a result: SyntaxError: invalid syntax"
     assert (row["auto_category"], row["auto_whose_error"]) == ("gradcli crashed", "gradcli")
+
+
+def test_torch_gradcheck_gets_only_the_tensor_arguments_the_others_bound():
+    """A NamedTuple of parameters is passed to forward as it is, not recursed into by gradcheck."""
+    class T:
+        def __init__(self, v):
+            self.v = v
+
+    fake = types.SimpleNamespace(Tensor=T)
+    params = ("tau", 0.5)
+    a, b = T(1), T(2)
+    fn, tensors = real_packages_gradcheck.over_tensors(fake, lambda *args: args, [a, params, b, 3.0])
+    assert tensors == (a, b)
+    c, d = T(5), T(6)
+    assert fn(c, d) == (c, params, d, 3.0)
