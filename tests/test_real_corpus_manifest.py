@@ -297,3 +297,11 @@ def test_torch_gradcheck_gets_only_the_tensor_arguments_the_others_bound():
     assert tensors == (a, b)
     c, d = T(5), T(6)
     assert fn(c, d) == (c, params, d, 3.0)
+
+
+def test_a_user_bug_without_a_torch_verdict_is_a_correct_fail_and_never_a_correct_pass():
+    entry = dict(ENTRY, truth="user-bug")
+    fail = classify(entry, outcome("fail", "inplace: modified by an inplace operation"), None, torch("error"))
+    assert (fail["correct"], fail["judged_by"]) == (True, "truth")
+    passed = classify(entry, outcome("pass"), None, torch("error"))
+    assert (passed["correct"], passed["judged_by"]) == (False, "truth")
