@@ -305,3 +305,24 @@ def test_a_user_bug_without_a_torch_verdict_is_a_correct_fail_and_never_a_correc
     assert (fail["correct"], fail["judged_by"]) == (True, "truth")
     passed = classify(entry, outcome("pass"), None, torch("error"))
     assert (passed["correct"], passed["judged_by"]) == (False, "truth")
+
+
+def test_the_torch_side_rebuilds_an_inputs_file_set_and_refuses_other_values(tmp_path):
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "inputs.py"
+    path.write_text("import torch\n"
+                    "def Op():\n"
+                    "    return torch.randn(3, dtype=torch.float64), ('kept', 1)\n")
+    real_packages_gradcheck.seed_like_gradcli(torch, 0, "Op")
+    drawn = torch.randn(3, dtype=torch.float64)  # what gradcli's seeded call drew (and recorded)
+    records = [{"name": "x", "source": "example", "type": "tensor", "dtype": "float64", "requires_grad": True,
+                "value": drawn.tolist(), "inputs_from": str(path), "case": 0},
+               {"name": "opts", "source": "example", "type": "tuple", "value": "('kept', 1)",
+                "inputs_from": str(path), "case": 0}]
+    job = {"module": "pkg.ops", "class": "Op", "seed": 0}
+    args, why = real_packages_gradcheck.rebuild(records, torch, job, None)
+    assert why == "" and torch.equal(args[0].detach(), drawn) and args[0].requires_grad  # marked as recorded
+    assert args[1] == ("kept", 1)
+    records[0]["value"] = (drawn + 1).tolist()
+    assert real_packages_gradcheck.rebuild(records, torch, job, None) == (
+        None, "x: the inputs file gave other values than gradcli recorded")
