@@ -9,7 +9,8 @@ The corpus (bench/real_corpus.json) names Functions in packages installed in a s
 with torch and the packages; see the manifest's `about`); nothing of their code is in this repository. For
 each file, one `gradcli check SITE/file::A SITE/file::B --format plain --json` runs in that venv with
 CHECKOUT on PYTHONPATH (default: the checkout holding this script), from an empty directory. A Function with
-no verdict (skip/error) whose manifest entry has `help` is run again, alone, with those options. Every verdict
+no verdict (skip/error) whose manifest entry has `help` is run again, alone, with those options (an
+`--inputs-from bench/real_inputs/PACKAGE.py` is taken relative to the repository holding this script). Every verdict
 is then compared with `torch.autograd.gradcheck(fast_mode=False)` at the inputs gradcli recorded
 (bench/real_packages_gradcheck.py, in the same venv). Prints a table per package (design and held-out part
 apart), the totals, the disagreements to review by hand, and with --json writes everything.
@@ -24,6 +25,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from real_packages_verdicts import classify, summarize  # noqa: E402  (bench/ is not a package)
 
@@ -62,11 +64,22 @@ def run_gradcli(args, selections, extra, timeout, workdir):
             report = json.load(fh)
         os.remove(out_json)
         for result in report.get("results", []):
+            result["seed"] = report.get("seed")  # the torch side seeds an inputs file's entry with it
             if result.get("function") is None:
                 file_level = result
             else:
                 by_class[result["function"]] = result
     return by_class, file_level, {"exit_code": code, "tail": tail, "command": command[1:]}
+
+
+def help_options(help_args):
+    """The manifest's help as command-line options: an inputs file's path made absolute (gradcli runs from an
+    empty folder)."""
+    out = list(help_args)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--inputs-from" and not os.path.isabs(out[i + 1]):
+            out[i + 1] = os.path.join(REPO, out[i + 1])
+    return out
 
 
 def gradcli_pass(args, entries, extra, site):
@@ -145,7 +158,7 @@ def run(args):
         needing_help = [e for e in entries if e.get("help") and not args.no_help
                         and (outcomes[e["key"]]["result"] or {}).get("status") not in ("pass", "fail")]
         helped = {}
-        for part in pool.map(lambda e: gradcli_pass(args, [e], list(e["help"]["args"]), site), needing_help):
+        for part in pool.map(lambda e: gradcli_pass(args, [e], help_options(e["help"]["args"]), site), needing_help):
             helped.update(part)
         # torch at the inputs of each verdict (automatic, or with help); -j processes in all
         jobs = []
@@ -154,7 +167,7 @@ def run(args):
             for source in (outcomes, helped):
                 result = (source.get(entry["key"]) or {}).get("result") or {}
                 if result.get("status") in ("pass", "fail") and result.get("function"):
-                    job["input_sets"] = input_sets(result)
+                    job["input_sets"], job["seed"] = input_sets(result), result.get("seed") or 0
             jobs.append(job)  # also without a verdict: whether the module imports by its dotted name
         torch_results = {}
         for part in pool.map(lambda part: torch_pass(args, part), chunks(jobs, args.jobs)):

@@ -4,18 +4,26 @@ Runs in the corpus venv (it needs torch and the installed packages, not gradcli)
 
     CORPUS_PYTHON bench/real_packages_gradcheck.py JOB.json OUT.json
 
-JOB.json: {"timeout": seconds, "functions": [{"key", "module", "class", "input_sets": [[record, ...], ...]}]}
-with gradcli's JSON input records (specs/check.md §4 `inputs`). For every Function: does its module import by
+JOB.json: {"timeout": seconds, "functions": [{"key", "module", "class", "seed", "input_sets": [[record, ...], ...]}]}
+with gradcli's JSON input records (specs/check.md §4 `inputs`). An input set whose records came from an inputs
+file (`"inputs_from": FILE`, a help `--inputs-from FILE`) is built again by calling that file's entry for the
+class in this process, with the generators seeded as gradcli seeds them (gradcli/check/inputs.py
+`seed_global_generators`); its tensors must equal the recorded values, else the set is unreproducible. For every Function: does its module import by
 its dotted name (as the package's own users import it), and, per input set, the status of
-`torch.autograd.gradcheck(Class.apply, inputs, fast_mode=False)` with torch's defaults
+`torch.autograd.gradcheck(Class.apply, inputs, fast_mode=False)` with torch's defaults (over the tensor
+arguments, the others bound: see over_tensors)
 (check_undefined_grad=True) and again with check_undefined_grad=False (to tell torch's undefined-grad check
 apart from a values mismatch).
 """
 import importlib
+import importlib.util
+import inspect
 import json
+import os
 import signal
 import sys
 import traceback
+import zlib
 
 
 class TimedOut(Exception):
@@ -29,8 +37,10 @@ def _alarm(signum, frame):
 CALLABLES = {"tanh": "Tanh", "sigmoid": "Sigmoid", "identity": "Identity"}  # gradcli's fn:NAME SPECs
 
 
-def rebuild(records, torch):
+def rebuild(records, torch, job=None, cls=None):
     """Forward's arguments from gradcli's records, or (None, why) when a record cannot be reproduced."""
+    if any(rec.get("inputs_from") for rec in records):
+        return rebuild_from_file(records, torch, job, cls)
     args = []
     for rec in records:
         kind = rec.get("type")
@@ -49,14 +59,10 @@ def rebuild(records, torch):
         elif kind == "tuple":
             args.append(tuple(rec.get("value") or ()))
         elif kind == "object" and rec.get("spec") == "default()" and rec.get("class"):  # Params() again
-            module, _, qualname = rec["class"].rpartition(".")
-            try:
-                cls = importlib.import_module(module)
-                for part in qualname.split("."):
-                    cls = getattr(cls, part)
-                args.append(cls())
-            except Exception as e:  # noqa: BLE001 -- a class only gradcli's loader could reach
-                return None, f"{rec.get('name')}: cannot build {rec['class']}() again ({type(e).__name__})"
+            value, why = default_object(rec, cls)
+            if why:
+                return None, why
+            args.append(value)
         elif kind == "callable" and rec.get("value") in CALLABLES:  # fn:tanh -> torch.nn.Tanh()
             args.append(getattr(torch.nn, CALLABLES[rec["value"]])())
         else:
@@ -64,10 +70,133 @@ def rebuild(records, torch):
     return args, ""
 
 
+def default_object(rec, function_cls):
+    """``default()``: the class of forward's parameter (its default's class, else its annotation) built with
+    no arguments. The recorded class path is the fallback: a metaclass may give the class another
+    ``__module__`` than the one it lives in (norse's LIFParameters names norse.torch.utils.pytree)."""
+    candidates = []
+    try:
+        param = inspect.signature(function_cls.forward).parameters.get(rec.get("name"))
+    except (TypeError, ValueError, AttributeError):
+        param = None
+    if param is not None:
+        if param.default is not inspect.Parameter.empty and param.default is not None:
+            candidates.append(type(param.default))
+        if isinstance(param.annotation, type):
+            candidates.append(param.annotation)
+    module, _, qualname = rec["class"].rpartition(".")
+    try:
+        found = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        candidates.append(found)
+    except Exception:  # noqa: BLE001 -- a class path only gradcli's loader could reach
+        pass
+    for candidate in candidates:
+        if f"{candidate.__module__}.{candidate.__qualname__}" == rec["class"] or candidate.__name__ == qualname:
+            try:
+                return candidate(), ""
+            except Exception as e:  # noqa: BLE001
+                return None, f"{rec.get('name')}: {rec['class']}() raised {type(e).__name__}: {e}"
+    return None, f"{rec.get('name')}: cannot build {rec['class']}() again (not found)"
+
+
+_INPUTS_FILES = {}  # path -> module
+
+
+def load_inputs_file(path):
+    """The inputs file as a module of its own (a unique name, its folder at the END of sys.path, as gradcli
+    loads one: bench/real_inputs/norse.py must not shadow the norse package)."""
+    if path not in _INPUTS_FILES:
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in sys.path:
+            sys.path.append(folder)
+        name = f"bench_inputs_{zlib.crc32(path.encode()):08x}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        _INPUTS_FILES[path] = module
+    return _INPUTS_FILES[path]
+
+
+def inputs_entry(module, job):
+    """The entry gradcli's lookup finds (gradcli/check/inputs_from.py): INPUTS["module.Class"], INPUTS["Class"],
+    then a function named after the class defined in the file."""
+    table = getattr(module, "INPUTS", None)
+    if isinstance(table, dict):
+        for key in (f"{job['module']}.{job['class']}", job["class"]):
+            if key in table:
+                return table[key]
+    func = vars(module).get(job["class"])
+    if inspect.isfunction(func) and func.__module__ == module.__name__:
+        return func
+    return None
+
+
+def seed_like_gradcli(torch, seed, name):
+    derived = (int(seed) * 1_000_003 + zlib.crc32(name.encode())) % 2**32
+    torch.manual_seed(derived)
+    try:
+        import numpy as np
+        np.random.seed(derived)
+    except ImportError:
+        pass
+
+
+def rebuild_from_file(records, torch, job, cls):
+    path = next(rec["inputs_from"] for rec in records if rec.get("inputs_from"))
+    try:
+        module = load_inputs_file(path)
+        entry = inputs_entry(module, job)
+        if entry is None:
+            return None, f"{path}: no entry for {job['class']}"
+        seed_like_gradcli(torch, job.get("seed") or 0, job["class"])
+        value = entry() if callable(entry) else entry
+    except Exception as e:  # noqa: BLE001 -- the user's inputs file
+        return None, f"the inputs file {path} raised {type(e).__name__}: {str(e)[:200]}"
+    cases = [v if isinstance(v, tuple) else (v,) for v in value] if isinstance(value, list) else \
+        [value if isinstance(value, tuple) else (value,)]
+    case = records[0].get("case") or 0
+    if case >= len(cases):
+        return None, f"{path}: the entry for {job['class']} gave {len(cases)} input set(s), not {case + 1}"
+    args = list(cases[case])
+    if len(args) != len([r for r in records if r.get("source") == "example"]):
+        return None, f"{path}: {len(args)} arguments, gradcli recorded {len(records)}"
+    for i, (arg, rec) in enumerate(zip(args, records)):
+        if not isinstance(arg, torch.Tensor):
+            continue
+        if rec.get("type") != "tensor":
+            return None, f"{rec.get('name')}: a tensor here, a {rec.get('type')} in gradcli's record"
+        if rec.get("value") is not None and arg.layout == torch.strided:  # (gradcli records no sparse values)
+            plain = arg.detach().cpu().as_subclass(torch.Tensor)  # an EdgeIndex compares as its values
+            if not torch.equal(plain, torch.tensor(rec["value"], dtype=arg.dtype)):
+                return None, f"{rec.get('name')}: the inputs file gave other values than gradcli recorded"
+        if rec.get("requires_grad") and not arg.requires_grad:  # gradcli marks every float tensor when none is
+            args[i] = arg.detach().requires_grad_(True)
+    return args, ""
+
+
+def over_tensors(torch, fn, args):
+    """``fn`` as a function of its tensor arguments only, the others bound: gradcheck recurses into tuple
+    arguments, and a NamedTuple of parameters holding tensors (norse's LIFParameters) comes back from
+    that as something forward cannot use; as forward's arguments they are constants, as for gradcli."""
+    slots = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+    def of_tensors(*tensors):
+        full = list(args)
+        for i, t in zip(slots, tensors):
+            full[i] = t
+        return fn(*full)
+
+    return of_tensors, tuple(args[i] for i in slots)
+
+
 def one_gradcheck(torch, fn, args, undefined, timeout):
     signal.alarm(timeout)
     try:
-        ok = torch.autograd.gradcheck(fn, tuple(args), fast_mode=False, check_undefined_grad=undefined,
+        fn, tensors = over_tensors(torch, fn, args)
+        ok = torch.autograd.gradcheck(fn, tensors, fast_mode=False, check_undefined_grad=undefined,
                                       raise_exception=True)
         return {"status": "pass" if ok else "fail", "message": ""}
     except importlib.import_module("torch.autograd.gradcheck").GradcheckError as exc:
@@ -99,14 +228,14 @@ def check_function(torch, job, timeout):
         out["import_error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
         return out
     for records in job.get("input_sets") or []:
-        args, why = rebuild(records, torch)
+        args, why = rebuild(records, torch, job, cls)
         if args is None:
             out["input_sets"].append({"default": {"status": "unreproducible", "message": why},
                                       "no_undefined": {"status": "unreproducible", "message": why}})
             continue
         torch.manual_seed(0)
         default = one_gradcheck(torch, cls.apply, args, True, timeout)
-        args, _ = rebuild(records, torch)  # fresh leaves: the first run may have changed them in place
+        args, _ = rebuild(records, torch, job, cls)  # fresh leaves: the first run may have changed them in place
         torch.manual_seed(0)
         no_undefined = one_gradcheck(torch, cls.apply, args, False, timeout)
         out["input_sets"].append({"default": default, "no_undefined": no_undefined})

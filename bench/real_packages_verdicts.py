@@ -104,7 +104,7 @@ def _correct(gradcli_status, torch_values, truth):
         return False, None
     if torch_values in VERDICTS:
         return gradcli_status == torch_values, "torch"
-    if truth in ("surrogate", "not-a-gradient"):
+    if truth in ("surrogate", "not-a-gradient", "user-bug"):
         return gradcli_status == "fail", "truth"
     if truth == "correct":
         return gradcli_status == "pass", "truth"

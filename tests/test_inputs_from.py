@@ -249,6 +249,45 @@ def test_an_inputs_file_for_a_torch_function_in_a_real_process(tmp_path):
     assert (x["shape"], x["requires_grad"], index["dtype"], index["value"]) == ([4, 3], True, "int64", [0, 2, 1, 2])
 
 
+def test_an_inputs_file_named_after_the_package_it_imports_does_not_shadow_it(tmp_path):
+    """`--inputs-from norse.py` next to nothing: its folder goes at the END of sys.path, so the installed
+    package `scales` (imported only inside the inputs file) is found, not the inputs file `scales.py` itself.
+    With the folder in front, `import scales.values` failed: "'scales' is not a package"."""
+    write(tmp_path / "site" / "scales" / "__init__.py", "")
+    write(tmp_path / "site" / "scales" / "values.py", "FACTOR = 2.0\n")
+    write(tmp_path / "site" / "scaled" / "__init__.py", "")
+    write(tmp_path / "site" / "scaled" / "ops.py", """
+        from gradcli.autograd import Function
+
+        class Scale(Function):
+            @staticmethod
+            def forward(ctx, x, factor):
+                ctx.factor = factor
+                return x * factor
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.factor, None
+    """)
+    inputs = write(tmp_path / "mine" / "scales.py", """
+        import gradcli
+
+        def Scale():
+            from scales.values import FACTOR  # the installed package, not this file
+            return gradcli.ones(2, 3, dtype=gradcli.float64), FACTOR
+    """)
+    out = tmp_path / "report.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path / "site")]))
+    proc = subprocess.run([PY, "-m", "gradcli", "check", "scaled.ops", "--inputs-from", str(inputs), "--json",
+                           str(out), "--format", "plain"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = json.loads(out.read_text())["results"]
+    assert (result["function"], result["status"]) == ("Scale", "pass")
+    x, factor = result["inputs"][0]
+    assert (x["shape"], factor["type"], factor["value"]) == ([2, 3], "float", 2.0)
+
+
 def test_without_a_toml_reader_the_table_is_ignored_with_a_warning(tmp_path, monkeypatch):
     """Python 3.10 without tomli: the run goes on, the user is told why the table had no effect."""
     from gradcli.check import config as config_module

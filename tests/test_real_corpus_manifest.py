@@ -1,9 +1,11 @@
 """bench/real_corpus.json (the real-package corpus) keeps its schema and its held-out rule; the bench's
 classification of outcomes says what it should. No network, no corpus venv, no torch needed."""
+import ast
 import json
 import os
 import re
 import sys
+import types
 import zlib
 
 import pytest
@@ -11,6 +13,8 @@ import pytest
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
 sys.path.insert(0, BENCH)
 from real_packages_verdicts import category, classify, summarize  # noqa: E402
+import real_packages  # noqa: E402
+import real_packages_gradcheck  # noqa: E402  (imports no torch at module level)
 
 FIELDS = {"package", "version", "module", "file", "class", "held_out", "help", "truth", "note"}
 TRUTHS = {None, "correct", "surrogate", "not-a-gradient", "user-bug"}
@@ -69,6 +73,105 @@ def test_help_is_at_most_one_option(manifest):
         options = [a for a in args if a.startswith("--")]
         assert len(options) == 1 and (options[0] == "--input" or "inputs" in options[0]), args
         assert len(args) == 2
+
+
+def _help_entries(manifest):
+    return [f for f in manifest["functions"] if f["help"] is not None]
+
+
+def test_every_help_parses_as_gradcli_check_options(manifest):
+    """The options as `gradcli check` reads them: click's parsing and each --input SPEC's parser, no run."""
+    from gradcli.cli import main
+
+    check = main.commands["check"]
+    for f in _help_entries(manifest):
+        options = real_packages.help_options(f["help"]["args"])
+        ctx = check.make_context("check", ["some_file.py", *options], resilient_parsing=False)
+        if options[0] == "--input":
+            name, spec = ctx.params["inputs"][0] if ctx.params.get("inputs") else (None, None)
+            assert name == options[1].split("=")[0] and spec is not None, (f["class"], ctx.params.get("inputs"))
+        else:
+            assert os.path.isabs(options[1]) and ctx.params["inputs_from"] == options[1]
+
+
+def _inputs_file_names(path):
+    """Top-level function names and INPUTS keys of an inputs file, read by ast (no import: no corpus venv)."""
+    tree = ast.parse(open(path).read(), path)
+    names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "INPUTS" for t in node.targets):
+            names |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+    return names
+
+
+def test_every_inputs_file_exists_parses_and_has_an_entry_for_each_function_it_helps(manifest):
+    used = set()
+    for f in _help_entries(manifest):
+        args = f["help"]["args"]
+        if args[0] != "--inputs-from":
+            continue
+        assert args[1] == f"bench/real_inputs/{f['package']}.py", args  # one file per package
+        path = os.path.join(os.path.dirname(BENCH), args[1])
+        assert os.path.isfile(path), path
+        names = _inputs_file_names(path)
+        assert f["class"] in names or f"{f['module']}.{f['class']}" in names, (path, f["class"])
+        used.add(os.path.basename(path))
+    assert used == set(os.listdir(os.path.join(BENCH, "real_inputs"))) - {"__pycache__"}  # no stray file
+
+
+def test_help_options_make_an_inputs_file_path_absolute_against_the_repository():
+    assert real_packages.help_options(["--inputs-from", "bench/real_inputs/x.py"]) == [
+        "--inputs-from", os.path.join(os.path.dirname(BENCH), "bench", "real_inputs", "x.py")]
+    assert real_packages.help_options(["--input", "dim=tensor(1)"]) == ["--input", "dim=tensor(1)"]
+
+
+def test_the_torch_side_seeds_an_inputs_file_entry_as_gradcli_seeds_example_inputs(monkeypatch):
+    """bench/real_packages_gradcheck.py rebuilds an inputs file's inputs: the same seed gradcli gives torch."""
+    from gradcli.check.inputs import seed_global_generators
+
+    seen = []
+    fake = types.SimpleNamespace(manual_seed=seen.append)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    seed_global_generators(7, "LIFAdjointFunction")
+    real_packages_gradcheck.seed_like_gradcli(fake, 7, "LIFAdjointFunction")
+    assert len(seen) == 2 and seen[0] == seen[1] == (7 * 1_000_003 + zlib.crc32(b"LIFAdjointFunction")) % 2**32
+
+
+def test_the_torch_side_finds_the_entry_gradcli_finds(tmp_path):
+    path = tmp_path / "inputs.py"
+    path.write_text("from os import path as Op2\n"
+                    "INPUTS = {'pkg.ops.Op': 'by module.Class', 'Op': 'by Class'}\n"
+                    "def Other():\n    return 'a function'\n")
+    module = real_packages_gradcheck.load_inputs_file(str(path))
+    assert real_packages_gradcheck.inputs_entry(module, {"module": "pkg.ops", "class": "Op"}) == "by module.Class"
+    assert real_packages_gradcheck.inputs_entry(module, {"module": "other", "class": "Op"}) == "by Class"
+    assert real_packages_gradcheck.inputs_entry(module, {"module": "m", "class": "Other"})() == "a function"
+    assert real_packages_gradcheck.inputs_entry(module, {"module": "m", "class": "Op2"}) is None  # imported
+
+
+class _Meta(type):
+    def __new__(mcls, name, bases, ns):
+        ns["__module__"] = "somewhere.else"  # as norse's NamedTuple metaclass does
+        return super().__new__(mcls, name, bases, ns)
+
+
+class Params(metaclass=_Meta):
+    def __init__(self, tau=0.5):
+        self.tau = tau
+
+
+class _Fn:
+    @staticmethod
+    def forward(ctx, x, p: Params = Params(), dt: float = 0.001):
+        return x
+
+
+def test_a_default_object_is_rebuilt_from_forwards_signature_when_its_class_path_does_not_import():
+    rec = {"name": "p", "type": "object", "spec": "default()", "class": "somewhere.else.Params"}
+    value, why = real_packages_gradcheck.default_object(rec, _Fn)
+    assert why == "" and type(value) is Params and value.tau == 0.5
+    value, why = real_packages_gradcheck.default_object(dict(rec, name="q", **{"class": "nowhere.Q"}), _Fn)
+    assert value is None and why == "q: cannot build nowhere.Q() again (not found)"
 
 
 # ---- the classification in bench/real_packages_verdicts.py, on outcomes shaped like gradcli's JSON ----
@@ -179,3 +282,47 @@ def test_a_gradcli_that_crashes_is_gradclis_doing_not_a_missing_function():
     row = classify(ENTRY, crashed, None, torch(None))
     assert row["auto_message"] == "bench: gradcli crashed without a result: SyntaxError: invalid syntax"
     assert (row["auto_category"], row["auto_whose_error"]) == ("gradcli crashed", "gradcli")
+
+
+def test_torch_gradcheck_gets_only_the_tensor_arguments_the_others_bound():
+    """A NamedTuple of parameters is passed to forward as it is, not recursed into by gradcheck."""
+    class T:
+        def __init__(self, v):
+            self.v = v
+
+    fake = types.SimpleNamespace(Tensor=T)
+    params = ("tau", 0.5)
+    a, b = T(1), T(2)
+    fn, tensors = real_packages_gradcheck.over_tensors(fake, lambda *args: args, [a, params, b, 3.0])
+    assert tensors == (a, b)
+    c, d = T(5), T(6)
+    assert fn(c, d) == (c, params, d, 3.0)
+
+
+def test_a_user_bug_without_a_torch_verdict_is_a_correct_fail_and_never_a_correct_pass():
+    entry = dict(ENTRY, truth="user-bug")
+    fail = classify(entry, outcome("fail", "inplace: modified by an inplace operation"), None, torch("error"))
+    assert (fail["correct"], fail["judged_by"]) == (True, "truth")
+    passed = classify(entry, outcome("pass"), None, torch("error"))
+    assert (passed["correct"], passed["judged_by"]) == (False, "truth")
+
+
+def test_the_torch_side_rebuilds_an_inputs_file_set_and_refuses_other_values(tmp_path):
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "inputs.py"
+    path.write_text("import torch\n"
+                    "def Op():\n"
+                    "    return torch.randn(3, dtype=torch.float64), ('kept', 1)\n")
+    real_packages_gradcheck.seed_like_gradcli(torch, 0, "Op")
+    drawn = torch.randn(3, dtype=torch.float64)  # what gradcli's seeded call drew (and recorded)
+    records = [{"name": "x", "source": "example", "type": "tensor", "dtype": "float64", "requires_grad": True,
+                "value": drawn.tolist(), "inputs_from": str(path), "case": 0},
+               {"name": "opts", "source": "example", "type": "tuple", "value": "('kept', 1)",
+                "inputs_from": str(path), "case": 0}]
+    job = {"module": "pkg.ops", "class": "Op", "seed": 0}
+    args, why = real_packages_gradcheck.rebuild(records, torch, job, None)
+    assert why == "" and torch.equal(args[0].detach(), drawn) and args[0].requires_grad  # marked as recorded
+    assert args[1] == ("kept", 1)
+    records[0]["value"] = (drawn + 1).tolist()
+    assert real_packages_gradcheck.rebuild(records, torch, job, None) == (
+        None, "x: the inputs file gave other values than gradcli recorded")

@@ -17,6 +17,7 @@ file, the ``inputs-from`` file of pyproject.toml, then ``[tool.gradcli.inputs]``
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -66,17 +67,32 @@ def attach(targets: list, given: Optional[GivenInputs]):
 def _load(path: str):
     if path not in _LOADED:
         from gradcli.check.discovery import describe_exception
-        from gradcli.check.imports import import_file, plan_import
         from gradcli.check.paths import display
-        from gradcli.check.scan import scan_file
 
-        scan = scan_file(path)
         try:
-            _LOADED[path] = import_file(path, plan_import(path, scan.relative_level, scan.absolute_tops))
+            _LOADED[path] = _import_inputs_file(path)
         except Exception as e:  # noqa: BLE001 -- user code
             _LOADED[path] = InputsFileError(f"the inputs file {display(path)} failed to import: "
                                             f"{describe_exception(e, path)[0]}")
     return _LOADED[path]
+
+
+def _import_inputs_file(path: str):
+    """A file inside a package is imported by its dotted name (imports.py); a lone file as a script,
+    with its folder at the END of sys.path: its siblings import, but an inputs file named after the
+    package it serves (``norse.py`` next to nothing, importing ``norse.torch``) does not shadow it."""
+    import sys
+
+    from gradcli.check import imports
+    from gradcli.check.scan import scan_file
+
+    scan = scan_file(path)
+    plan = imports.plan_import(path, scan.relative_level, scan.absolute_tops)
+    if plan.kind != "script":
+        return imports.import_file(path, plan, scan.relative_level)
+    if plan.root not in sys.path:
+        sys.path.append(plan.root)
+    return imports._exec_as(plan.name, os.path.realpath(path))
 
 
 def _entry(module, path: str, keys: list) -> tuple:
