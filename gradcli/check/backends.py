@@ -268,6 +268,10 @@ class TorchBackend(Backend):
         if not array.flags.c_contiguous:
             array = array.copy(order="C")  # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
         tensor = self.torch.from_numpy(array)
+        if array.size <= COPY_INPUTS_MAX_ELEMENTS:
+            # torch's own storage (numpy's cannot be resized): a forward may free its input with
+            # untyped_storage().resize_(0) (reversible layers: torch_geometric's rev_gnn)
+            tensor = tensor.clone()
         return tensor.requires_grad_(requires_grad) if requires_grad else tensor
 
     def fresh_leaf(self, tensor):
@@ -287,12 +291,28 @@ class TorchBackend(Backend):
 
     def grad(self, outputs, inputs, cotangents, retain_graph=True, create_graph=False):
         grad_outputs = [self.torch.as_tensor(np.asarray(c)).to(o.dtype) for o, c in zip(outputs, cotangents)]
-        return list(
-            self.torch.autograd.grad(
-                list(outputs), list(inputs), grad_outputs,
-                retain_graph=retain_graph, create_graph=create_graph, allow_unused=True,
+        try:
+            return list(
+                self.torch.autograd.grad(
+                    list(outputs), list(inputs), grad_outputs,
+                    retain_graph=retain_graph, create_graph=create_graph, allow_unused=True,
+                )
             )
-        )
+        except RuntimeError as error:
+            if "not compatible with .grad()" not in str(error) or create_graph:
+                raise
+        # A checkpointing Function (torch.utils.checkpoint's reentrant variant, fairscale's, memcnn's) refuses
+        # autograd.grad and asks for .backward(): the same vector-Jacobian product read from the leaves' .grad.
+        saved = [leaf.grad for leaf in inputs]
+        for leaf in inputs:
+            leaf.grad = None
+        try:
+            # no ``inputs=``: with it torch marks checkpointing invalid again (_is_checkpoint_valid is False)
+            self.torch.autograd.backward(list(outputs), grad_outputs, retain_graph=retain_graph)
+            return [leaf.grad for leaf in inputs]
+        finally:
+            for leaf, grad in zip(inputs, saved):
+                leaf.grad = grad
 
 
 def _once_differentiable_codes() -> list:
