@@ -168,6 +168,9 @@ def run(args):
                 result = (source.get(entry["key"]) or {}).get("result") or {}
                 if result.get("status") in ("pass", "fail") and result.get("function"):
                     job["input_sets"], job["seed"] = input_sets(result), result.get("seed") or 0
+                    # gradcli re-seeded a forward that draws random numbers: torch gets the same draws
+                    job["reseed"] = any(check.get("name") == "random" for report in result.get("checks") or []
+                                        if report for check in report.get("checks") or [])
             jobs.append(job)  # also without a verdict: whether the module imports by its dotted name
         torch_results = {}
         for part in pool.map(lambda part: torch_pass(args, part), chunks(jobs, args.jobs)):
