@@ -107,10 +107,17 @@ def main():
     parser.add_argument("--only", nargs="*", help="configuration names to run (substrings)")
     parser.add_argument("--keep", help="build the folders here and leave them")
     parser.add_argument("--gradcli", help="a gradcli checkout to time instead of the installed one (PYTHONPATH)")
+    parser.add_argument("--as-environment", action="store_true",
+                        help="keep PYTHONDONTWRITEBYTECODE as set here (by default it is removed: an installed "
+                             "package has its bytecode compiled, an editable checkout only once it may write it)")
     parser.add_argument("--compare", help="another checkout (e.g. the commit before a change): its `gradcli check` "
                                           "runs are timed in the same rounds, named '... [compare]'")
     args = parser.parse_args()
     env = dict(os.environ)
+    bytecode = "as in the environment" if args.as_environment else "cached"
+    if not args.as_environment:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    bytecode += f" (PYTHONDONTWRITEBYTECODE={env.get('PYTHONDONTWRITEBYTECODE', 'unset')})"
     if args.gradcli:
         env["PYTHONPATH"] = os.path.abspath(args.gradcli) + os.pathsep + env.get("PYTHONPATH", "")
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gradcli-workload-"))
@@ -139,7 +146,7 @@ def main():
     load_after = os.getloadavg()
     print(f"gradcli: {args.gradcli or 'installed'}, compared with {args.compare or '-'}; {args.torch_files} torch files, {args.engine_files} engine files; {args.runs} alternating rounds; "
           f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
-          f"(1-min), {load_after[1]:.1f} (5-min)")
+          f"(1-min), {load_after[1]:.1f} (5-min); bytecode {bytecode}")
     medians = {name: statistics.median(t) for name, t in times.items()}
     for name in configs:
         runs = ", ".join(f"{t:.2f}" for t in times[name])

@@ -409,7 +409,7 @@ def run(items, options: RunOptions, events: Optional[RunEvents] = None) -> RunRe
                 collector.handle(item, message)
             collector.file_finished(item)
         return collector.result(start)
-    from gradcli.check.processes import run_workers
+    from gradcli.check.scheduler import run_workers
 
     try:
         run_workers(items, options, collector)

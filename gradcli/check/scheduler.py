@@ -1,0 +1,118 @@
+"""The parent's side of ``gradcli check``'s isolation: starting workers, reading them, timing them out.
+
+Up to ``jobs`` workers run at once, started in file order (results are handed to the collector,
+which keeps file order). A file that is not plain (plain_files.py) gets a worker of its own, forked
+from the warmed parent (warm_parent.py); plain files of one kind (importing torch or not) are
+handed, one at a time, to a shared worker that checks them one after another (processes.py:
+``_shared_body``), so that a folder of small Functions does not pay a fork of a torch process,
+its copy-on-write faults and its exit per file. A shared worker that dies or hangs costs only what
+it was doing: the rest of its file goes to a worker of its own.
+"""
+from __future__ import annotations
+
+import os
+import select
+import time
+
+from gradcli.check import warm_parent
+from gradcli.check.discovery import imports_torch
+from gradcli.check.plain_files import is_plain
+from gradcli.check.processes import KILL_GRACE, _finish, _shared_finish, _SharedWorker, _Worker
+from gradcli.check.reaper import children, reap_orphans
+from gradcli.check.runner import RunOptions, _Collector
+
+
+def run_workers(items, options: RunOptions, collector: _Collector):
+    """Check ``items`` in forked workers, feeding ``collector``; Ctrl-C propagates (workers killed)."""
+    jobs = 1 if options.exitfirst else max(1, options.jobs)
+    queue = [(item, 1, "") for item in items]  # (file, attempt, how: "" | "isolated" | "resumed"), in file order
+    active: dict = {}
+    idle: dict = {False: [], True: []}  # shared workers waiting for their next plain file, by kind
+    resumed: set = set()  # paths whose collection was told before their worker died (processes._shared_finish)
+    before = children(os.getpid())  # a test runner's own children are not ours to kill
+
+    def end(worker, **how) -> list:
+        keep = before | {w.pid for w in active.values()} | {w.pid for ws in idle.values() for w in ws}
+        if worker.shared:
+            return _shared_finish(worker, collector, keep=keep, **how)
+        return [(item, attempt, "isolated") for item, attempt in _finish(worker, collector, keep=keep, **how)]
+
+    try:
+        while queue or active:
+            while queue and len(active) < jobs and not collector.stop:
+                item, attempt, how = queue.pop(0)
+                torch_file = imports_torch(item.abspath)
+                warm_parent.prepare(torch_file, options)  # before the fork: inherited
+                if not how and is_plain(item.abspath):
+                    worker = idle[torch_file].pop() if idle[torch_file] else None
+                    if worker is None:
+                        worker = _SharedWorker(item, options, torch_file)
+                    else:
+                        worker.assign(item, options)
+                else:
+                    worker = _Worker(item, options, attempt)
+                    if how == "resumed":
+                        resumed.add(item.path)
+                active[worker.fd] = worker
+            if not active:
+                break
+            timeout = max(0.0, min(w.deadline for w in active.values()) - time.monotonic())
+            for fd in select.select(list(active), [], [], timeout)[0]:
+                worker = active[fd]
+                chunk = os.read(fd, 1 << 20)
+                for message in worker.frames.feed(chunk):
+                    _relay(worker, message, collector, options, resumed)
+                if worker.shared and worker.done and chunk:  # ready for the next plain file of its kind
+                    idle[worker.torch_file].append(active.pop(fd))
+                elif worker.done or not chunk:  # done: a process user code forked may still hold the pipe
+                    queue[:0] = end(active.pop(fd))
+            for fd, worker in list(active.items()):
+                if time.monotonic() > worker.deadline:
+                    worker.kill()
+                    queue[:0] = end(active.pop(fd), timeout=options.timeout)
+            if collector.stop:  # -x: the first fail or error ends the run
+                queue.clear()
+                for fd, worker in list(active.items()):
+                    worker.kill()
+                    end(active.pop(fd), stopped=True)
+    finally:
+        for worker in list(active.values()) + [w for ws in idle.values() for w in ws]:
+            worker.kill()  # interrupted (or idle at the end): kill what still runs
+            os.waitpid(worker.pid, 0)
+            os.close(worker.fd)
+            if worker.shared:
+                worker.close()
+            worker.capture.close()
+        reap_orphans(keep=before)  # what a killed worker's checkers left (gradcli is their subreaper)
+
+
+def _relay(worker, message, collector: _Collector, options: RunOptions, resumed: set):
+    kind = message[0]
+    # the worker times checks itself (--timeout, plus --prove's budget when a checker asks for it)
+    worker.deadline = time.monotonic() + options.timeout + options.symbolic_seconds() + KILL_GRACE
+    if kind == "file":
+        worker.started = True
+        worker.deadline = time.monotonic() + options.timeout  # importing it
+    elif kind == "file_done":
+        worker.done = True
+        worker.current = None
+        collector.file_finished(worker.item)
+    elif kind in ("cases", "extend"):  # from an inline check: the parent times it as a checker
+        if kind == "cases":
+            worker.cases = message[1]
+        else:
+            worker.extended += message[1]
+        worker.deadline = worker.check_start + options.timeout + worker.extended
+    else:
+        if kind == "collected":
+            worker.inline = worker.shared or len(message[1]) == 1
+            worker.chosen = [info.name for info in message[1]]
+        worker.current = message[1] if kind == "start" else None
+        if kind == "start" and worker.inline:
+            worker.check_start = time.monotonic()
+            worker.deadline = worker.check_start + options.timeout
+        if kind == "result":
+            worker.reported.append(message[1].function)
+        if kind == "collected" and worker.item.path in resumed:
+            return  # the rest of a file whose shared worker died: its collection was told already
+        collector.handle(worker.item, message)
