@@ -14,13 +14,13 @@ and the run goes on; Ctrl-C in the parent kills the workers' process groups and 
 finished; with -x the first fail or error stops the run (queued files are dropped, running workers
 killed).
 
-``runner.run`` calls ``run_workers`` when ``os.fork`` exists; what a result is and how one
+``runner.run`` calls ``scheduler.run_workers`` (the parent's loop) when ``os.fork`` exists; the
+pipes, frames, forks and captured output are in ``channels.py``; what a result is and how one
 Function is checked live in ``runner.py``.
 """
 from __future__ import annotations
 
 import os
-import random
 import select
 import sys
 import tempfile
@@ -148,105 +148,36 @@ def _worker_body(item, options: RunOptions, w: int, capture=None):
     _send_file(item, options, w, lambda t, o: (inline if len(chosen) == 1 else _check_in_child)(t, o), seen)
 
 
-_LIBRARY_MODULES = ("torch", "numpy", "gradcli", "sympy", "mpmath", "scipy")  # kept between plain files
-
-
-def _shared_body(options: RunOptions, w: int, commands: int, capture=None):
-    """A worker reused for plain files (plain_files.py), one after another: every file finds the
-    random generators, ``sys.path`` and ``sys.modules`` (but for libraries loaded on first use) as
-    the worker had them before its first file, and its Functions are checked inline (a crash or a
-    hang: the parent reports it and checks the file's remaining Functions in a worker of their own)."""
-    _worker_start(capture)
-    states, python_random = warm_parent._random_states(), random.getstate()
-    path, modules = list(sys.path), set(sys.modules)
-    inline, frames = _check_inline(w), _Frames()
-    while True:
-        items: list = []
-        while not items:
-            chunk = os.read(commands, 1 << 16)
-            if not chunk:
-                return  # the parent closed the pipe: the run is over
-            items = frames.feed(chunk)
-        for item in items:
-            warm_parent._restore(states)
-            random.setstate(python_random)
-            _send_file(item, options, w, inline)
-            for name in set(sys.modules) - modules:
-                if name.split(".")[0] not in _LIBRARY_MODULES:
-                    del sys.modules[name]
-            sys.path[:] = path
-
-
 class _Worker:
-    """A forked process checking one file (``shared``: plain files, one after another)."""
-
-    shared = False
+    """A forked process checking one file."""
 
     def __init__(self, item, options: RunOptions, attempt: int = 1):
         self.item = item
         self.attempt = attempt
+        self.started = False  # it sent "file": it is importing or checking
+        self.done = False  # it sent "file_done"
+        self.current = None  # Function being checked
+        self.inline = False  # the file has one Function: the worker checks it itself (_check_inline)
+        self.cases: list = []  # the inline check's input sets, once built
+        self.extended = 0.0  # the inline check's --prove budget
+        self.check_start = 0.0
         self.timeout = options.timeout
         self.capture = tempfile.TemporaryFile()  # its fds 1 and 2: read here if it dies checking inline
-        self._reset(item, attempt, options)
-        self.pid, self.fd = _fork(self._body(options), new_group=True)
+        self.pid, self.fd = _fork(lambda w: _worker_body(item, options, w, self.capture), new_group=True)
         try:
             os.setpgid(self.pid, self.pid)
         except OSError:
             pass
         self.frames = _Frames()
-
-    def _reset(self, item, attempt: int, options: RunOptions):
-        self.item, self.attempt = item, attempt
-        self.started = False  # it sent "file": it is importing or checking
-        self.done = False  # it sent "file_done"
-        self.current = None  # Function being checked
-        self.inline = self.shared  # the file has one Function (or a shared worker): checked in the worker
-        self.chosen: list = []  # the names of the file's selected Functions, once collected
-        self.reported: list = []  # the names of those whose result came
-        self.cases: list = []  # the inline check's input sets, once built
-        self.extended = 0.0  # the inline check's --prove budget
-        self.check_start = 0.0
         self.deadline = time.monotonic() + options.timeout
-
-    def _body(self, options: RunOptions):
-        item = self.item
-        return lambda w: _worker_body(item, options, w, self.capture)
 
     def kill(self):
         kill_group(self.pid)
 
 
-class _SharedWorker(_Worker):
-    """A worker for plain files of one kind (``torch_file``), given them one by one on a pipe."""
-
-    shared = True
-
-    def __init__(self, item, options: RunOptions, torch_file: bool):
-        self.torch_file = torch_file
-        self.commands, commands_w = os.pipe()
-        super().__init__(item, options)
-        os.close(self.commands)
-        self.commands = commands_w
-        self.assign(item, options)
-
-    def _body(self, options: RunOptions):
-        commands = self.commands
-        return lambda w: _shared_body(options, w, commands, self.capture)
-
-    def assign(self, item, options: RunOptions):
-        self._reset(item, 1, options)
-        _send(self.commands, item)
-
-    def kill(self):
-        super().kill()
-
-    def close(self):
-        os.close(self.commands)
-
-
-def _inline_failure(worker: _Worker, collector: _Collector, status: int, timed_out: bool, finish: bool = True):
+def _inline_failure(worker: _Worker, collector: _Collector, status: int, timed_out: bool):
     """The error result of a Function checked inline whose worker died or was killed: worded as
-    ``_check_in_child`` words a checker's (``finish``: the file is done with it)."""
+    ``_check_in_child`` words a checker's."""
     item = worker.item
     info = next((i for i in collector.collected.get(item.path, ()) if i.name == worker.current), None)
     limit = f"{worker.timeout + worker.extended:g} s (--timeout + --prove-timeout)" if worker.extended else \
@@ -258,8 +189,7 @@ def _inline_failure(worker: _Worker, collector: _Collector, status: int, timed_o
         line=info.line if info else None, backward_line=info.backward_line if info else None,
         style=info.style if info else "", cases=[CaseResult(records, "error", why) for records in worker.cases],
         output=_read_output(worker.capture.fileno()), duration=time.monotonic() - worker.check_start)))
-    if finish:
-        collector.file_finished(item)
+    collector.file_finished(item)
 
 
 def _finish(worker: _Worker, collector: _Collector, timeout: Optional[float] = None, keep=(),
@@ -295,51 +225,4 @@ def _finish(worker: _Worker, collector: _Collector, timeout: Optional[float] = N
     backend = "torch" if imports_torch(item.abspath) else "gradcli"
     collector.handle(item, ("result", FunctionResult(item.path, worker.current, backend, "error", message)))
     collector.file_finished(item)
-    return []
-
-
-def _shared_finish(worker: _SharedWorker, collector: _Collector, timeout: Optional[float] = None, keep=(),
-                   stopped: bool = False) -> list:
-    """Reap a shared worker that died, was killed after ``timeout`` or stopped by -x (an idle one:
-    ``worker.done``). What it had not finished goes back to the queue for workers of its own: the
-    file, when it died before collecting it (that worker words the error, as for any file); else
-    the Function it was checking is an error worded as an inline check's, and the file's Functions
-    after it are checked by a worker of their own. Returns [(file, attempt, how)] to start
-    (``how``: "isolated", a worker of its own; "resumed", the same, its collection already told)."""
-    import dataclasses
-
-    worker.kill()
-    _, status = os.waitpid(worker.pid, 0)
-    os.close(worker.fd)
-    worker.close()
-    item = worker.item
-    try:
-        if worker.done or stopped:
-            if not worker.done:
-                collector.file_finished(item)
-            return []
-        if not worker.started:  # gradcli's own start-up, before the file: as a worker's, once more
-            if worker.attempt < START_ATTEMPTS and timeout is None and not collector.stop:
-                return [(item, worker.attempt + 1, "isolated")]
-            return _finish_unstarted(worker, collector, status, timeout)
-        if not worker.chosen and worker.current is None:
-            return [(item, 1, "isolated")]  # it died importing the file: a worker of its own words it
-        if worker.current is not None:
-            _inline_failure(worker, collector, status, timed_out=timeout is not None, finish=False)
-        left = [n for n in worker.chosen if n not in worker.reported and n != worker.current]
-        if not left:
-            collector.file_finished(item)
-            return []
-        return [(dataclasses.replace(item, names=left), 1, "resumed")]
-    finally:
-        worker.capture.close()
-        reap_orphans(keep=keep)
-
-
-def _finish_unstarted(worker: _Worker, collector: _Collector, status: int, timeout: Optional[float]) -> list:
-    what = f"timed out after {timeout:g} s" if timeout is not None else _died(status)
-    message = f"the worker process {what} before importing the file (started {worker.attempt} times)"
-    backend = "torch" if imports_torch(worker.item.abspath) else "gradcli"
-    collector.handle(worker.item, ("result", FunctionResult(worker.item.path, None, backend, "error", message)))
-    collector.file_finished(worker.item)
     return []

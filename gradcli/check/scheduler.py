@@ -1,12 +1,13 @@
 """The parent's side of ``gradcli check``'s isolation: starting workers, reading them, timing them out.
 
 Up to ``jobs`` workers run at once, started in file order (results are handed to the collector,
-which keeps file order). A file that is not plain (plain_files.py) gets a worker of its own, forked
-from the warmed parent (warm_parent.py); plain files of one kind (importing torch or not) are
-handed, one at a time, to a shared worker that checks them one after another (processes.py:
-``_shared_body``), so that a folder of small Functions does not pay a fork of a torch process,
-its copy-on-write faults and its exit per file. A shared worker that dies or hangs costs only what
-it was doing: the rest of its file goes to a worker of its own.
+which keeps file order); each file gets a worker of its own, forked from the warmed parent
+(warm_parent.py), and a worker that dies before it begins its file is started once more.
+
+A worker reused for several files (statically "plain" ones, that neither patch a module nor set
+global state) was tried and measured (specs/check.md §5): on the 87-file torch folder it saved no
+CPU time that could be told from noise (the fork of the warmed parent and its exit cost ~5 ms of
+system time per file once bytecode is cached), so every file keeps a process of its own.
 """
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ import time
 
 from gradcli.check import warm_parent
 from gradcli.check.discovery import imports_torch
-from gradcli.check.plain_files import is_plain
-from gradcli.check.processes import KILL_GRACE, _finish, _shared_finish, _SharedWorker, _Worker
+from gradcli.check.processes import KILL_GRACE, _finish, _Worker
 from gradcli.check.reaper import children, reap_orphans
 from gradcli.check.runner import RunOptions, _Collector
 
@@ -25,34 +25,15 @@ from gradcli.check.runner import RunOptions, _Collector
 def run_workers(items, options: RunOptions, collector: _Collector):
     """Check ``items`` in forked workers, feeding ``collector``; Ctrl-C propagates (workers killed)."""
     jobs = 1 if options.exitfirst else max(1, options.jobs)
-    queue = [(item, 1, "") for item in items]  # (file, attempt, how: "" | "isolated" | "resumed"), in file order
+    queue = [(item, 1) for item in items]  # (file, attempt), in file order
     active: dict = {}
-    idle: dict = {False: [], True: []}  # shared workers waiting for their next plain file, by kind
-    resumed: set = set()  # paths whose collection was told before their worker died (processes._shared_finish)
     before = children(os.getpid())  # a test runner's own children are not ours to kill
-
-    def end(worker, **how) -> list:
-        keep = before | {w.pid for w in active.values()} | {w.pid for ws in idle.values() for w in ws}
-        if worker.shared:
-            return _shared_finish(worker, collector, keep=keep, **how)
-        return [(item, attempt, "isolated") for item, attempt in _finish(worker, collector, keep=keep, **how)]
-
     try:
         while queue or active:
             while queue and len(active) < jobs and not collector.stop:
-                item, attempt, how = queue.pop(0)
-                torch_file = imports_torch(item.abspath)
-                warm_parent.prepare(torch_file, options)  # before the fork: inherited
-                if not how and is_plain(item.abspath):
-                    worker = idle[torch_file].pop() if idle[torch_file] else None
-                    if worker is None:
-                        worker = _SharedWorker(item, options, torch_file)
-                    else:
-                        worker.assign(item, options)
-                else:
-                    worker = _Worker(item, options, attempt)
-                    if how == "resumed":
-                        resumed.add(item.path)
+                item, attempt = queue.pop(0)
+                warm_parent.prepare(imports_torch(item.abspath), options)  # before the fork: inherited
+                worker = _Worker(item, options, attempt)
                 active[worker.fd] = worker
             if not active:
                 break
@@ -61,32 +42,32 @@ def run_workers(items, options: RunOptions, collector: _Collector):
                 worker = active[fd]
                 chunk = os.read(fd, 1 << 20)
                 for message in worker.frames.feed(chunk):
-                    _relay(worker, message, collector, options, resumed)
-                if worker.shared and worker.done and chunk:  # ready for the next plain file of its kind
-                    idle[worker.torch_file].append(active.pop(fd))
-                elif worker.done or not chunk:  # done: a process user code forked may still hold the pipe
-                    queue[:0] = end(active.pop(fd))
+                    _relay(worker, message, collector, options)
+                if worker.done or not chunk:  # done: a process user code forked may still hold the pipe
+                    queue[:0] = _finish(active.pop(fd), collector, keep=before | _pids(active))
             for fd, worker in list(active.items()):
                 if time.monotonic() > worker.deadline:
                     worker.kill()
-                    queue[:0] = end(active.pop(fd), timeout=options.timeout)
+                    queue[:0] = _finish(active.pop(fd), collector, timeout=options.timeout,
+                                        keep=before | _pids(active))
             if collector.stop:  # -x: the first fail or error ends the run
                 queue.clear()
                 for fd, worker in list(active.items()):
                     worker.kill()
-                    end(active.pop(fd), stopped=True)
+                    _finish(active.pop(fd), collector, keep=before | _pids(active), stopped=True)
     finally:
-        for worker in list(active.values()) + [w for ws in idle.values() for w in ws]:
-            worker.kill()  # interrupted (or idle at the end): kill what still runs
+        for worker in active.values():  # interrupted: kill what still runs
+            worker.kill()
             os.waitpid(worker.pid, 0)
             os.close(worker.fd)
-            if worker.shared:
-                worker.close()
-            worker.capture.close()
         reap_orphans(keep=before)  # what a killed worker's checkers left (gradcli is their subreaper)
 
 
-def _relay(worker, message, collector: _Collector, options: RunOptions, resumed: set):
+def _pids(active: dict) -> set:
+    return {worker.pid for worker in active.values()}
+
+
+def _relay(worker, message, collector: _Collector, options: RunOptions):
     kind = message[0]
     # the worker times checks itself (--timeout, plus --prove's budget when a checker asks for it)
     worker.deadline = time.monotonic() + options.timeout + options.symbolic_seconds() + KILL_GRACE
@@ -105,14 +86,9 @@ def _relay(worker, message, collector: _Collector, options: RunOptions, resumed:
         worker.deadline = worker.check_start + options.timeout + worker.extended
     else:
         if kind == "collected":
-            worker.inline = worker.shared or len(message[1]) == 1
-            worker.chosen = [info.name for info in message[1]]
+            worker.inline = len(message[1]) == 1
         worker.current = message[1] if kind == "start" else None
         if kind == "start" and worker.inline:
             worker.check_start = time.monotonic()
             worker.deadline = worker.check_start + options.timeout
-        if kind == "result":
-            worker.reported.append(message[1].function)
-        if kind == "collected" and worker.item.path in resumed:
-            return  # the rest of a file whose shared worker died: its collection was told already
         collector.handle(worker.item, message)
