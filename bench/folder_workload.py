@@ -18,6 +18,12 @@ every configuration once, so that the machine's load hits them alike), and print
 * ``pytest -n 0`` / ``pytest -n 2``: ``pytest --gradcli`` on the torch folder, serial and on two
   pytest-xdist workers (target: -n 2 at least 1.6x faster).
 
+The commands run without ``PYTHONDONTWRITEBYTECODE`` (``--as-environment`` keeps it): an installed
+gradcli has its bytecode compiled at install, while an editable checkout in an environment that sets
+the variable compiles every module in every process (specs/check.md §5). Each configuration's CPU
+seconds (all its processes: ``getrusage(RUSAGE_CHILDREN)``) are printed beside its wall time: on a
+shared machine they are the figure that carries over to a quiet one.
+
 Every run's summary line is kept: the verdicts must be the same in every run (printed if not).
 The load average is printed before and after: on a shared machine only ratios of medians measured
 side by side mean something.
