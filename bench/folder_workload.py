@@ -18,6 +18,12 @@ every configuration once, so that the machine's load hits them alike), and print
 * ``pytest -n 0`` / ``pytest -n 2``: ``pytest --gradcli`` on the torch folder, serial and on two
   pytest-xdist workers (target: -n 2 at least 1.6x faster).
 
+The commands run without ``PYTHONDONTWRITEBYTECODE`` (``--as-environment`` keeps it): an installed
+gradcli has its bytecode compiled at install, while an editable checkout in an environment that sets
+the variable compiles every module in every process (specs/check.md §5). Each configuration's CPU
+seconds (all its processes: ``getrusage(RUSAGE_CHILDREN)``) are printed beside its wall time: on a
+shared machine they are the figure that carries over to a quiet one.
+
 Every run's summary line is kept: the verdicts must be the same in every run (printed if not).
 The load average is printed before and after: on a shared machine only ratios of medians measured
 side by side mean something.
@@ -107,10 +113,17 @@ def main():
     parser.add_argument("--only", nargs="*", help="configuration names to run (substrings)")
     parser.add_argument("--keep", help="build the folders here and leave them")
     parser.add_argument("--gradcli", help="a gradcli checkout to time instead of the installed one (PYTHONPATH)")
+    parser.add_argument("--as-environment", action="store_true",
+                        help="keep PYTHONDONTWRITEBYTECODE as set here (by default it is removed: an installed "
+                             "package has its bytecode compiled, an editable checkout only once it may write it)")
     parser.add_argument("--compare", help="another checkout (e.g. the commit before a change): its `gradcli check` "
                                           "runs are timed in the same rounds, named '... [compare]'")
     args = parser.parse_args()
     env = dict(os.environ)
+    bytecode = "as in the environment" if args.as_environment else "cached"
+    if not args.as_environment:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    bytecode += f" (PYTHONDONTWRITEBYTECODE={env.get('PYTHONDONTWRITEBYTECODE', 'unset')})"
     if args.gradcli:
         env["PYTHONPATH"] = os.path.abspath(args.gradcli) + os.pathsep + env.get("PYTHONPATH", "")
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gradcli-workload-"))
@@ -139,7 +152,7 @@ def main():
     load_after = os.getloadavg()
     print(f"gradcli: {args.gradcli or 'installed'}, compared with {args.compare or '-'}; {args.torch_files} torch files, {args.engine_files} engine files; {args.runs} alternating rounds; "
           f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
-          f"(1-min), {load_after[1]:.1f} (5-min)")
+          f"(1-min), {load_after[1]:.1f} (5-min); bytecode {bytecode}")
     medians = {name: statistics.median(t) for name, t in times.items()}
     for name in configs:
         runs = ", ".join(f"{t:.2f}" for t in times[name])

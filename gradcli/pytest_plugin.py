@@ -16,10 +16,33 @@ given or the fixture is used.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 
 import pytest
+
+
+
+def _not_rewritten():
+    """pytest rewrites the ``assert`` statements of every module of a plugin's distribution
+    (pytest11 entry points: all of ``gradcli``), so each gradcli module a test session imports was
+    parsed, rewritten and compiled again -- never cached where bytecode is not written
+    (``PYTHONDONTWRITEBYTECODE``): ~3-5 s of CPU in every pytest process that imports gradcli's
+    checking modules, each xdist worker included. gradcli's code is no test code (its failures raise
+    their own ``AssertionError`` messages), so its package is unmarked here, before any of it but
+    this module and the package top is imported. Only pytest's import hook is touched; without it
+    nothing happens."""
+    for finder in sys.meta_path:
+        marked = getattr(finder, "_must_rewrite", None)
+        if type(finder).__name__ == "AssertionRewritingHook" and isinstance(marked, set) and "gradcli" in marked:
+            marked.discard("gradcli")
+            cache = getattr(finder, "_marked_for_rewrite_cache", None)
+            if isinstance(cache, dict):
+                cache.clear()
+
+
+_not_rewritten()
 
 IMPORT_ITEM = "(import)"  # the item of a file that fails to import (gradcli's JUnit name for it)
 _STATE = pytest.StashKey()  # config.stash[_STATE]: the --gradcli run's settings and collection

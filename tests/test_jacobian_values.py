@@ -145,11 +145,27 @@ def test_each_distinct_formula_is_differentiated_and_compiled_once(monkeypatch):
     trace, point = traced(SumSqrt, np.linspace(1.5, 4.0, 12))
     exact_vjp_values(trace, point, [(np.array(1.0),)])
     assert len(built) == 1
-    # mixed signs give the symbols different assumptions: one formula per sign
+    # mixed signs give the symbols different assumptions, but the formula is the same: one
     built.clear()
     trace, point = traced(SumSqrt, np.array([1.5, -2.0, 3.0, -4.0]))
     exact_vjp_values(trace, point, [(np.array(1.0),)])
+    assert len(built) == 1
+    # where SymPy wrote the forward differently by sign (|x| is x or -x), one formula per sign
+    built.clear()
+    trace, point = traced(AbsTimesExp, np.array([-1.5, 2.0, -0.5, 3.0]))
+    exact_vjp_values(trace, point, [(np.ones(4),)])
     assert len(built) == 2
+
+
+def test_one_formula_for_both_signs_gives_the_derivative_at_each_point():
+    # sum(sqrt(x*x - 1)): d/dx = x / sqrt(x*x - 1), negative where x is
+    x = np.array([1.5, -2.0, 3.0, -4.0])
+    trace, point = traced(SumSqrt, x)
+    sums, kinks, _ = exact_vjp_values(trace, point, [(np.array(1.0),)])
+    with mpmath.workdps(40):
+        expected = [exact_float(mpmath.mpf(v) / mpmath.sqrt(mpmath.mpf(v) ** 2 - 1)) for v in x]
+    assert floats(sums)[0][0].tolist() == expected
+    assert not kinks[0].any()
 
 
 def test_no_closed_form_derivative_raises_value_error():

@@ -286,3 +286,28 @@ def test_the_plugin_imports_nothing_of_gradcli_in_a_run_without_it(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "HEAVY []" in done.stdout
+
+
+def test_gradclis_own_modules_are_not_assertion_rewritten_by_pytest(tmp_path):
+    # pytest marks every module of an entry-point plugin's distribution for assertion rewriting (an
+    # installed gradcli's RECORD lists them all; from the checkout, gradcli.egg-info's SOURCES.txt
+    # does): gradcli unmarks its package, so its checking modules, imported by a test, are plain imports
+    (tmp_path / "test_probe.py").write_text(textwrap.dedent("""
+        import importlib
+
+        def test_loaders():
+            for name in ("gradcli.check.scheduler", "gradcli.check.gradcheck", "gradcli.symbolic.mp_compile"):
+                module = importlib.import_module(name)
+                assert type(module.__loader__).__name__ == "SourceFileLoader", (name, module.__loader__)
+
+        def test_a_test_modules_own_asserts_are_still_rewritten():
+            left, right = [1, 2], [1, 3]
+            assert left == right
+    """))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--rootdir",
+                           str(tmp_path), "-o", "addopts=", str(tmp_path / "test_probe.py")],
+                          cwd=root, capture_output=True, text=True, timeout=300)
+    assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
+    assert re.search(r"PASSED \S*test_probe.py::test_loaders", done.stdout), done.stdout
+    assert "assert [1, 2] == [1, 3]" in done.stdout  # a test module's asserts are still rewritten

@@ -2,15 +2,16 @@
 
 Process layout (POSIX): the parent never imports user code. A forked *worker*, in its own process
 group, imports a file, collects and selects its Functions, then forks one *checker* per Function
-and kills it after ``timeout`` seconds; each file has its own worker, except that files importing
-torch share one (torch's import costs seconds). Results travel back as pickled frames over pipes.
-An exception, ``sys.exit``, ``os._exit``, a crash or a hang in user code becomes an error result
-for that Function (or file) and the run goes on (a worker that dies hands its remaining files to
-a new one); Ctrl-C in the parent kills the workers' process groups and returns what finished.
+(a file's only Function is checked by the worker itself) and kills it after ``timeout`` seconds;
+each file has its own worker, forked from the warmed parent (warm_parent.py). Results travel back
+as pickled frames over pipes. An exception, ``sys.exit``, ``os._exit``, a crash or a hang in user
+code becomes an error result for that Function (or file) and the run goes on; Ctrl-C in the parent
+kills the workers' process groups and returns what finished.
 Without ``os.fork`` everything runs in-process, without timeouts.
 
-This module holds the run-level dataclasses, the per-Function check and the in-process run; the
-process machinery (fork, frames, workers, timeouts) is in ``processes.py``.
+This module holds the per-Function check and the in-process run (the dataclasses are in
+``results.py``); the process machinery is in ``processes.py`` (workers, checkers), ``channels.py``
+(pipes, frames, forks) and ``scheduler.py`` (the parent's loop).
 
 Data flows one way: inputs -> gradcheck -> these dataclasses (``to_dict()``) -> renderers.
 """
@@ -410,7 +411,7 @@ def run(items, options: RunOptions, events: Optional[RunEvents] = None) -> RunRe
                 collector.handle(item, message)
             collector.file_finished(item)
         return collector.result(start)
-    from gradcli.check.processes import run_workers
+    from gradcli.check.scheduler import run_workers
 
     try:
         run_workers(items, options, collector)

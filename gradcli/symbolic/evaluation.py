@@ -64,9 +64,10 @@ class MpEvaluator:
         compiled = self._compiled.get(key)
         if compiled is None:
             names = [sympy.Symbol(f"_c{k}", **s.assumptions0) for k, s in enumerate(symbols)]
-            value = sympy.lambdify(names, indicators_as_piecewise(key), modules=_MODULES)
-            switches = [sympy.lambdify(names, indicators_as_piecewise(s), modules=_MODULES)
-                        for s in switch_arguments(key)]
+            from gradcli.symbolic.mp_compile import mp_function
+
+            value = mp_function(names, indicators_as_piecewise(key), _MODULES)
+            switches = [mp_function(names, indicators_as_piecewise(s), _MODULES) for s in switch_arguments(key)]
             compiled = self._compiled[key] = (value, switches)
         return compiled
 

@@ -4,8 +4,9 @@
 proofs need that. A reference value needs less: the Jacobian entries ∂y_k/∂x_i at one point, then
 Σ_k v_k ∂y_k/∂x_i in arithmetic, for each cotangent set. Elementwise, broadcast and matmul code
 gives every output element the same formula up to the names of its symbols, so each distinct
-formula (``canonical``) is differentiated by SymPy and compiled for mpmath once, all its partial
-derivatives in one function, and every element with that formula costs one call. Derivatives
+formula (``canonical_real``) is differentiated by SymPy and compiled for mpmath once (mp_compile.py:
+closures over the tree, not lambdify's printed source), all its partial derivatives in one
+function, and every element with that formula costs one call. Derivatives
 are taken "almost everywhere" (``almost_everywhere``), and an element is flagged as a kink where
 a switch argument (Abs, sign, a mask's comparison, ...) of one of its derivatives is exactly 0.
 """
@@ -13,8 +14,26 @@ import mpmath
 import numpy as np
 import sympy
 
-from gradcli.symbolic.evaluation import _MODULES, DPS, _is_zero, canonical, switch_arguments
+from gradcli.symbolic.evaluation import _MODULES, DPS, _is_zero, switch_arguments
+from gradcli.symbolic.mp_compile import mp_function
 from gradcli.symbolic.ops import almost_everywhere, indicators_as_piecewise
+from gradcli.symbolic.trace import symbol_order
+
+_REAL: list = []  # _c0, _c1, ... as real symbols
+
+
+def canonical_real(expr):
+    """(expr with its symbols renamed to the real symbols _c0, _c1, ... in (base name, element
+    index) order, original symbols). Unlike ``evaluation.canonical`` the names drop the signs the
+    traced symbols carry (assumptions that let SymPy simplify the forward when it was traced):
+    ``sin(2*x[0,0])`` with x[0,0] > 0 and ``sin(2*x[0,1])`` with x[0,1] < 0 are one formula,
+    differentiated once. The derivative of a fixed expression does not depend on what is assumed
+    of its symbols, only how SymPy writes it: at a point where the signs hold it has the same value,
+    and a sign switch it may keep (``sign(_c0)``) is not zero there."""
+    symbols = sorted(expr.free_symbols, key=symbol_order)
+    while len(_REAL) < len(symbols):
+        _REAL.append(sympy.Symbol(f"_c{len(_REAL)}", real=True))
+    return expr.xreplace(dict(zip(symbols, _REAL))), symbols
 
 
 class _Partials:
@@ -26,14 +45,13 @@ class _Partials:
         for d in derivatives:
             if d.has(sympy.Derivative):
                 raise ValueError(f"no closed-form derivative: {d}")
-        self.values = sympy.lambdify(self.names, [indicators_as_piecewise(d) for d in derivatives],
-                                     modules=_MODULES, docstring_limit=0)
+        self.values = mp_function(self.names, [indicators_as_piecewise(d) for d in derivatives], _MODULES)
         switches, self.owners = [], []   # owners[p]: the derivative whose kink switch p marks
         for j, d in enumerate(derivatives):
             for s in switch_arguments(d):
                 switches.append(indicators_as_piecewise(s))
                 self.owners.append(j)
-        self.switches = sympy.lambdify(self.names, switches, modules=_MODULES, docstring_limit=0) if switches else None
+        self.switches = mp_function(self.names, switches, _MODULES) if switches else None
 
     def at(self, args):
         """[(∂/∂_cj as mpf/mpc, at_kink)] for every j, at ``args`` (mpf values of _c0, _c1, ...)."""
@@ -72,7 +90,7 @@ def exact_vjp_values(trace, point, cotangent_sets, dps=DPS):
                 for term in y.args if isinstance(y, sympy.Add) else (y,):
                     if term.is_number:
                         continue
-                    key, symbols = canonical(term)
+                    key, symbols = canonical_real(term)
                     partials = compiled.get(key)
                     if partials is None:
                         partials = compiled[key] = _Partials(key)
