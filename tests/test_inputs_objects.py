@@ -17,6 +17,9 @@ class SortedIndex(torch.Tensor):
     def __new__(cls, data):
         return torch.Tensor._make_subclass(cls, data)
 
+    # like EdgeIndex: torch ops on it (clone() included) give plain tensors
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
     def is_sorted_by_row(self):
         return True
 

@@ -211,10 +211,15 @@ def probe_copy(be, value):
         return type(value)(value) if type(value) in (dict, list, set) else value   # forward may pop from it
     if type(value).__name__ in ("Tensor", "Parameter") and str(getattr(value, "layout", "torch.strided")) == "torch.strided":
         return be.leaf(be.to_numpy(value).copy(), False)
-    try:
-        return value.detach().clone()
-    except Exception:  # noqa: BLE001 -- a tensor-like that cannot be cloned is passed as it is
-        return value
+    import copy
+    for make in (lambda: value.detach().clone(), lambda: copy.deepcopy(value)):
+        try:
+            made = make()
+        except Exception:  # noqa: BLE001 -- a tensor-like that cannot be copied this way
+            continue
+        if type(made) is type(value):   # EdgeIndex's clone() is a plain Tensor: not what forward needs
+            return made
+    return value
 
 
 def output_shapes(be, fn, args) -> list:
