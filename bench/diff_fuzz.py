@@ -7,7 +7,7 @@ points, each run as the CLI runs it: ``supervise`` forks the worker, which compu
 work, not its import (bench/cli_startup.py measures that). The cases are drawn in this process, in order,
 so a seed names the same cases for any ``--jobs``; the jobs are forked processes that run slices of them.
 
-    python bench/diff_fuzz.py [--cases 200] [--seed 0] [--jobs 1] [--budget 5] [--progress 500] [-v]
+    python bench/diff_fuzz.py [--cases 200] [--seed 0] [--first 0] [--jobs 1] [--budget 5] [--progress 500] [-v]
 
 Prints a progress line every ``--progress`` cases per job, then: exit codes, median and max time, the
 cases over the budget and over budget + 1 s (the kill's grace), internal errors with their expressions,
@@ -112,6 +112,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--first", type=int, default=0, help="skip the seed's first N cases (resume a long run)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--budget", type=float, default=5.0)
     parser.add_argument("--progress", type=int, default=500)
@@ -120,7 +121,7 @@ def main(argv=None):
     import sympy  # noqa: F401  (imported once here; each worker is forked with it loaded)
     import gradcli.diff_worker  # noqa: F401
     drawn = draw_cases(args.cases, args.seed)
-    indexed = [(i, *case) for i, case in enumerate(drawn)]
+    indexed = [(i, *case) for i, case in enumerate(drawn)][args.first:]
     slices = [indexed[job::args.jobs] for job in range(args.jobs)]
     started = time.monotonic()
     if args.jobs == 1:
@@ -139,7 +140,7 @@ def main(argv=None):
     over_budget = sum(t > args.budget for t in times)
     over_grace = sum(t > args.budget + 1 for t in times)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{args.cases} cases (seed {args.seed}, {args.jobs} jobs, {time.monotonic() - started:.0f} s, load "
+    print(f"{len(results)} cases (seed {args.seed} from case {args.first}, {args.jobs} jobs, {time.monotonic() - started:.0f} s, load "
           f"{load:.1f}), budget {args.budget:g} s: exit codes {dict(sorted(codes.items()))}; time median "
           f"{times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s; over budget: {over_budget}; over budget + 1 s: "
           f"{over_grace}; internal errors: {len(bad)}")
