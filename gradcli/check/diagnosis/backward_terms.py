@@ -14,7 +14,7 @@ import ast
 
 import numpy as np
 
-from gradcli.check.diagnosis.evaluator import Unsupported, _context, _Evaluator
+from gradcli.check.diagnosis.evaluator import Unsupported, _context, _Evaluator, statement_context
 from gradcli.check.diagnosis.source import gradient_statement
 
 MAX_TERMS = 8
@@ -114,14 +114,10 @@ def substitutions_for(probe, cls, position, rows, executed=None):
     and names assigned in backward, not grad_output), and ``evaluate(name, value)`` giving the
     statement's value per cotangent row with ``name`` bound to ``value`` (None outside the
     vocabulary). None when the statement cannot be evaluated as written."""
-    context = _context(probe, cls, position, rows, executed)
+    context = statement_context(probe, cls, position, rows, executed)
     if context is None:
         return None
-    src, shaped, args, saved, ctx_attrs = context
-    statement, expr = gradient_statement(src, position)
-    if statement is None or expr is None or len(args) != len(shaped[0]):
-        return None
-    before = statement.lineno + 1 if isinstance(statement, ast.Assign) else statement.lineno
+    src, shaped, args, saved, ctx_attrs, statement, expr, before = context
 
     def evaluate(name=None, value=None):
         per_row = []

@@ -352,3 +352,19 @@ def _context(probe, cls, position, rows, executed):
     shapes = [_to_numpy(o).shape for o in differentiable]
     shaped = [tuple(np.reshape(c, s) for c, s in zip(row, shapes)) for row in rows]
     return src, shaped, args, saved, ctx_attrs
+
+
+def statement_context(probe, cls, position, rows, executed):
+    """``_context`` plus the statement computing input ``position``'s gradient: ``(src, shaped, args,
+    saved, ctx_attrs, statement, expr, before)`` (``before``: the line up to which backward runs
+    first), or None when that statement cannot be evaluated as written."""
+    from gradcli.check.diagnosis.source import gradient_statement
+    context = _context(probe, cls, position, rows, executed)
+    if context is None:
+        return None
+    src, shaped, args, saved, ctx_attrs = context
+    statement, expr = gradient_statement(src, position)
+    if statement is None or expr is None or len(args) != len(shaped[0]):
+        return None
+    before = statement.lineno + 1 if isinstance(statement, ast.Assign) else statement.lineno
+    return src, shaped, args, saved, ctx_attrs, statement, expr, before

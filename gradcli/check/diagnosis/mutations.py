@@ -23,8 +23,8 @@ import time
 
 import numpy as np
 
-from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _context, _Evaluator
-from gradcli.check.diagnosis.source import chain, gradient_statement, grad_output_names
+from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _Evaluator, statement_context
+from gradcli.check.diagnosis.source import chain, grad_output_names
 from gradcli.check.report import Finding
 
 MAX_EDITS = 400  # evaluations of edited statements per input (each is a few small numpy ops)
@@ -38,14 +38,10 @@ def statement_edits(probe, cls, position, rows, executed=None):
     ``(kind, node, statement, argument)``, and ``evaluate(edit)`` giving the value per cotangent
     row with that edit made (None: outside the vocabulary); None when the statements cannot be
     evaluated as written."""
-    context = _context(probe, cls, position, rows, executed)
+    context = statement_context(probe, cls, position, rows, executed)
     if context is None:
         return None
-    src, shaped, args, saved, ctx_attrs = context
-    statement, expr = gradient_statement(src, position)
-    if statement is None or expr is None or len(args) != len(shaped[0]):
-        return None
-    before = statement.lineno + 1 if isinstance(statement, ast.Assign) else statement.lineno
+    src, shaped, args, saved, ctx_attrs, statement, expr, before = context
     cotangents = grad_output_names(src)
 
     def evaluate(edit=None):
