@@ -326,3 +326,16 @@ def test_the_torch_side_rebuilds_an_inputs_file_set_and_refuses_other_values(tmp
     records[0]["value"] = (drawn + 1).tolist()
     assert real_packages_gradcheck.rebuild(records, torch, job, None) == (
         None, "x: the inputs file gave other values than gradcli recorded")
+
+
+def test_a_float32_only_function_is_judged_by_its_label_not_by_torchs_float32_gradcheck():
+    # torch_geometric's _TorchSPMM: sparse_mm_reduce takes float32 only; torch's gradcheck fails it there on
+    # precision alone, its backward is exactly A^T w (verified by hand, recorded as truth "correct")
+    float32 = [[{"name": "other", "source": "example", "type": "tensor", "dtype": "float32", "requires_grad": True}]]
+    labelled = dict(ENTRY, truth="correct")
+    row = classify(labelled, outcome("pass", inputs=float32), None, torch("fail"))
+    assert (row["correct"], row["judged_by"], row["review"]) == (True, "truth", "torch fail below float64 (judged by the label)")
+    assert summarize([row])["totals"]["design"]["false_pass"] == 0
+    # without a label, or in float64, torch still decides
+    assert classify(ENTRY, outcome("pass", inputs=float32), None, torch("fail"))["review"] == "false PASS?"
+    assert classify(labelled, outcome("pass"), None, torch("fail"))["review"] == "false PASS?"
