@@ -199,7 +199,8 @@ def over_tensors(torch, fn, args):
     slots = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
 
     def of_tensors(*tensors):
-        full = list(args)
+        # a dict/list argument fresh for every call, as gradcli gives it: forward may pop from it (xitorch)
+        full = [type(a)(a) if type(a) in (dict, list, set) else a for a in args]
         for i, t in zip(slots, tensors):
             full[i] = t
         return fn(*full)
