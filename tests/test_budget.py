@@ -260,3 +260,23 @@ def test_richardson_refines_only_the_failing_element():
     assert "1 of 12 elements wrong" in x.message
     counts = report.timing["forward_evaluations"]
     assert counts["richardson"] == 30  # one element's row: 15 steps x 2 points, the others settled
+
+
+_WARM = """
+import sys
+from gradcli.check import warm_parent
+from gradcli.check.runner import RunOptions
+warm_parent.prepare(False, RunOptions(exact="auto"), symbolic={symbolic})
+print("sympy" in sys.modules, "gradcli.check.gradcheck" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("symbolic, expected", [(False, "False True"), (True, "True True")])
+def test_a_run_of_one_file_leaves_sympy_to_its_worker(symbolic, expected):
+    # issue 20: an oversized check is refused before anything runs, so for one file the warmed parent does not
+    # import SymPy (~0.9 s of the refusal's 1.2 s); with several files it warms it once for all of them
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _WARM.format(symbolic=symbolic)], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == expected

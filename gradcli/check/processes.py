@@ -144,6 +144,8 @@ def _worker_body(item, options: RunOptions, w: int, capture=None):
     def seen(message):
         if message[0] == "collected":
             chosen[:] = message[1]
+            if len(chosen) > 1:  # checkers will fork from here: what the parent left out is loaded once
+                warm_parent.prepare(imports_torch(item.abspath), options)
 
     _send_file(item, options, w, lambda t, o: (inline if len(chosen) == 1 else _check_in_child)(t, o), seen)
 

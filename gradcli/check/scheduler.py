@@ -32,7 +32,8 @@ def run_workers(items, options: RunOptions, collector: _Collector):
         while queue or active:
             while queue and len(active) < jobs and not collector.stop:
                 item, attempt = queue.pop(0)
-                warm_parent.prepare(imports_torch(item.abspath), options)  # before the fork: inherited
+                # before the fork: inherited; a run of one file leaves SymPy to its worker
+                warm_parent.prepare(imports_torch(item.abspath), options, symbolic=len(items) > 1)
                 worker = _Worker(item, options, attempt)
                 active[worker.fd] = worker
             if not active:

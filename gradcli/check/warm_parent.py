@@ -38,9 +38,11 @@ def warm_square(base):
     return WarmSquare
 
 
-def prepare(torch_file: bool, options) -> None:
+def prepare(torch_file: bool, options, symbolic: bool = True) -> None:
     """Load, once, what a worker for a file (``torch_file``: one that imports torch) and its
-    checkers will use, before that worker is forked."""
+    checkers will use, before that worker is forked. ``symbolic=False`` (a run of one file) leaves
+    SymPy to the worker: a check refused before it starts (too large) needs none of it, and a file with
+    several Functions warms it there, before its checkers fork (processes.py)."""
     if torch_file and "torch" not in _DONE:
         _DONE.add("torch")
         _import_torch()
@@ -57,13 +59,14 @@ def prepare(torch_file: bool, options) -> None:
         import_paused("gradcli.check.auto_inputs")
         import_paused("gradcli.check.coverage")
     # a torch Function's exact check is a skip that needs no SymPy, unless asked for
-    if (not torch_file or options.prove or options.expr or options.exact == "on") and "symbolic" not in _DONE:
+    if symbolic and (not torch_file or options.prove or options.expr or options.exact == "on") \
+            and "symbolic" not in _DONE:
         _DONE.add("symbolic")
         _symbolic(options)
     backend = "torch" if torch_file and _torch() is not None else "gradcli"
     if f"check:{backend}" not in _DONE:
         _DONE.add(f"check:{backend}")
-        _warm_check(backend, options)
+        _warm_check(backend, options if symbolic else dataclasses.replace(options, exact="off"))
 
 
 def _torch():
