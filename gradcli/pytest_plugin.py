@@ -180,7 +180,7 @@ class _State:
             return self.done.pop((abspath, name))
         names = [name] + [n for n in batch if n != name and (abspath, n) not in self.done]
         item = dataclasses.replace(self.files[abspath], names=names)
-        run_result = run([item], self.options)
+        run_result = run([item], self.options, warm_symbolic=True)  # file after file: warm SymPy here once
         if run_result.interrupted:
             raise KeyboardInterrupt
         for result in run_result.results:

@@ -398,8 +398,11 @@ class _Collector:
 
 # ----- the run ---------------------------------------------------------------------------------------
 
-def run(items, options: RunOptions, events: Optional[RunEvents] = None) -> RunResult:
-    """Check every file in ``items`` (from discovery.expand_paths)."""
+def run(items, options: RunOptions, events: Optional[RunEvents] = None,
+        warm_symbolic: Optional[bool] = None) -> RunResult:
+    """Check every file in ``items`` (from discovery.expand_paths). ``warm_symbolic``: load SymPy in
+    this process before forking (default: when there are several files; a caller that runs file after
+    file in one process, the pytest plugin, passes True)."""
     events = events or RunEvents()
     start = time.perf_counter()
     collector = _Collector(items, options, events)
@@ -414,7 +417,7 @@ def run(items, options: RunOptions, events: Optional[RunEvents] = None) -> RunRe
     from gradcli.check.scheduler import run_workers
 
     try:
-        run_workers(items, options, collector)
+        run_workers(items, options, collector, len(items) > 1 if warm_symbolic is None else warm_symbolic)
     except KeyboardInterrupt:
         collector.run.interrupted = True
     return collector.result(start)

@@ -22,8 +22,9 @@ from gradcli.check.reaper import children, reap_orphans
 from gradcli.check.runner import RunOptions, _Collector
 
 
-def run_workers(items, options: RunOptions, collector: _Collector):
-    """Check ``items`` in forked workers, feeding ``collector``; Ctrl-C propagates (workers killed)."""
+def run_workers(items, options: RunOptions, collector: _Collector, warm_symbolic: bool = True):
+    """Check ``items`` in forked workers, feeding ``collector``; Ctrl-C propagates (workers killed).
+    ``warm_symbolic=False``: SymPy is left to the workers (warm_parent.prepare)."""
     jobs = 1 if options.exitfirst else max(1, options.jobs)
     queue = [(item, 1) for item in items]  # (file, attempt), in file order
     active: dict = {}
@@ -33,7 +34,7 @@ def run_workers(items, options: RunOptions, collector: _Collector):
             while queue and len(active) < jobs and not collector.stop:
                 item, attempt = queue.pop(0)
                 # before the fork: inherited; a run of one file leaves SymPy to its worker
-                warm_parent.prepare(imports_torch(item.abspath), options, symbolic=len(items) > 1)
+                warm_parent.prepare(imports_torch(item.abspath), options, symbolic=warm_symbolic)
                 worker = _Worker(item, options, attempt)
                 active[worker.fd] = worker
             if not active:
