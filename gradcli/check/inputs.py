@@ -208,7 +208,8 @@ def probe_copy(be, value):
     values in a fresh one; a tensor subclass or a sparse tensor (EdgeIndex, COO) by its own clone,
     which keeps what it is; anything else as it is."""
     if not be.is_tensor(value):
-        return type(value)(value) if type(value) in (dict, list, set) else value   # forward may pop from it
+        from gradcli.check.backends import fresh_container
+        return fresh_container(value)   # forward may pop from a dict argument
     if type(value).__name__ in ("Tensor", "Parameter") and str(getattr(value, "layout", "torch.strided")) == "torch.strided":
         return be.leaf(be.to_numpy(value).copy(), False)
     import copy
