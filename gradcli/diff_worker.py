@@ -76,6 +76,9 @@ def diff_outcome(expressions, options, progress, deadline_end, budget, debug=Fal
                            "the expression (or its values) is too large\n", 2)
     except RecursionError:
         return Outcome("", f"error: refused: the expression is too deeply nested (while {phase[0]})\n", 2)
+    except OverflowError as error:  # mpmath's exact arithmetic past what an int holds (exp of 10^100-sized powers)
+        return Outcome("", f"error: refused: {phase[0]} met a number too large for exact arithmetic ({error}); "
+                           "the expression's constants are too large\n", 2)
     except Exception as error:  # noqa: BLE001 -- gradcli's own bug: one line unless --debug
         return _internal(error, debug)
     finally:

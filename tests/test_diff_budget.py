@@ -85,6 +85,16 @@ def test_memory_error_is_a_one_line_refusal(monkeypatch):
     assert result.output.count("\n") == 1
 
 
+def test_a_number_past_exact_arithmetic_is_a_one_line_refusal():
+    # found by bench/diff_fuzz.py (seed 20261201, case 3361): SymPy's assumptions evalf exp(silu(10^100)^...)
+    # and mpmath raises OverflowError ("too many digits in integer"); it was "internal error", exit 3
+    result = CliRunner().invoke(main, ["diff", "expm1((silu(10^100))^(gelu(1e300)))*z", "--at", "z=-1",
+                                       "--budget", "60"])
+    assert result.exit_code == 2, result.output
+    assert result.output == ("error: refused: differentiating met a number too large for exact arithmetic "
+                             "(too many digits in integer); the expression's constants are too large\n")
+
+
 def _descendants(pid):
     """Every live descendant of ``pid`` (from /proc), not zombies."""
     children = {}
