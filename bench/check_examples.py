@@ -49,7 +49,8 @@ def line(label, measured, target=None):
 ISOLATION = """
 import statistics, sys, time
 from gradcli.check.discovery import expand_paths
-from gradcli.check.runner import RunOptions, run
+from gradcli.check.runner import RunOptions
+from gradcli.check.session import run
 items = [i for i in expand_paths(["examples"]) if "torch" not in i.path]
 n = None
 for isolate in (False, True):

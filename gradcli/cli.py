@@ -198,7 +198,8 @@ def check(paths, keyword, collect_only, inputs, at, inputs_from, shape, dtype, m
     from gradcli.check.discovery import UsageError, compile_keyword, expand_paths
     from gradcli.check.inputs_from import GivenInputs
     from gradcli.check.paths import locate
-    from gradcli.check.runner import RunOptions, run, unsupported_options
+    from gradcli.check.runner import RunOptions, unsupported_options
+    from gradcli.check.session import run
     from gradcli.report.check_output import Output, choose_format, write_files
 
     notes: list = []

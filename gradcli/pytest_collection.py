@@ -21,7 +21,8 @@ def collect_all(state, paths=None) -> dict:
     """{realpath: (TargetInfos, load-error FunctionResult or None)} for ``paths`` (default: every
     file of the run)."""
     from gradcli.check.discovery import imports_torch
-    from gradcli.check.runner import RunOptions, run
+    from gradcli.check.runner import RunOptions
+    from gradcli.check.session import run
 
     paths = list(state.files) if paths is None else paths
     import gradcli.autograd.namespace  # noqa: F401 -- numpy and the engine, inherited by every fork

@@ -174,7 +174,8 @@ class _State:
         no verdict."""
         import dataclasses
 
-        from gradcli.check.runner import FunctionResult, run
+        from gradcli.check.runner import FunctionResult
+        from gradcli.check.session import run
 
         if (abspath, name) in self.done:
             return self.done.pop((abspath, name))

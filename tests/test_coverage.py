@@ -213,7 +213,8 @@ def test_rich_terminal_shows_partial_surrogate_and_strict(tmp_path):
     from rich.console import Console
 
     from gradcli.check.discovery import expand_paths
-    from gradcli.check.runner import RunOptions, run
+    from gradcli.check.runner import RunOptions
+    from gradcli.check.session import run
     from gradcli.report.terminal import RichRenderer
 
     path = write(tmp_path, "layers.py", LAYERS)

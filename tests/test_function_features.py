@@ -319,7 +319,8 @@ def test_compat_in_json_junit_and_terminal(tmp_path):
 def test_rich_terminal_shows_ticks():
     from rich.console import Console
 
-    from gradcli.check.runner import RunOptions, run
+    from gradcli.check.runner import RunOptions
+    from gradcli.check.session import run
     from gradcli.check.discovery import expand_paths
     from gradcli.report.terminal import RichRenderer
 

@@ -285,7 +285,8 @@ def test_rich_table_rows_per_dtype(tmp_path):
     from rich.console import Console
 
     from gradcli.check.discovery import expand_paths
-    from gradcli.check.runner import RunOptions, run
+    from gradcli.check.runner import RunOptions
+    from gradcli.check.session import run
     from gradcli.report.terminal import RichRenderer
 
     path = write(tmp_path, "cases.py", ENGINE_CASES)

@@ -14,7 +14,7 @@ and the run goes on; Ctrl-C in the parent kills the workers' process groups and 
 finished; with -x the first fail or error stops the run (queued files are dropped, running workers
 killed).
 
-``runner.run`` calls ``scheduler.run_workers`` (the parent's loop) when ``os.fork`` exists; the
+``session.run`` calls ``scheduler.run_workers`` (the parent's loop) when ``os.fork`` exists; the
 pipes, frames, forks and captured output are in ``channels.py``; what a result is and how one
 Function is checked live in ``runner.py``.
 """
@@ -31,7 +31,8 @@ from gradcli.check import warm_parent
 from gradcli.check.channels import _capture, _died, _fork, _Frames, _read_output, _send
 from gradcli.check.discovery import imports_torch
 from gradcli.check.reaper import become_subreaper, kill_group, reap_orphans
-from gradcli.check.runner import CaseResult, FunctionResult, RunOptions, _Collector, check_target, file_messages
+from gradcli.check.collector import Collector, file_messages
+from gradcli.check.runner import CaseResult, FunctionResult, RunOptions, check_target
 
 KILL_GRACE = 10.0  # the parent's backstop beyond the worker's own per-Function timeout
 START_ATTEMPTS = 2  # a worker that dies before it imports its file is started once more, then an error
@@ -177,7 +178,7 @@ class _Worker:
         kill_group(self.pid)
 
 
-def _inline_failure(worker: _Worker, collector: _Collector, status: int, timed_out: bool):
+def _inline_failure(worker: _Worker, collector: Collector, status: int, timed_out: bool):
     """The error result of a Function checked inline whose worker died or was killed: worded as
     ``_check_in_child`` words a checker's."""
     item = worker.item
@@ -194,7 +195,7 @@ def _inline_failure(worker: _Worker, collector: _Collector, status: int, timed_o
     collector.file_finished(item)
 
 
-def _finish(worker: _Worker, collector: _Collector, timeout: Optional[float] = None, keep=(),
+def _finish(worker: _Worker, collector: Collector, timeout: Optional[float] = None, keep=(),
             stopped: bool = False) -> list:
     """Reap a worker (killed after ``timeout`` if given, or by -x if ``stopped``) and what user
     code forked in it; returns [(file, attempt)] to start again (a worker that died before it

@@ -19,10 +19,11 @@ from gradcli.check import warm_parent
 from gradcli.check.discovery import imports_torch
 from gradcli.check.processes import KILL_GRACE, _finish, _Worker
 from gradcli.check.reaper import children, reap_orphans
-from gradcli.check.runner import RunOptions, _Collector
+from gradcli.check.collector import Collector
+from gradcli.check.results import RunOptions
 
 
-def run_workers(items, options: RunOptions, collector: _Collector, warm_symbolic: bool = True):
+def run_workers(items, options: RunOptions, collector: Collector, warm_symbolic: bool = True):
     """Check ``items`` in forked workers, feeding ``collector``; Ctrl-C propagates (workers killed).
     ``warm_symbolic=False``: SymPy is left to the workers (warm_parent.prepare)."""
     jobs = 1 if options.exitfirst else max(1, options.jobs)
@@ -69,7 +70,7 @@ def _pids(active: dict) -> set:
     return {worker.pid for worker in active.values()}
 
 
-def _relay(worker, message, collector: _Collector, options: RunOptions):
+def _relay(worker, message, collector: Collector, options: RunOptions):
     kind = message[0]
     # the worker times checks itself (--timeout, plus --prove's budget when a checker asks for it)
     worker.deadline = time.monotonic() + options.timeout + options.symbolic_seconds() + KILL_GRACE

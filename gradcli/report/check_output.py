@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 
-from gradcli.check.runner import RunEvents
+from gradcli.check.collector import RunEvents
 
 PROGRESS_MIN_FUNCTIONS = 4  # "more than a few"
 
