@@ -254,3 +254,24 @@ def test_a_kink_just_off_the_point_is_never_a_confident_wrong_value(method, step
         accurate = np.abs(e.value - slope) <= 10 * e.error + 1e-12
         assert np.all(np.where(e.kink, inside, accurate)), x[~np.where(e.kink, inside, accurate)]
         assert not e.kink[np.abs(x) >= 1e-4].any()
+
+
+def test_a_nudge_that_changes_the_outputs_count_is_an_unusable_step_not_an_index_error():
+    # a forward that branches on its values can return fewer outputs off the base point: those steps
+    # are missing (NaN, so the element is undetermined), as when a step raises
+    from gradcli.numeric.function import NumericFunction, Projector
+    from gradcli.numeric.vjp import element_derivatives
+    base = np.array([1.0, 2.0, 3.0])
+
+    def branchy(arrays):
+        x = arrays[0]
+        return [x ** 2, 3 * x] if np.array_equal(x, base) else [x ** 2]
+    nf = NumericFunction(branchy, [base])
+    nudged = nf([base + 1e-3])
+    assert [o.shape for o in nudged] == [(3,), (3,)] and all(np.isnan(o).all() for o in nudged)
+    assert [o.tolist() for o in nf([base])] == [[1.0, 4.0, 9.0], [3.0, 6.0, 9.0]]
+    result = element_derivatives(nf, 0, Projector([[np.ones(3), np.ones(3)]], nf.output_shapes))
+    assert np.isnan(result.value).all()
+    reshaped = NumericFunction(lambda arrays: [arrays[0] if np.array_equal(arrays[0], base) else arrays[0][:2]],
+                               [base])
+    assert np.isnan(reshaped([base + 1e-3])[0]).all() and reshaped([base + 1e-3])[0].shape == (3,)

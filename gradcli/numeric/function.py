@@ -104,9 +104,19 @@ class NumericFunction:
             if not hasattr(self, "output_shapes"):  # the base point: its errors are the caller's to see
                 return [np.asarray(out) for out in self.func(list(arrays))]
             try:
-                return [np.asarray(out) for out in self.func(list(arrays))]
+                outputs = [np.asarray(out) for out in self.func(list(arrays))]
             except Exception:  # noqa: BLE001 -- e.g. a domain check: that step is simply unusable
                 return self._missing(arrays)
+            # A nudge that changes how many outputs there are, or their shapes (a branch on the values),
+            # is a step off the function being differentiated: unusable, like one that raises.
+            return outputs if self._shaped_like_base(arrays, outputs) else self._missing(arrays)
+
+    def _shaped_like_base(self, arrays, outputs) -> bool:
+        if len(outputs) != len(self.output_shapes):
+            return False
+        batch = next((a.shape[0] for a, x in zip(arrays, self.inputs) if np.ndim(a) == x.ndim + 1), None)
+        return all(out.shape == (shape if batch is None else (batch,) + shape)
+                   for out, shape in zip(outputs, self.output_shapes))
 
     def _missing(self, arrays) -> list:
         """NaN outputs shaped like a successful evaluation of ``arrays`` (batched or not)."""
