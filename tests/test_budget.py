@@ -250,6 +250,9 @@ def test_smooth_functions_take_no_richardson_and_few_points_per_element(strategy
     assert counts["points_per_element"] <= 8, counts
     assert counts["central"] >= 4 and ("complex_step" in counts) == (fn is RowSoftplus)
     assert counts["calls"] == report.timing["forward_evals"]
+    assert counts["repeat"] == 1  # the determinism check's second call at the checked inputs is counted
+    assert counts["calls"] == sum(v for k, v in counts.items()
+                                  if k not in ("calls", "points", "elements", "points_per_element"))
 
 
 def test_richardson_refines_only_the_failing_element():

@@ -73,11 +73,19 @@ def repeat_difference(session):
     nf = getattr(session, "nf", None)
     if nf is None:
         return None
+    nf.phase("repeat")
     try:
         with np.errstate(all="ignore"):
             again = nf([np.array(x, copy=True) for x in nf.inputs])
     except Exception:  # noqa: BLE001 -- a forward that raises now is not this check's business
         return None
+    finally:  # the timing's counts were taken before this call: it is one of forward's calls too
+        timing = getattr(session, "timing", None)
+        if timing is not None and "forward_evaluations" in timing:
+            from gradcli.check.checks import evaluation_counts
+
+            timing["forward_evals"] = nf.evaluations
+            timing["forward_evaluations"] = evaluation_counts(nf)
     worst = 0.0
     for first, second in zip(nf.outputs, again):
         first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
