@@ -4,8 +4,8 @@
                                       [--corpus DIR] [--summary]
 
 ``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned; the blind
-held-out corpus is bench/diagnosis_heldout); ``--summary`` prints only the totals block, no
-per-Function lines.
+held-out corpora are bench/diagnosis_heldout and bench/diagnosis_blind — read only their
+``--summary``); ``--summary`` prints only the totals block, no per-Function lines.
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis
 rules and never used to design them. Each buggy class carries its true bug as a class attribute
