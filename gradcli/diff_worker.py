@@ -5,6 +5,7 @@ forked worker (``expr/supervisor.py``), never in the CLI process: SymPy, rich an
 imported here only. Every outcome is text plus an exit code; nothing here raises to the supervisor.
 """
 import io
+import re
 
 from gradcli.expr.supervisor import Outcome
 
@@ -23,6 +24,9 @@ def _render(result, fmt):
                                     force_terminal=terminal.is_terminal, no_color=terminal.no_color,
                                     legacy_windows=False))
     return buffer.getvalue()
+
+
+_NOT_REAL = re.compile(r"is not comparable|defined only for real|Invalid comparison of non-real", re.IGNORECASE)
 
 
 def _internal(error, debug):
@@ -76,6 +80,13 @@ def diff_outcome(expressions, options, progress, deadline_end, budget, debug=Fal
                            "the expression (or its values) is too large\n", 2)
     except RecursionError:
         return Outcome("", f"error: refused: the expression is too deeply nested (while {phase[0]})\n", 2)
+    except ValueError as error:
+        if not _NOT_REAL.search(str(error)):
+            return _internal(error, debug)
+        # SymPy comparing a value that is not real deep inside a phase (Max of a complex constant that no
+        # assumption could tell from the expression): the user's expression, not gradcli's bug
+        return Outcome("", f"error: refused: while {phase[0]}, a comparison (max/min/relu-like) met a value that "
+                           "is not real; only real arguments can be compared\n", 2)
     except OverflowError as error:  # mpmath's exact arithmetic past what an int holds (exp of 10^100-sized powers)
         return Outcome("", f"error: refused: {phase[0]} met a number too large for exact arithmetic ({error}); "
                            "the expression's constants are too large\n", 2)

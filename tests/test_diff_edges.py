@@ -110,10 +110,33 @@ def test_sympy_refusing_a_non_real_argument_is_a_usage_error():
     # found by bench/diff_fuzz.py (seed 3): Heaviside raises ValueError on log(-3) = log(3) + i*pi; was a traceback
     outcome = CliRunner().invoke(main, ["diff", "heaviside(log(-3))*x", "--at", "x=1"])
     assert outcome.exit_code == 2
-    assert outcome.output.startswith("error: heaviside(log(3) + I*pi) cannot be built (SymPy: Function defined "
-                                      "only for Real Values.")
-    assert outcome.output.endswith("at column 1 in expression 'heaviside(log(-3))*x'\n")
-    assert outcome.output.count("\n") == 1
+    assert outcome.output == ("error: heaviside() compares its argument with 0, and log(3) + I*pi is not real at "
+                              "column 1 in expression 'heaviside(log(-3))*x'\n")
+
+
+@pytest.mark.parametrize("text, message", [
+    # found by bench/diff_fuzz.py (seed 20261201, cases 5689 and 4761): SymPy raised "not comparable" while
+    # differentiating or compiling the values; was "internal error: ValueError", exit 3
+    ("relu(atanh(1e300))*x", "relu() compares its argument with 0, and atanh(1000000000000000000000000000000... "
+                             "is not real at column 1"),
+    ("leaky_relu(asin(2^999))+x", "leaky_relu() compares its argument with 0, and "
+                                  "asin(53575430359313366047421252453000... is not real at column 1"),
+    ("max(x, (-3)^e)", "max() compares its arguments, and (-3)**E is not real at column 1"),
+])
+def test_a_comparison_of_a_value_that_is_not_real_is_a_usage_error(text, message):
+    outcome = CliRunner().invoke(main, ["diff", text, "--at", "x=1", "--budget", "60"])
+    assert outcome.exit_code == 2
+    assert outcome.output == f"error: {message} in expression {text!r}\n"
+
+
+def test_a_comparison_that_meets_a_non_real_value_later_is_a_one_line_refusal():
+    # seed 20261201, case 5527: Max of a term whose realness no assumption tells at parse time
+    text = "Max(x^2, (e/pi)/((-3)^e)/mish(0.5+z))^2"
+    outcome = CliRunner().invoke(main, ["diff", text, "--at", "x=1/3,z=-1", "--order", "2", "--budget", "60"])
+    assert outcome.exit_code == 2, outcome.output
+    assert outcome.output.endswith("a comparison (max/min/relu-like) met a value that is not real; only real "
+                                   "arguments can be compared\n")
+    assert outcome.output.startswith("error: refused: while ") and outcome.output.count("\n") == 1
 
 
 def test_oversized_inputs_are_refused_up_front_in_one_short_line():

@@ -186,6 +186,13 @@ class _Builder:
             self.fail(f"refused: {name}() of {count} arguments (at most {MAX_COMPARED_ARGS}: they are compared "
                       "pairwise)", node)
         args = [self.build(arg, depth + 1) for arg in node.args]
+        if name in REAL_ARGUMENTS and self.assumptions != "complex":
+            # relu(atanh(1e300)), max(x, (-3)^e): SymPy would build them and raise "not comparable" later,
+            # inside differentiation or evaluation; say so here, naming the argument
+            bad = next((a for a in args if a.is_extended_real is False), None)
+            if bad is not None:
+                self.fail(f"{name}() compares {'its arguments' if name in COMPARING else 'its argument with 0'}, "
+                          f"and {_short_text(bad)} is not real", node)
         if name == "pow":
             self._guard_power(args[0], args[1], node)
         elif name == "exp2":
@@ -248,6 +255,7 @@ class _Builder:
 
 
 COMPARING = ("max", "min")
+REAL_ARGUMENTS = COMPARING + ("relu", "leaky_relu", "elu", "heaviside")   # defined for real arguments only
 MAX_EXACT_GAMMA = 1000   # gamma(n) of a larger integer stays unevaluated (n! has millions of digits)
 
 
