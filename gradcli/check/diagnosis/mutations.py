@@ -8,11 +8,15 @@ only when the edited statements give the numerical gradient at every element for
 
 - ``wrong_axis``: one reduction (``sum``/``mean``/``softmax``/``log_softmax``/``cumsum``) with another
   literal dim — a softmax backward summing over the query dim instead of the key dim;
-- ``transposed``: one square 2-D operand (a name, or a ``.T``/``.t()``) transposed —
-  ``ds @ q`` where ``ds.T @ q`` is needed;
+- ``transposed``: one operand whose last two dims are equal (a name, a ``.T``/``.t()``/``.mT``, a
+  ``.transpose(a, b)``) with those two dims swapped — ``ds @ q`` where ``ds.T @ q`` is needed,
+  batched (``dscores.transpose(-2, -1) @ q``) too;
 - ``wrong_variable``: one occurrence of a tensor (a saved tensor, a name assigned in backward)
-  replaced by an input, the output, or exp/sigmoid/tanh of one, of the same shape — the logits
-  where their sigmoid is needed.
+  replaced by an input, the output, or exp/sigmoid/tanh of one, or by another saved tensor, of the
+  same shape or one that broadcasts to it — the logits where their sigmoid is needed, the hard
+  one-hot targets where the smoothed ones are, x where PReLU's slope is;
+- ``term_sign``: one operand of a ``+``/``-`` (or of a unary minus) negated — the sign of one term
+  of a sum, wherever the sum sits in the expression (``0.5 * (1 + t) - 0.5 * x * ...``).
 
 The edited statement is the finding's location (``params.at_line``), so the hint quotes it.
 """
@@ -44,6 +48,12 @@ def statement_edits(probe, cls, position, rows, executed=None):
     src, shaped, args, saved, ctx_attrs, statement, expr, before = context
     cotangents = grad_output_names(src)
 
+    seen = {}  # the ndim of the last transposed operand (its text: `.T` or `.mT`)
+
+    def transpose(value):
+        seen["ndim"] = np.ndim(value)
+        return _transpose(value)
+
     def evaluate(edit=None):
         per_row = []
         for row in shaped:
@@ -55,7 +65,9 @@ def statement_edits(probe, cls, position, rows, executed=None):
                 if kind == "dim":
                     evaluator.dim_overrides[id(node)] = argument
                 elif kind == "transpose":
-                    evaluator.overrides[id(node)] = _transpose
+                    evaluator.overrides[id(node)] = transpose
+                elif kind == "sign":
+                    evaluator.overrides[id(node)] = np.negative
                 else:
                     evaluator.overrides[id(node)] = _replace(argument[1])
             try:
@@ -67,6 +79,7 @@ def statement_edits(probe, cls, position, rows, executed=None):
 
     if evaluate() is None:
         return None
+    saved_named = _saved_variables(src, saved)
     edits = []
     for stmt in chain(src, statement, expr):
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
@@ -84,9 +97,31 @@ def statement_edits(probe, cls, position, rows, executed=None):
                 edits.append(("transpose", node, stmt, None))
                 edits.append(("variable", node, stmt, None))
             elif (isinstance(node, ast.Attribute) and node.attr in ("T", "mT")) or (
-                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "t"):
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("t", "transpose", "swapaxes", "swapdims")):
                 edits.append(("transpose", node, stmt, None))
-    return edits, evaluate, src
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+                for operand in (node.left, node.right):
+                    if not (isinstance(operand, ast.BinOp) and isinstance(operand.op, (ast.Add, ast.Sub))):
+                        edits.append(("sign", operand, stmt, None))  # a nested sum: its own terms are tried
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+                edits.append(("sign", node, stmt, None))
+    evaluate.seen = seen
+    return edits, evaluate, src, saved_named
+
+
+def _saved_variables(src, saved):
+    """(name, value) of the saved tensors as backward unpacks them (``x, y = ctx.saved_tensors``)."""
+    found = []
+    for stmt in ast.walk(src.tree):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Attribute) \
+                and stmt.value.attr in ("saved_tensors", "saved_variables"):
+            for target in stmt.targets:
+                names = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
+                for k, element in enumerate(names):
+                    if isinstance(element, ast.Name) and k < len(saved) and saved[k] is not None:
+                        found.append((element.id, np.asarray(saved[k], dtype=float)))
+    return found
 
 
 def _written_dim(node):
@@ -103,15 +138,21 @@ def _written_dim(node):
 
 def _transpose(value):
     value = np.asarray(value)
-    if value.ndim != 2 or value.shape[0] != value.shape[1]:
+    if value.ndim < 2 or value.shape[-1] != value.shape[-2]:
         raise Unsupported("transpose")
-    return value.T
+    return np.swapaxes(value, -1, -2)
 
 
 def _replace(new):
     def edit(value):
-        if np.shape(value) != np.shape(new):
-            raise Unsupported("shape")
+        shape = np.shape(value)
+        if np.shape(new) != shape:
+            try:  # a lower-rank tensor that broadcasts to it (PReLU's per-channel slope for x)
+                if np.ndim(new) >= len(shape) or np.broadcast_shapes(np.shape(new), shape) != shape:
+                    raise Unsupported("shape")
+            except ValueError:
+                raise Unsupported("shape") from None
+            return np.broadcast_to(new, shape)
         return new
     return edit
 
@@ -132,27 +173,34 @@ def _variables(ev):
     return [(label, z) for label, z in found if np.all(np.isfinite(z))]
 
 
-def statement_edit(ev):
-    """The first single edit (a dim, a transpose, a tensor) that makes the gradient statements
-    give the numerical gradient exactly."""
+def operand_transposed(ev):
+    """``statement_edit`` with transposes only, tried before the coupling-axes rule: a batched
+    square operand used untransposed (``dscores @ q``) changes which axes couple, and the single
+    transpose that makes it right exactly is the simpler, more specific story."""
+    return statement_edit(ev, kinds=("transpose",))
+
+
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign")):
+    """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
+    gradient statements give the numerical gradient exactly."""
     if ev.analytic is None or ev.values is None or ev.edits is None or ev.support() < 3:
         return None
     found = ev.edits()
     if not found:
         return None
-    edits, evaluate, src = found
+    edits, evaluate, src, saved_named = found
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
     written = _stack(ev, evaluate())
     if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
         return None
     variables = None
     tried, started = 0, time.perf_counter()
-    for kind in ("dim", "transpose", "variable"):
+    for kind in kinds:
         for edit in (e for e in edits if e[0] == kind):
             candidates = [edit]
             if kind == "variable":
-                variables = _variables(ev) if variables is None else variables
-                candidates = [(kind, edit[1], edit[2], v) for v in variables]
+                variables = _variables(ev) + saved_named if variables is None else variables
+                candidates = [(kind, edit[1], edit[2], v) for v in variables if v[0] != edit[1].id]
             for candidate in candidates:
                 tried += 1
                 if tried > MAX_EDITS or time.perf_counter() - started > BUDGET_S:
@@ -160,11 +208,11 @@ def statement_edit(ev):
                 changed = _stack(ev, evaluate(candidate))
                 if changed is None or ev.fits(changed, A) or not ev.fits(changed, N, E):
                     continue
-                return _finding(ev, candidate, src)
+                return _finding(ev, candidate, src, evaluate.seen.get("ndim", 2) > 2)
     return None
 
 
-def _finding(ev, edit, src):
+def _finding(ev, edit, src, batched=False):
     kind, node, stmt, argument = edit
     line = src.line_of(stmt)
     code = ast.unparse(node)
@@ -177,12 +225,18 @@ def _finding(ev, edit, src):
                        input=ev.index, params={"dims": [written], "expected_dims": [argument], "call": node.func.attr,
                                                "at_line": line, "statement": statement}, confidence=0.9)
     if kind == "transpose":
-        expected = _transposed_text(node)
+        expected = _transposed_text(node, batched)
         return Finding("transposed",
                        f"backward for input {ev.name} uses `{code}` where its transpose `{expected}` is needed: with "
                        "it the gradient is right, exactly",
                        input=ev.index, params={"operand": code, "expected": expected, "got": code, "at_line": line,
                                                "statement": statement}, confidence=0.9)
+    if kind == "sign":
+        return Finding("term_sign",
+                       f"backward for input {ev.name} has the wrong sign on the term `{code}`: with it negated the "
+                       "gradient is right, exactly",
+                       input=ev.index, params={"term": code, "at_line": line, "statement": statement},
+                       confidence=0.9)
     label = argument[0]
     return Finding("wrong_variable",
                    f"backward for input {ev.name} uses `{code}` where {label} is needed: with {label} in its place "
@@ -191,9 +245,9 @@ def _finding(ev, edit, src):
                                            "at_line": line, "statement": statement}, confidence=0.85)
 
 
-def _transposed_text(node):
+def _transposed_text(node, batched):
     if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
         return ast.unparse(node.value)
     if isinstance(node, ast.Call):
         return ast.unparse(node.func.value)
-    return f"{ast.unparse(node)}.T"
+    return f"{ast.unparse(node)}.mT" if batched else f"{ast.unparse(node)}.T"

@@ -12,7 +12,7 @@ import inspect
 import os
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 
@@ -27,6 +27,9 @@ class Source:
     tree: ast.FunctionDef
     # file lines that ran during one backward call (None: unknown, every statement counts as run)
     executed: Optional[frozenset] = None
+    # the numbers the function's module holds under a name (``GAMMA = 2.0``): constants a
+    # statement may read (never called, never anything but an int or a float)
+    constants: dict = field(default_factory=dict)
 
     def ran(self, node) -> bool:
         """Whether ``node`` (a statement) ran in the traced backward call: the statement to quote
@@ -65,7 +68,9 @@ def _source(func) -> Optional[Source]:
     if not defs:
         return None
     # decorators are part of getsourcelines' output; ast numbers lines from the first of them
-    return Source(file=os.path.abspath(file), first_line=first, text=text, tree=defs[0])
+    constants = {name: float(value) for name, value in getattr(func, "__globals__", {}).items()
+                 if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return Source(file=os.path.abspath(file), first_line=first, text=text, tree=defs[0], constants=constants)
 
 
 def backward_source(cls, executed: Optional[frozenset] = None) -> Optional[Source]:

@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 
+from gradcli.check.diagnosis import mutations
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
 from gradcli.check.diagnosis.patterns import broadcast_dims, sum_to
 from gradcli.check.report import Finding
@@ -212,6 +213,13 @@ def term_coefficient(ev: Evidence):
         if alpha == 0 or not ev.fits(A + alpha * T, N, E):
             continue
         nice = nice_number(alpha)
+        if nice == -2.0:
+            # factor −1 on a written term that the distribution split in two: its sign is wrong. The
+            # edit that negates it names the term as written; else the pair is the term
+            edited = mutations.statement_edit(ev, kinds=("sign",))
+            return edited if edited is not None else Finding(
+                "term_sign", f"backward for input {ev.name} has the wrong sign on one term: `{code}` (numeric = "
+                f"analytic − 2·that term, exactly)", input=ev.index, params={"term": code}, confidence=0.9)
         coefficient = nice if nice is not None else float(f"{alpha:.6g}")
         factor = nice_number(1 + alpha)
         factor = factor if factor is not None else float(f"{1 + alpha:.6g}")
