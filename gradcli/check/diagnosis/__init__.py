@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import extras, mutations
+from gradcli.check.diagnosis import branch, extras, mutations
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -46,7 +46,8 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute,
-            operator.wrong_axis_separable, regions.region, terms.missing_term, terms.missing_reduction_term)
+            operator.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term, terms.missing_reduction_term,
+            mutations.edited_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -293,6 +294,7 @@ class _Diagnosis:
             ev.overwrites = lazy(lambda ev=ev: extras.overwrites(self, ev))
             ev.substitutions = lazy(lambda ev=ev: extras.substitutions(self, ev))
             ev.edits = lazy(lambda ev=ev: extras.edits(self, ev))
+            ev.backward_names = lazy(lambda ev=ev: extras.backward_names(self, ev))
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
         self._raw(evidence)
 

@@ -118,7 +118,11 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
         verb = "add" if params.get("coefficient", 1) > 0 or params.get("variant") == "reduction" else "remove"
-        return _with_code(f"{verb} the term {params.get('expression', '')}", src, statement, "in ")
+        if params.get("variant") == "edited":
+            return _with_code(f"{verb} {params.get('expression', '')} (the product rule's other half)", src,
+                              statement, "in ")
+        where = f" where {params['region']}" if params.get("region") else ""
+        return _with_code(f"{verb} the term {params.get('expression', '')}{where}", src, statement, "in ")
     if kind in SURROGATES:
         return _with_code(f"if this surrogate is intended, declare it with `surrogate = True` on the class; "
                           f"else {SURROGATES[kind]}", src, statement, "in ")

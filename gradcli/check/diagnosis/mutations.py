@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _Evaluator, statement_context
+from gradcli.check.diagnosis.evidence import nice_number, short_number
 from gradcli.check.diagnosis.source import chain, grad_output_names
 from gradcli.check.report import Finding
 
@@ -85,6 +86,11 @@ def statement_edits(probe, cls, position, rows, executed=None):
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
         if value is None or (isinstance(stmt, ast.Assign) and not all(isinstance(t, ast.Name) for t in stmt.targets)):
             continue
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and not isinstance(value, ast.Name):
+            # the whole value of a name backward recomputes (`probs = softmax(...)` without forward's
+            # mask) replaced by the tensor that is needed (the saved one)
+            edits.append(("variable", value, stmt, None))
         for node in ast.walk(value):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \
                     and node.func.attr != "unsqueeze":
@@ -120,7 +126,8 @@ def _saved_variables(src, saved):
                 names = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
                 for k, element in enumerate(names):
                     if isinstance(element, ast.Name) and k < len(saved) and saved[k] is not None:
-                        found.append((element.id, np.asarray(saved[k], dtype=float)))
+                        label = element.id if element.id.strip("_") else f"ctx.saved_tensors[{k}]"
+                        found.append((label, np.asarray(saved[k], dtype=float)))
     return found
 
 
@@ -180,19 +187,19 @@ def operand_transposed(ev):
     return statement_edit(ev, kinds=("transpose",))
 
 
-def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign")):
-    """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
-    gradient statements give the numerical gradient exactly."""
+def _edited(ev, kinds):
+    """(candidate, its value stacked per cotangent row, src, batched) for each single edit of the
+    given kinds whose statements evaluate to something other than A, within the budget."""
     if ev.analytic is None or ev.values is None or ev.edits is None or ev.support() < 3:
-        return None
+        return
     found = ev.edits()
     if not found:
-        return None
+        return
     edits, evaluate, src, saved_named = found
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
     written = _stack(ev, evaluate())
     if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
-        return None
+        return
     variables = None
     tried, started = 0, time.perf_counter()
     for kind in kinds:
@@ -200,16 +207,58 @@ def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign")):
             candidates = [edit]
             if kind == "variable":
                 variables = _variables(ev) + saved_named if variables is None else variables
-                candidates = [(kind, edit[1], edit[2], v) for v in variables if v[0] != edit[1].id]
+                candidates = [(kind, edit[1], edit[2], v) for v in variables
+                              if v[0] != getattr(edit[1], "id", None)]
             for candidate in candidates:
                 tried += 1
                 if tried > MAX_EDITS or time.perf_counter() - started > BUDGET_S:
-                    return None
+                    return
                 changed = _stack(ev, evaluate(candidate))
-                if changed is None or ev.fits(changed, A) or not ev.fits(changed, N, E):
-                    continue
-                return _finding(ev, candidate, src, evaluate.seen.get("ndim", 2) > 2)
+                if changed is not None and not ev.fits(changed, A):
+                    yield candidate, changed, src, evaluate.seen.get("ndim", 2) > 2
+
+
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign")):
+    """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
+    gradient statements give the numerical gradient exactly."""
+    for candidate, changed, src, batched in _edited(ev, kinds):
+        if ev.fits(changed, ev.numeric, ev.numeric_error):
+            return _finding(ev, candidate, src, batched)
     return None
+
+
+def edited_term(ev):
+    """The product rule's other half missing: numeric − analytic = α·B exactly, B the gradient's
+    statements with one operand transposed or one tensor swapped for another, α a simple number,
+    B proportional to neither A nor N — ``W x`` written for d(xᵀWx)/dx, whose other half is
+    ``Wᵀ x`` (x appears twice; one side of the product rule dropped)."""
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    for candidate, B, src, batched in _edited(ev, ("transpose", "variable")):
+        denominator = float(np.sum(B * B))
+        if denominator == 0 or _cosine(B, A) > 1 - 1e-9 or _cosine(B, N) > 1 - 1e-9:
+            continue
+        alpha = nice_number(float(np.sum((N - A) * B)) / denominator)
+        if alpha is None or alpha == 0 or not ev.fits(A + alpha * B, N, E):
+            continue
+        kind, node, stmt, argument = candidate
+        edited = _transposed_text(node, batched) if kind == "transpose" else argument[0]
+        what = f"`{ast.unparse(node)}` replaced by {edited}"
+        size = "" if abs(alpha) == 1 else f"{short_number(abs(alpha))}× "
+        verb = "misses" if alpha > 0 else "has an extra"
+        return Finding("missing_term",
+                       f"backward for input {ev.name} {verb} a term: numeric − analytic is exactly "
+                       f"{short_number(alpha)}× the same statements with {what} (the product rule's other half)",
+                       input=ev.index, params={"variant": "edited", "term": what, "coefficient": alpha,
+                                               "expression": f"{size}its copy with {edited} for "
+                                                             f"`{ast.unparse(node)}`",
+                                               "at_line": src.line_of(stmt), "statement": src.code(stmt)},
+                       confidence=0.8)
+    return None
+
+
+def _cosine(a, b):
+    na, nb = float(np.sqrt(np.sum(a * a))), float(np.sqrt(np.sum(b * b)))
+    return 0.0 if na == 0 or nb == 0 else abs(float(np.sum(a * b)) / (na * nb))
 
 
 def _finding(ev, edit, src, batched=False):
@@ -238,6 +287,13 @@ def _finding(ev, edit, src, batched=False):
                        input=ev.index, params={"term": code, "at_line": line, "statement": statement},
                        confidence=0.9)
     label = argument[0]
+    if isinstance(stmt, ast.Assign) and node is stmt.value:  # the whole value of a recomputed name
+        code = ast.unparse(stmt.targets[0])
+        return Finding("wrong_variable",
+                       f"backward for input {ev.name} recomputes `{code}` where {label} is needed: with {label} as "
+                       f"`{code}` the gradient is right, exactly",
+                       input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
+                                               "at_line": line, "statement": statement}, confidence=0.85)
     return Finding("wrong_variable",
                    f"backward for input {ev.name} uses `{code}` where {label} is needed: with {label} in its place "
                    "there the gradient is right, exactly",

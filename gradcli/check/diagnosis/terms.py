@@ -25,6 +25,20 @@ def _variables(ev: Evidence):
     return variables
 
 
+def _backward_variables(ev: Evidence):
+    """The tensors backward computes or unpacks itself (``ds = s * (1 - s)``), shaped like the
+    input and not already among the inputs and the output: the product rule's missing half is
+    often one of them (Swish's x·σ′(βx), with β a number)."""
+    if ev.backward_names is None:
+        return []
+    known = _variables(ev)
+    found = []
+    for name, z in ev.backward_names() or []:
+        if z.shape == tuple(ev.shape) and not any(np.array_equal(z, k) for _, k in known + found):
+            found.append((name, z))
+    return found
+
+
 def _term_library(variables):
     """(description, array) for the simple terms a derivative is made of: constants, powers,
     elementary functions of one variable, their product-rule partners z·f(z), and products of
@@ -62,7 +76,7 @@ def missing_term(ev: Evidence):
     V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
     if ev.support() < 3:
         return None
-    variables = _variables(ev)
+    variables = _variables(ev) + _backward_variables(ev)
     residual = N - A
     for description, term in _term_library(variables):
         T = V * term
