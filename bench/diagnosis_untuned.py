@@ -3,8 +3,8 @@
     python bench/diagnosis_untuned.py [--gradcli CHECKOUT] [--python PY] [--json OUT] [-v]
                                       [--corpus DIR] [--summary]
 
-``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned; the blind
-held-out corpus is bench/diagnosis_heldout); ``--summary`` prints only the totals block, no
+``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned; the held-out
+corpus bench/diagnosis_heldout was blind until 2026-12-01 19:30 UTC, a design corpus since); ``--summary`` prints only the totals block, no
 per-Function lines.
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis
