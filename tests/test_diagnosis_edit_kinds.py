@@ -404,3 +404,34 @@ def test_the_evaluator_computes_einsum_one_hot_transpose_and_permute():
         value('torch.einsum(spec, a, w)')  # subscripts must be a string constant
     with pytest.raises(Unsupported):
         value("F.one_hot(a, 3)")  # not class ids
+
+
+# ----- a sign shared by several gradients is quoted where they share it ----------------------------
+def tanh_product_plus(B):
+    class TanhProductPlus(B.Function):
+        @staticmethod
+        def forward(ctx, x, y, z):
+            t = (x * y).tanh()
+            ctx.save_for_backward(x, y, t)
+            return t + z
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y, t = ctx.saved_tensors
+            dh = g * (t * t - 1)
+            return dh * y, dh * x, g
+
+    return TanhProductPlus
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_sign_two_gradients_share_is_quoted_at_the_statement_they_share(name):
+    B = backend(name)
+    rng = np.random.default_rng(42)
+    args = tuple(B.tensor(rng.standard_normal((3, 4))) for _ in range(3))
+    cls = tanh_product_plus(B)
+    findings = _diagnose(cls, args)
+    assert sorted((f.kind, f.input) for f in findings) == [("sign", 0), ("sign", 1)]
+    line = _line_of(cls, "dh = g * (t * t - 1)")
+    assert all(f.params["source"]["line"] == line for f in findings)
+    assert findings[0].hint.startswith("check the sign in `dh = g * (t * t - 1)`")

@@ -87,9 +87,10 @@ def statement_edits(probe, cls, position, rows, executed=None):
         if value is None or (isinstance(stmt, ast.Assign) and not all(isinstance(t, ast.Name) for t in stmt.targets)):
             continue
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                and not isinstance(value, ast.Name):
+                and not isinstance(value, ast.Name) and not any(isinstance(n, ast.Compare) for n in ast.walk(value)):
             # the whole value of a name backward recomputes (`probs = softmax(...)` without forward's
-            # mask) replaced by the tensor that is needed (the saved one)
+            # mask) replaced by the tensor that is needed (the saved one); not a recomputed mask
+            # (`m = (x > t).float()`): that is a region's story, its threshold is what is wrong
             edits.append(("variable", value, stmt, None))
         for node in ast.walk(value):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \

@@ -246,6 +246,26 @@ def chain(src: Source, statement, expr):
     return sorted(found, key=lambda n: n.lineno)
 
 
+def shared_statement(src: Source, positions, right_positions=()):
+    """The last assignment with a subtraction or a unary minus feeding the gradients at every one of
+    ``positions`` (two or more) and at none of ``right_positions``: where a sign mistake those
+    gradients share is made. None if none."""
+    chains = []
+    for position in list(positions) + list(right_positions):
+        statement, expr = gradient_statement(src, position)
+        if statement is None or expr is None:
+            return None
+        # from the gradient's own expression: a tuple return holds the other gradients too
+        chains.append({id(s): s for s in chain(src, expr, expr)})
+    shared = {k: s for k, s in chains[0].items() if all(k in c for c in chains[1:len(positions)])}
+    for other in chains[len(positions):]:
+        shared = {k: s for k, s in shared.items() if k not in other}
+    # only a statement where a sign can be wrong (a subtraction, a unary minus) is named
+    assignments = [s for s in shared.values() if isinstance(s, ast.Assign) and any(
+        isinstance(n, (ast.Sub, ast.USub)) for n in ast.walk(s.value))]
+    return max(assignments, key=lambda s: s.lineno) if assignments else None
+
+
 def _index_writes(src: Source, names):
     """``g[idx] = …``, ``g[idx] += …`` and ``g.index_add_(…)``-style statements on one of ``names``."""
     found = []
