@@ -12,8 +12,8 @@ import os
 from typing import Optional
 
 from gradcli.check.diagnosis.evidence import nice_number
-from gradcli.check.diagnosis.source import (backward_source, chain, constant_line, fed_names, first_statement_with,
-                                            forward_source, grad_output_names, gradient_statement, in_chain,
+from gradcli.check.diagnosis.source import (backward_source, chain, computed_assignment, constant_line, fed_names,
+                                            first_statement_with, forward_source, grad_output_names, gradient_statement, in_chain,
                                             inplace_statement, last_return, local_derivative,
                                             shared_with_right_gradient, statement_at)
 
@@ -51,6 +51,10 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         pinned = params.get("at_line") and statement_at(src, params["at_line"])
         if pinned:  # a rule that edited one statement says which (a dim, a transpose, a tensor)
             statement = pinned
+        elif kind == "wrong_variable" and statement is not None and params.get("used"):
+            # a name backward computes itself, bound to another tensor everywhere: its definition
+            # is what is wrong (`p = softmax(x)` recomputed without forward's mask)
+            statement = computed_assignment(src, params["used"], statement) or statement
     if kind == "precision":
         stmt = src and expr is not None and next(
             (c for c in chain(src, statement, expr) if any(_rounded(n) for n in ast.walk(c))), None)

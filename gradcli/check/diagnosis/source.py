@@ -189,6 +189,18 @@ def _assigns(stmt, name):
     return any(isinstance(t, ast.Name) and t.id == name for t in targets)
 
 
+def computed_assignment(src: Source, name: str, before):
+    """The last statement that ran before ``before`` assigning ``name`` alone (``p = softmax(x)``),
+    unless it unpacks the saved tensors: where a tensor backward recomputes is defined."""
+    found = None
+    for stmt in statements(src.tree):
+        if isinstance(stmt, ast.Assign) and stmt.lineno < before.lineno and src.ran(stmt) \
+                and len(stmt.targets) == 1 and _assigns(stmt, name) \
+                and not (isinstance(stmt.value, ast.Attribute) and stmt.value.attr in ("saved_tensors", "saved_variables")):
+            found = stmt
+    return found
+
+
 def grad_output_names(src: Source):
     args = [a.arg for a in src.tree.args.args]
     if args and args[0] in ("ctx", "self", "cls"):
