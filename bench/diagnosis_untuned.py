@@ -3,9 +3,10 @@
     python bench/diagnosis_untuned.py [--gradcli CHECKOUT] [--python PY] [--json OUT] [-v]
                                       [--corpus DIR] [--summary]
 
-``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned; the blind
-held-out corpora are bench/diagnosis_heldout and bench/diagnosis_blind — read only their
-``--summary``); ``--summary`` prints only the totals block, no per-Function lines.
+``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned). The blind
+corpus is bench/diagnosis_blind: read only its ``--summary``. bench/diagnosis_heldout was blind until
+2026-12-01 19:30 UTC and is a design corpus since. ``--summary`` prints only the totals block, no
+per-Function lines.
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis
 rules and never used to design them. Each buggy class carries its true bug as a class attribute

@@ -100,6 +100,16 @@ def _by_name(name):
     ("Conv1dInputGradMissingPermute", "missing_reshape", {"side": "intermediate"}),
     ("NLLIgnoreMaskForgotten", "region", {"description": "target < 0", "count": 1}),
     ("RMSNormWeightedMissingTerm", "missing_term", {"variant": "reduction", "dim": 1, "coefficient": -1.0}),
+    # issue 17, fourth pass (bench/diagnosis_catalogue/more_edits.py)
+    ("LinearAttentionKeyUntransposed", "transposed", {"operand": "ds", "expected": "ds.mT"}),
+    ("MixupCrossEntropyUsesFirstTarget", "wrong_variable", {"used": "first", "needed": "mixed"}),
+    ("SELUNegativeBranchDropsConstant", "missing_term", {"variant": "missing", "term": "1", "region": "x < 0",
+                                                         "coefficient": 1.7581}),
+    ("QuadraticRightOneSide", "missing_term", {"variant": "edited", "coefficient": 1.0,
+                                               "term": "`a` replaced by a.T"}),
+    ("TemporalBiasNotSummedOverTime", "not_reduced", {"dims": [1], "returned_shape": [3, 5],
+                                                      "values_ok_once_summed": True}),
+    ("MaskedSoftmaxRecomputedWithoutMask", "wrong_variable", {"used": "p", "needed": "output"}),
 ])
 def test_new_rules_name_their_parameters(name, kind, expected):
     _, _, findings = _run(_by_name(name))

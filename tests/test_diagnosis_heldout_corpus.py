@@ -1,5 +1,5 @@
-"""The blind held-out diagnosis corpus (bench/diagnosis_heldout/) is well formed, and the scorer's
---corpus/--summary options work.
+"""The held-out diagnosis corpus (bench/diagnosis_heldout/: blind until session 5, a design corpus
+since) is well formed, and the scorer's --corpus/--summary options work.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_heldout``). Passes with and without
@@ -136,7 +136,8 @@ def test_example_inputs_are_static_or_classmethods():
 def test_readme_table_matches_the_corpus():
     with open(os.path.join(HELDOUT, "README.md"), encoding="utf-8") as handle:
         readme = handle.read()
-    assert "BLIND" in readme
+    # blind until the integrator released it in session 5; a design corpus since
+    assert "blind until session 5 (2026-12-01, 19:30 UTC)" in readme and "design corpus" in readme
     for name in FILES:
         rows = [r for r in RECORDS if os.path.basename(r["file"]) == name]
         buggy = sum(1 for r in rows if r["bug"] is not None)

@@ -132,7 +132,10 @@ class ELU(torch.autograd.Function):
 
 class ELUForgetsAlpha(torch.autograd.Function):
     bug = {"kind": "region", "input": "x",
-           "note": "on x <= 0 the derivative alpha exp(x) = y + alpha is written y"}
+           "note": "on x <= 0 the derivative alpha exp(x) = y + alpha is written y",
+           # also literally true, and the held-out corpus's label for the same bug: the term
+           # alpha * grad_output is missing on that branch
+           "also": ["missing_term"]}
 
     @staticmethod
     def forward(ctx, x, alpha=0.7):

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import extras, mutations
+from gradcli.check.diagnosis import branch, extras, mutations
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -27,7 +27,7 @@ from gradcli.check.diagnosis import terms
 from gradcli.check.diagnosis.evidence import Evidence, lazy
 from gradcli.check.diagnosis.function_wide import function_wide
 from gradcli.check.diagnosis.hints import hint
-from gradcli.check.diagnosis.source import backward_code
+from gradcli.check.diagnosis.source import backward_code, backward_source, shared_statement
 from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
@@ -36,17 +36,20 @@ NO_PATTERN = "none"
 # Most certain and simplest first: a kink explains failures away; a surrogate is a deliberate
 # backward; a zero gradient is unmistakable; a constant factor is simpler than any cotangent story
 # (attention missing its 1/√d is 2× too large, not "ignores grad_output"); whole-operator
-# structures (flips, overwrites, layouts, axes) before the formula-level ones; region and
-# missing_term are the loosest descriptions.
+# structures (flips, overwrites, layouts, axes) before the formula-level ones (but one transpose
+# that makes it exact before the coupling-axes story); a term missing in one branch before the
+# region it lies in; region and missing_term are the loosest descriptions, an edited copy of the
+# statements (the product rule's other half) the last.
 PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.dropped_output, operator.not_accumulated,
-            operator.jacobian_transposed, operator.missing_reshape, operator.wrong_axis,
+            operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute,
-            operator.wrong_axis_separable, regions.region, terms.missing_term, terms.missing_reduction_term)
+            operator.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
+            terms.missing_reduction_term, mutations.edited_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -115,7 +118,9 @@ class _Diagnosis:
                 if candidate is not None and candidate.confidence >= MIN_CONFIDENCE:
                     finding = candidate
                     break
-            findings.append(self._finish(finding or self._no_pattern(ev), ev))
+            findings.append((finding or self._no_pattern(ev), ev))
+        self._shared_sign(findings)
+        findings = [self._finish(f, ev) for f, ev in findings]
         structure = self.report.check("structure")
         forward_level = structure is not None and structure.status == "fail" and all(
             p.startswith("forward returned") or p.startswith("no output is connected")
@@ -126,6 +131,21 @@ class _Diagnosis:
             # failures (backward raised, never invoked, non-finite) are explained by their check.
             findings = [self._finish(Finding(NO_PATTERN, "no simple pattern found", confidence=0.0))]
         return findings
+
+    def _shared_sign(self, found):
+        """Several gradients negated by one mistake: the sign is wrong in a statement they share
+        (a softmax backward's score gradient feeding dq and dk), which the hints then quote."""
+        signs = [f for f, _ in found if f.kind == "sign" and f.input is not None]
+        if len(signs) < 2:
+            return
+        right = [self.positions.get(i, i) for i in self.indices if i not in {f.input for f, _ in found}]
+        try:
+            src = backward_source(self.cls, self.executed)
+            stmt = src and shared_statement(src, [self.positions.get(f.input, f.input) for f in signs], right)
+        except Exception:  # unparsable source: each hint quotes its own statement
+            return
+        for f in signs if stmt is not None else ():
+            f.params.setdefault("at_line", src.line_of(stmt))
 
     def _failed(self, ev: Evidence) -> bool:
         result = self.results.get(ev.index)
@@ -293,6 +313,7 @@ class _Diagnosis:
             ev.overwrites = lazy(lambda ev=ev: extras.overwrites(self, ev))
             ev.substitutions = lazy(lambda ev=ev: extras.substitutions(self, ev))
             ev.edits = lazy(lambda ev=ev: extras.edits(self, ev))
+            ev.backward_names = lazy(lambda ev=ev: extras.backward_names(self, ev))
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
         self._raw(evidence)
 

@@ -140,3 +140,34 @@ def substitutions_for(probe, cls, position, rows, executed=None):
     names = sorted({n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - set(args)
                    - {"ctx", "self", "torch", "np", "math", "F"})
     return names, evaluate
+
+
+def backward_names_for(probe, cls, position, rows, executed=None):
+    """(name, value) of the tensors backward has at hand before the gradient statement that do not
+    depend on grad_output — the saved tensors as it unpacks them and the names it assigns
+    (``ds = s * (1 - s)``) — evaluated over the closed vocabulary; the terms a product rule's
+    missing half is made of. [] when the statement's context is unavailable."""
+    context = statement_context(probe, cls, position, rows, executed)
+    if context is None:
+        return []
+    src, shaped, args, saved, ctx_attrs, statement, expr, before = context
+    evaluators = [_Evaluator(src, before, dict(zip(args, row)), saved, ctx_attrs) for row in shaped]
+    names = []
+    for stmt in evaluators[0].assignments:
+        for target in stmt.targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name) and node.id not in names and node.id not in args:
+                    names.append(node.id)
+    found = []
+    for name in names:
+        try:
+            with np.errstate(all="ignore"):
+                values = [np.asarray(e.name(name), dtype=float) for e in evaluators]
+        except (Unsupported, ValueError, TypeError, IndexError, ArithmeticError):
+            continue
+        first = values[0]
+        if first.ndim == 0 or not np.all(np.isfinite(first)) or any(
+                v.shape != first.shape or not np.array_equal(v, first) for v in values[1:]):
+            continue  # a number, or a value that depends on grad_output
+        found.append((name, first))
+    return found

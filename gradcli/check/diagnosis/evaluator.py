@@ -12,10 +12,11 @@ and ``dim_overrides`` (call node id → dim) let a caller evaluate the statement
 from __future__ import annotations
 
 import ast
-import math
 
 import numpy as np
 
+from gradcli.check.diagnosis import calls
+from gradcli.check.diagnosis.calls import MORE, Unsupported
 from gradcli.check.diagnosis.source import statements
 
 UNARY = {
@@ -44,13 +45,7 @@ DIM_OPS = {
 CONSTANTS = {"pi": np.pi, "e": np.e}
 COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal,
            ast.Eq: np.equal, ast.NotEq: np.not_equal}
-MORE = ("where", "ones_like", "zeros_like", "clamp", "clip", "erf", "softplus", "reshape", "view", "squeeze",
-        "expand_as", "type_as", "to")
 SAVED = ("saved_tensors", "saved_variables")
-
-
-class Unsupported(Exception):
-    pass
 
 
 class _Evaluator:
@@ -87,6 +82,8 @@ class _Evaluator:
                             raise Unsupported(name)
                         self.env[name] = float(shape[names.index(name)])
                         return self.env[name]
+        if name in self.src.constants:  # a module-level number (`GAMMA = 2.0`)
+            return self.src.constants[name]
         raise Unsupported(name)
 
     @staticmethod
@@ -188,7 +185,7 @@ class _Evaluator:
             left, right = self.value(node.left), self.value(node.comparators[0])
             return COMPARE[type(node.ops[0])](np.asarray(left), np.asarray(right)).astype(float)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MORE:
-            return self._more(node)
+            return calls.more(self, node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
             attr, owner = node.func.attr, node.func.value
             module = self._is_module(owner)
@@ -206,59 +203,6 @@ class _Evaluator:
                 return BINARY[attr](base, args[0])
             raise Unsupported(attr)
         raise Unsupported(type(node).__name__)
-
-    def _more(self, node):
-        """where, ones_like/zeros_like, clamp/clip, erf, softplus, reshape/view, squeeze, expand_as,
-        type_as/to (a dtype change is no value change here), as a method or a module function."""
-        attr, owner = node.func.attr, node.func.value
-        args = list(node.args)
-        module = self._is_module(owner)
-        if module:
-            if not args:
-                raise Unsupported(attr)
-            base = self.value(args.pop(0))
-        else:
-            base = self.value(owner)
-        if isinstance(base, tuple):
-            raise Unsupported(attr)
-        keywords = {k.arg: k.value for k in node.keywords}
-        if attr in ("type_as", "to"):
-            return np.asarray(base, dtype=float)
-        if attr in ("ones_like", "zeros_like") and not args:
-            return (np.ones_like if attr == "ones_like" else np.zeros_like)(np.asarray(base, dtype=float))
-        if attr == "where" and len(args) == 2 and not keywords:
-            if module:  # torch.where(condition, x, y)
-                return np.where(np.asarray(base) != 0, self.value(args[0]), self.value(args[1]))
-            return np.where(np.asarray(self.value(args[0])) != 0, base, self.value(args[1]))  # x.where(cond, y)
-        if attr in ("clamp", "clip"):
-            low = self.value(args[0]) if args else (self.value(keywords["min"]) if "min" in keywords else None)
-            high = self.value(args[1]) if len(args) > 1 else (
-                self.value(keywords["max"]) if "max" in keywords else None)
-            if set(keywords) - {"min", "max"} or (low is None and high is None):
-                raise Unsupported(attr)
-            return np.clip(np.asarray(base, dtype=float), low, high)
-        if keywords:
-            raise Unsupported(attr)
-        if attr == "erf" and not args:
-            return np.vectorize(math.erf, otypes=[float])(np.asarray(base, dtype=float))
-        if attr == "softplus" and not args:
-            return np.logaddexp(0.0, np.asarray(base, dtype=float))
-        if attr in ("reshape", "view"):
-            shape = [self.value(a) for a in args]
-            if len(shape) == 1 and isinstance(shape[0], tuple):
-                shape = list(shape[0])
-            if not shape or any(isinstance(d, tuple) or np.ndim(d) or float(d) != int(d) for d in shape):
-                raise Unsupported(attr)
-            return np.reshape(np.asarray(base, dtype=float), tuple(int(d) for d in shape))
-        if attr == "squeeze" and len(args) <= 1:
-            array = np.asarray(base, dtype=float)
-            if not args:
-                return np.squeeze(array)
-            dim = self._int(args[0])
-            return np.squeeze(array, axis=dim) if array.shape[dim] == 1 else array
-        if attr == "expand_as" and len(args) == 1:
-            return np.broadcast_to(np.asarray(base, dtype=float), np.shape(self.value(args[0])))
-        raise Unsupported(attr)
 
     def _is_module(self, owner):
         return isinstance(owner, ast.Name) and owner.id not in self.env and owner.id not in self.assigned \

@@ -50,6 +50,7 @@ class Evidence:
     operator: Optional[Callable[[], Any]] = None  # lazily: (J, J's error, G), both (m, n); see diagnosis.operator
     backward_terms: Optional[Callable[[], Any]] = None  # lazily: [(code, values per row)] of the gradient statement
     substitutions: Optional[Callable[[], Any]] = None  # lazily: (names, evaluate(name, value)) of the statement
+    backward_names: Optional[Callable[[], Any]] = None  # lazily: [(name, value)] backward has, grad_output-free
     overwrites: Optional[Callable[[], Any]] = None  # lazily: does backward assign (not add) into the gradient?
     edits: Optional[Callable[[], Any]] = None  # lazily: (edits, evaluate, src) of the gradient's statements
     labels: list = field(default_factory=list)  # (name, values broadcast to the input's shape) of integer inputs

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradcli.check.diagnosis import mutations, relayout
-from gradcli.check.diagnosis.backward_terms import substitutions_for, terms_for
+from gradcli.check.diagnosis.backward_terms import backward_names_for, substitutions_for, terms_for
 from gradcli.check.diagnosis.probe import parameter_name
 from gradcli.check.diagnosis.source import backward_source, overwrite_statement
 
@@ -46,6 +46,14 @@ def substitutions(diag, ev):
                                  diag.executed)
     except Exception:  # an unusual backward: no statement-level evidence
         return None
+
+
+def backward_names(diag, ev):
+    try:
+        return backward_names_for(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index), ev.cotangents,
+                                  diag.executed)
+    except Exception:  # an unusual backward: no names to build terms from
+        return []
 
 
 def edits(diag, ev):

@@ -12,8 +12,8 @@ import os
 from typing import Optional
 
 from gradcli.check.diagnosis.evidence import nice_number
-from gradcli.check.diagnosis.source import (backward_source, chain, constant_line, fed_names, first_statement_with,
-                                            forward_source, grad_output_names, gradient_statement, in_chain,
+from gradcli.check.diagnosis.source import (backward_source, chain, computed_assignment, constant_line, fed_names,
+                                            first_statement_with, forward_source, grad_output_names, gradient_statement, in_chain,
                                             inplace_statement, last_return, local_derivative,
                                             shared_with_right_gradient, statement_at)
 
@@ -51,6 +51,10 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         pinned = params.get("at_line") and statement_at(src, params["at_line"])
         if pinned:  # a rule that edited one statement says which (a dim, a transpose, a tensor)
             statement = pinned
+        elif kind == "wrong_variable" and statement is not None and params.get("used"):
+            # a name backward computes itself, bound to another tensor everywhere: its definition
+            # is what is wrong (`p = softmax(x)` recomputed without forward's mask)
+            statement = computed_assignment(src, params["used"], statement) or statement
     if kind == "precision":
         stmt = src and expr is not None and next(
             (c for c in chain(src, statement, expr) if any(_rounded(n) for n in ast.walk(c))), None)
@@ -118,7 +122,11 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
         verb = "add" if params.get("coefficient", 1) > 0 or params.get("variant") == "reduction" else "remove"
-        return _with_code(f"{verb} the term {params.get('expression', '')}", src, statement, "in ")
+        if params.get("variant") == "edited":
+            return _with_code(f"{verb} {params.get('expression', '')} (the product rule's other half)", src,
+                              statement, "in ")
+        where = f" where {params['region']}" if params.get("region") else ""
+        return _with_code(f"{verb} the term {params.get('expression', '')}{where}", src, statement, "in ")
     if kind in SURROGATES:
         return _with_code(f"if this surrogate is intended, declare it with `surrogate = True` on the class; "
                           f"else {SURROGATES[kind]}", src, statement, "in ")

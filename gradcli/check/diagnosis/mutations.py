@@ -8,11 +8,15 @@ only when the edited statements give the numerical gradient at every element for
 
 - ``wrong_axis``: one reduction (``sum``/``mean``/``softmax``/``log_softmax``/``cumsum``) with another
   literal dim — a softmax backward summing over the query dim instead of the key dim;
-- ``transposed``: one square 2-D operand (a name, or a ``.T``/``.t()``) transposed —
-  ``ds @ q`` where ``ds.T @ q`` is needed;
+- ``transposed``: one operand whose last two dims are equal (a name, a ``.T``/``.t()``/``.mT``, a
+  ``.transpose(a, b)``) with those two dims swapped — ``ds @ q`` where ``ds.T @ q`` is needed,
+  batched (``dscores.transpose(-2, -1) @ q``) too;
 - ``wrong_variable``: one occurrence of a tensor (a saved tensor, a name assigned in backward)
-  replaced by an input, the output, or exp/sigmoid/tanh of one, of the same shape — the logits
-  where their sigmoid is needed.
+  replaced by an input, the output, or exp/sigmoid/tanh of one, or by another saved tensor, of the
+  same shape or one that broadcasts to it — the logits where their sigmoid is needed, the hard
+  one-hot targets where the smoothed ones are, x where PReLU's slope is;
+- ``term_sign``: one operand of a ``+``/``-`` (or of a unary minus) negated — the sign of one term
+  of a sum, wherever the sum sits in the expression (``0.5 * (1 + t) - 0.5 * x * ...``).
 
 The edited statement is the finding's location (``params.at_line``), so the hint quotes it.
 """
@@ -24,6 +28,7 @@ import time
 import numpy as np
 
 from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _Evaluator, statement_context
+from gradcli.check.diagnosis.evidence import nice_number, short_number
 from gradcli.check.diagnosis.source import chain, grad_output_names
 from gradcli.check.report import Finding
 
@@ -44,6 +49,12 @@ def statement_edits(probe, cls, position, rows, executed=None):
     src, shaped, args, saved, ctx_attrs, statement, expr, before = context
     cotangents = grad_output_names(src)
 
+    seen = {}  # the ndim of the last transposed operand (its text: `.T` or `.mT`)
+
+    def transpose(value):
+        seen["ndim"] = np.ndim(value)
+        return _transpose(value)
+
     def evaluate(edit=None):
         per_row = []
         for row in shaped:
@@ -55,7 +66,9 @@ def statement_edits(probe, cls, position, rows, executed=None):
                 if kind == "dim":
                     evaluator.dim_overrides[id(node)] = argument
                 elif kind == "transpose":
-                    evaluator.overrides[id(node)] = _transpose
+                    evaluator.overrides[id(node)] = transpose
+                elif kind == "sign":
+                    evaluator.overrides[id(node)] = np.negative
                 else:
                     evaluator.overrides[id(node)] = _replace(argument[1])
             try:
@@ -67,11 +80,18 @@ def statement_edits(probe, cls, position, rows, executed=None):
 
     if evaluate() is None:
         return None
+    saved_named = _saved_variables(src, saved)
     edits = []
     for stmt in chain(src, statement, expr):
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
         if value is None or (isinstance(stmt, ast.Assign) and not all(isinstance(t, ast.Name) for t in stmt.targets)):
             continue
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and not isinstance(value, ast.Name) and not any(isinstance(n, ast.Compare) for n in ast.walk(value)):
+            # the whole value of a name backward recomputes (`probs = softmax(...)` without forward's
+            # mask) replaced by the tensor that is needed (the saved one); not a recomputed mask
+            # (`m = (x > t).float()`): that is a region's story, its threshold is what is wrong
+            edits.append(("variable", value, stmt, None))
         for node in ast.walk(value):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \
                     and node.func.attr != "unsqueeze":
@@ -84,9 +104,32 @@ def statement_edits(probe, cls, position, rows, executed=None):
                 edits.append(("transpose", node, stmt, None))
                 edits.append(("variable", node, stmt, None))
             elif (isinstance(node, ast.Attribute) and node.attr in ("T", "mT")) or (
-                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "t"):
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("t", "transpose", "swapaxes", "swapdims")):
                 edits.append(("transpose", node, stmt, None))
-    return edits, evaluate, src
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+                for operand in (node.left, node.right):
+                    if not (isinstance(operand, ast.BinOp) and isinstance(operand.op, (ast.Add, ast.Sub))):
+                        edits.append(("sign", operand, stmt, None))  # a nested sum: its own terms are tried
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+                edits.append(("sign", node, stmt, None))
+    evaluate.seen = seen
+    return edits, evaluate, src, saved_named
+
+
+def _saved_variables(src, saved):
+    """(name, value) of the saved tensors as backward unpacks them (``x, y = ctx.saved_tensors``)."""
+    found = []
+    for stmt in ast.walk(src.tree):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Attribute) \
+                and stmt.value.attr in ("saved_tensors", "saved_variables"):
+            for target in stmt.targets:
+                names = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
+                for k, element in enumerate(names):
+                    if isinstance(element, ast.Name) and k < len(saved) and saved[k] is not None:
+                        label = element.id if element.id.strip("_") else f"ctx.saved_tensors[{k}]"
+                        found.append((label, np.asarray(saved[k], dtype=float)))
+    return found
 
 
 def _written_dim(node):
@@ -103,15 +146,21 @@ def _written_dim(node):
 
 def _transpose(value):
     value = np.asarray(value)
-    if value.ndim != 2 or value.shape[0] != value.shape[1]:
+    if value.ndim < 2 or value.shape[-1] != value.shape[-2]:
         raise Unsupported("transpose")
-    return value.T
+    return np.swapaxes(value, -1, -2)
 
 
 def _replace(new):
     def edit(value):
-        if np.shape(value) != np.shape(new):
-            raise Unsupported("shape")
+        shape = np.shape(value)
+        if np.shape(new) != shape:
+            try:  # a lower-rank tensor that broadcasts to it (PReLU's per-channel slope for x)
+                if np.ndim(new) >= len(shape) or np.broadcast_shapes(np.shape(new), shape) != shape:
+                    raise Unsupported("shape")
+            except ValueError:
+                raise Unsupported("shape") from None
+            return np.broadcast_to(new, shape)
         return new
     return edit
 
@@ -132,39 +181,88 @@ def _variables(ev):
     return [(label, z) for label, z in found if np.all(np.isfinite(z))]
 
 
-def statement_edit(ev):
-    """The first single edit (a dim, a transpose, a tensor) that makes the gradient statements
-    give the numerical gradient exactly."""
+def operand_transposed(ev):
+    """``statement_edit`` with transposes only, tried before the coupling-axes rule: a batched
+    square operand used untransposed (``dscores @ q``) changes which axes couple, and the single
+    transpose that makes it right exactly is the simpler, more specific story."""
+    return statement_edit(ev, kinds=("transpose",))
+
+
+def _edited(ev, kinds):
+    """(candidate, its value stacked per cotangent row, src, batched) for each single edit of the
+    given kinds whose statements evaluate to something other than A, within the budget."""
     if ev.analytic is None or ev.values is None or ev.edits is None or ev.support() < 3:
-        return None
+        return
     found = ev.edits()
     if not found:
-        return None
-    edits, evaluate, src = found
+        return
+    edits, evaluate, src, saved_named = found
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
     written = _stack(ev, evaluate())
     if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
-        return None
+        return
     variables = None
     tried, started = 0, time.perf_counter()
-    for kind in ("dim", "transpose", "variable"):
+    for kind in kinds:
         for edit in (e for e in edits if e[0] == kind):
             candidates = [edit]
             if kind == "variable":
-                variables = _variables(ev) if variables is None else variables
-                candidates = [(kind, edit[1], edit[2], v) for v in variables]
+                variables = _variables(ev) + saved_named if variables is None else variables
+                candidates = [(kind, edit[1], edit[2], v) for v in variables
+                              if v[0] != getattr(edit[1], "id", None)]
             for candidate in candidates:
                 tried += 1
                 if tried > MAX_EDITS or time.perf_counter() - started > BUDGET_S:
-                    return None
+                    return
                 changed = _stack(ev, evaluate(candidate))
-                if changed is None or ev.fits(changed, A) or not ev.fits(changed, N, E):
-                    continue
-                return _finding(ev, candidate, src)
+                if changed is not None and not ev.fits(changed, A):
+                    yield candidate, changed, src, evaluate.seen.get("ndim", 2) > 2
+
+
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign")):
+    """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
+    gradient statements give the numerical gradient exactly."""
+    for candidate, changed, src, batched in _edited(ev, kinds):
+        if ev.fits(changed, ev.numeric, ev.numeric_error):
+            return _finding(ev, candidate, src, batched)
     return None
 
 
-def _finding(ev, edit, src):
+def edited_term(ev):
+    """The product rule's other half missing: numeric − analytic = α·B exactly, B the gradient's
+    statements with one operand transposed or one tensor swapped for another, α a simple number,
+    B proportional to neither A nor N — ``W x`` written for d(xᵀWx)/dx, whose other half is
+    ``Wᵀ x`` (x appears twice; one side of the product rule dropped)."""
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    for candidate, B, src, batched in _edited(ev, ("transpose", "variable")):
+        denominator = float(np.sum(B * B))
+        if denominator == 0 or _cosine(B, A) > 1 - 1e-9 or _cosine(B, N) > 1 - 1e-9:
+            continue
+        alpha = nice_number(float(np.sum((N - A) * B)) / denominator)
+        if alpha is None or alpha == 0 or not ev.fits(A + alpha * B, N, E):
+            continue
+        kind, node, stmt, argument = candidate
+        edited = _transposed_text(node, batched) if kind == "transpose" else argument[0]
+        what = f"`{ast.unparse(node)}` replaced by {edited}"
+        size = "" if abs(alpha) == 1 else f"{short_number(abs(alpha))}× "
+        verb = "misses" if alpha > 0 else "has an extra"
+        return Finding("missing_term",
+                       f"backward for input {ev.name} {verb} a term: numeric − analytic is exactly "
+                       f"{short_number(alpha)}× the same statements with {what} (the product rule's other half)",
+                       input=ev.index, params={"variant": "edited", "term": what, "coefficient": alpha,
+                                               "expression": f"{size}its copy with {edited} for "
+                                                             f"`{ast.unparse(node)}`",
+                                               "at_line": src.line_of(stmt), "statement": src.code(stmt)},
+                       confidence=0.8)
+    return None
+
+
+def _cosine(a, b):
+    na, nb = float(np.sqrt(np.sum(a * a))), float(np.sqrt(np.sum(b * b)))
+    return 0.0 if na == 0 or nb == 0 else abs(float(np.sum(a * b)) / (na * nb))
+
+
+def _finding(ev, edit, src, batched=False):
     kind, node, stmt, argument = edit
     line = src.line_of(stmt)
     code = ast.unparse(node)
@@ -177,13 +275,26 @@ def _finding(ev, edit, src):
                        input=ev.index, params={"dims": [written], "expected_dims": [argument], "call": node.func.attr,
                                                "at_line": line, "statement": statement}, confidence=0.9)
     if kind == "transpose":
-        expected = _transposed_text(node)
+        expected = _transposed_text(node, batched)
         return Finding("transposed",
                        f"backward for input {ev.name} uses `{code}` where its transpose `{expected}` is needed: with "
                        "it the gradient is right, exactly",
                        input=ev.index, params={"operand": code, "expected": expected, "got": code, "at_line": line,
                                                "statement": statement}, confidence=0.9)
+    if kind == "sign":
+        return Finding("term_sign",
+                       f"backward for input {ev.name} has the wrong sign on the term `{code}`: with it negated the "
+                       "gradient is right, exactly",
+                       input=ev.index, params={"term": code, "at_line": line, "statement": statement},
+                       confidence=0.9)
     label = argument[0]
+    if isinstance(stmt, ast.Assign) and node is stmt.value:  # the whole value of a recomputed name
+        code = ast.unparse(stmt.targets[0])
+        return Finding("wrong_variable",
+                       f"backward for input {ev.name} recomputes `{code}` where {label} is needed: with {label} as "
+                       f"`{code}` the gradient is right, exactly",
+                       input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
+                                               "at_line": line, "statement": statement}, confidence=0.85)
     return Finding("wrong_variable",
                    f"backward for input {ev.name} uses `{code}` where {label} is needed: with {label} in its place "
                    "there the gradient is right, exactly",
@@ -191,9 +302,9 @@ def _finding(ev, edit, src):
                                            "at_line": line, "statement": statement}, confidence=0.85)
 
 
-def _transposed_text(node):
+def _transposed_text(node, batched):
     if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
         return ast.unparse(node.value)
     if isinstance(node, ast.Call):
         return ast.unparse(node.func.value)
-    return f"{ast.unparse(node)}.T"
+    return f"{ast.unparse(node)}.mT" if batched else f"{ast.unparse(node)}.T"

@@ -260,7 +260,7 @@ def wrong_axis(ev):
 
 def scaled_cotangent(ev):
     """G = diag(u/w)·J (or J·diag(u/w)) for two different tensors u, w among the inputs and the
-    output, u/w not constant: backward multiplies grad_output (or its result) by u where w is
+    output and exp(±) of them, u/w not constant: backward multiplies grad_output (or its result) by u where w is
     needed — a cumprod backward using x where the running product y belongs, inside a reverse
     cumsum the elementwise forms cannot see through."""
     found = _operator(ev)
@@ -273,6 +273,11 @@ def scaled_cotangent(ev):
     tensors = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
     tensors.append(("output", out))
     with np.errstate(all="ignore"):
+        # and exp(−z), exp(z): a log-space op (logcumsumexp, logsumexp) weighting by exp(−x)
+        # where exp(−y) is needed
+        tensors = [form for name, z in tensors for form in
+                   ((name, z), (f"exp(-{name})", np.exp(-np.asarray(z, dtype=float))),
+                    (f"exp({name})", np.exp(np.asarray(z, dtype=float))))]
         for side, shape in (("grad_output", out.shape), ("result", tuple(ev.shape))):
             same = [(name, np.ravel(z)) for name, z in tensors if np.shape(z) == tuple(shape)]
             for (used, u), (needed, w) in ((a, b) for a in same for b in same if a[0] != b[0]):

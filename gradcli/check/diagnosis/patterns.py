@@ -292,6 +292,23 @@ def not_reduced_shape(ev: Evidence):
     return finding if finding is not None and finding.params.get("values_ok_once_summed") else None
 
 
+def _summed_over_extra_dims(ev: Evidence):
+    """(dims, shape) when the raw gradient has more dims than the input, dropping some of them
+    leaves the input's shape, and summing over those gives the numeric gradient: a bias used as
+    ``bias[:, None]`` whose gradient was summed over the batch but not over the positions."""
+    got = ev.raw[0].shape
+    extra = len(got) - len(ev.shape)
+    if extra <= 0 or ev.numeric is None or any(r.shape != got for r in ev.raw):
+        return None
+    for dims in itertools.combinations(range(len(got)), extra):
+        if tuple(s for d, s in enumerate(got) if d not in dims) != tuple(ev.shape):
+            continue
+        summed = np.stack([np.sum(r, axis=dims).reshape(ev.shape) for r in ev.raw])
+        if ev.fits(summed, ev.numeric, ev.numeric_error) and not ev.fits(summed, 0 * summed):
+            return list(dims), got
+    return None
+
+
 def not_reduced(ev: Evidence, values_only: bool = True):
     """The backward returned the broadcast-shaped gradient (the engine refused it or summed it
     down), or its values are one slice of the unreduced gradient instead of the sum."""
@@ -309,6 +326,15 @@ def not_reduced(ev: Evidence, values_only: bool = True):
                            params={"dims": dims, "returned_shape": list(got), "expected_shape": list(ev.shape),
                                    "values_ok_once_summed": values_ok},
                            confidence=0.97 if values_ok else 0.85)
+        summed = _summed_over_extra_dims(ev)
+        if summed is not None:
+            dims, got = summed
+            return Finding("not_reduced",
+                           f"backward returns input {ev.name}'s gradient with shape {_shape_text(got)} instead of "
+                           f"{_shape_text(ev.shape)}: summed over dim {', '.join(map(str, dims))} it is right",
+                           input=ev.index,
+                           params={"dims": dims, "returned_shape": list(got), "expected_shape": list(ev.shape),
+                                   "values_ok_once_summed": True}, confidence=0.9)
     analytic = ev.analytic
     if analytic is None and ev.raw is not None and all(
             r is not None and r.size == int(np.prod(ev.shape, dtype=int)) for r in ev.raw):

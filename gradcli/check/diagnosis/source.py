@@ -12,7 +12,7 @@ import inspect
 import os
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 
@@ -27,6 +27,9 @@ class Source:
     tree: ast.FunctionDef
     # file lines that ran during one backward call (None: unknown, every statement counts as run)
     executed: Optional[frozenset] = None
+    # the numbers the function's module holds under a name (``GAMMA = 2.0``): constants a
+    # statement may read (never called, never anything but an int or a float)
+    constants: dict = field(default_factory=dict)
 
     def ran(self, node) -> bool:
         """Whether ``node`` (a statement) ran in the traced backward call: the statement to quote
@@ -65,7 +68,9 @@ def _source(func) -> Optional[Source]:
     if not defs:
         return None
     # decorators are part of getsourcelines' output; ast numbers lines from the first of them
-    return Source(file=os.path.abspath(file), first_line=first, text=text, tree=defs[0])
+    constants = {name: float(value) for name, value in getattr(func, "__globals__", {}).items()
+                 if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return Source(file=os.path.abspath(file), first_line=first, text=text, tree=defs[0], constants=constants)
 
 
 def backward_source(cls, executed: Optional[frozenset] = None) -> Optional[Source]:
@@ -184,6 +189,18 @@ def _assigns(stmt, name):
     return any(isinstance(t, ast.Name) and t.id == name for t in targets)
 
 
+def computed_assignment(src: Source, name: str, before):
+    """The last statement that ran before ``before`` assigning ``name`` alone (``p = softmax(x)``),
+    unless it unpacks the saved tensors: where a tensor backward recomputes is defined."""
+    found = None
+    for stmt in statements(src.tree):
+        if isinstance(stmt, ast.Assign) and stmt.lineno < before.lineno and src.ran(stmt) \
+                and len(stmt.targets) == 1 and _assigns(stmt, name) \
+                and not (isinstance(stmt.value, ast.Attribute) and stmt.value.attr in ("saved_tensors", "saved_variables")):
+            found = stmt
+    return found
+
+
 def grad_output_names(src: Source):
     args = [a.arg for a in src.tree.args.args]
     if args and args[0] in ("ctx", "self", "cls"):
@@ -239,6 +256,26 @@ def chain(src: Source, statement, expr):
                 found.append(stmt)
                 frontier.append(stmt.value)
     return sorted(found, key=lambda n: n.lineno)
+
+
+def shared_statement(src: Source, positions, right_positions=()):
+    """The last assignment with a subtraction or a unary minus feeding the gradients at every one of
+    ``positions`` (two or more) and at none of ``right_positions``: where a sign mistake those
+    gradients share is made. None if none."""
+    chains = []
+    for position in list(positions) + list(right_positions):
+        statement, expr = gradient_statement(src, position)
+        if statement is None or expr is None:
+            return None
+        # from the gradient's own expression: a tuple return holds the other gradients too
+        chains.append({id(s): s for s in chain(src, expr, expr)})
+    shared = {k: s for k, s in chains[0].items() if all(k in c for c in chains[1:len(positions)])}
+    for other in chains[len(positions):]:
+        shared = {k: s for k, s in shared.items() if k not in other}
+    # only a statement where a sign can be wrong (a subtraction, a unary minus) is named
+    assignments = [s for s in shared.values() if isinstance(s, ast.Assign) and any(
+        isinstance(n, (ast.Sub, ast.USub)) for n in ast.walk(s.value))]
+    return max(assignments, key=lambda s: s.lineno) if assignments else None
 
 
 def _index_writes(src: Source, names):

@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 
+from gradcli.check.diagnosis import mutations
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
 from gradcli.check.diagnosis.patterns import broadcast_dims, sum_to
 from gradcli.check.report import Finding
@@ -22,6 +23,20 @@ def _variables(ev: Evidence):
     if len(ev.outputs) == 1 and ev.outputs[0].shape == ev.values.shape:
         variables.append(("output", ev.outputs[0]))
     return variables
+
+
+def _backward_variables(ev: Evidence):
+    """The tensors backward computes or unpacks itself (``ds = s * (1 - s)``), shaped like the
+    input and not already among the inputs and the output: the product rule's missing half is
+    often one of them (Swish's x·σ′(βx), with β a number)."""
+    if ev.backward_names is None:
+        return []
+    known = _variables(ev)
+    found = []
+    for name, z in ev.backward_names() or []:
+        if z.shape == tuple(ev.shape) and not any(np.array_equal(z, k) for _, k in known + found):
+            found.append((name, z))
+    return found
 
 
 def _term_library(variables):
@@ -61,7 +76,7 @@ def missing_term(ev: Evidence):
     V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
     if ev.support() < 3:
         return None
-    variables = _variables(ev)
+    variables = _variables(ev) + _backward_variables(ev)
     residual = N - A
     for description, term in _term_library(variables):
         T = V * term
@@ -212,6 +227,13 @@ def term_coefficient(ev: Evidence):
         if alpha == 0 or not ev.fits(A + alpha * T, N, E):
             continue
         nice = nice_number(alpha)
+        if nice == -2.0:
+            # factor −1 on a written term that the distribution split in two: its sign is wrong. The
+            # edit that negates it names the term as written; else the pair is the term
+            edited = mutations.statement_edit(ev, kinds=("sign",))
+            return edited if edited is not None else Finding(
+                "term_sign", f"backward for input {ev.name} has the wrong sign on one term: `{code}` (numeric = "
+                f"analytic − 2·that term, exactly)", input=ev.index, params={"term": code}, confidence=0.9)
         coefficient = nice if nice is not None else float(f"{alpha:.6g}")
         factor = nice_number(1 + alpha)
         factor = factor if factor is not None else float(f"{1 + alpha:.6g}")

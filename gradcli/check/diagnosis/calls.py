@@ -1,0 +1,98 @@
+"""The library calls the statement evaluator (``evaluator.py``) knows besides arithmetic, the
+elementwise functions and the reductions: where, ones_like/zeros_like, clamp/clip, erf, softplus,
+reshape/view, squeeze, expand_as, type_as/to, transpose/swapaxes/permute with literal dims,
+einsum with a literal subscript string, and one_hot with a class count. Each is computed with
+numpy on the evaluated arguments; anything else raises ``Unsupported`` (nothing is ``eval``ed:
+an einsum's subscripts are a string constant of the source, checked to be letters and ``,->.``).
+"""
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+
+MORE = ("where", "ones_like", "zeros_like", "clamp", "clip", "erf", "softplus", "reshape", "view", "squeeze",
+        "expand_as", "type_as", "to", "transpose", "swapaxes", "swapdims", "permute", "einsum", "one_hot")
+_SUBSCRIPT_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,->. ")
+
+
+class Unsupported(Exception):
+    pass
+
+
+def more(evaluator, node):
+    """The value of the call ``node`` (``node.func`` an attribute named in ``MORE``), as a method
+    or a module function (``torch.where(c, x, y)``, ``x.where(c, y)``)."""
+    attr, owner = node.func.attr, node.func.value
+    args = list(node.args)
+    module = evaluator._is_module(owner)
+    if attr == "einsum" and module:
+        return _einsum(evaluator, args, node.keywords)
+    if module:
+        if not args:
+            raise Unsupported(attr)
+        base = evaluator.value(args.pop(0))
+    else:
+        base = evaluator.value(owner)
+    if isinstance(base, tuple):
+        raise Unsupported(attr)
+    keywords = {k.arg: k.value for k in node.keywords}
+    if attr in ("type_as", "to"):
+        return np.asarray(base, dtype=float)
+    if attr in ("ones_like", "zeros_like") and not args:
+        return (np.ones_like if attr == "ones_like" else np.zeros_like)(np.asarray(base, dtype=float))
+    if attr == "where" and len(args) == 2 and not keywords:
+        if module:  # torch.where(condition, x, y)
+            return np.where(np.asarray(base) != 0, evaluator.value(args[0]), evaluator.value(args[1]))
+        return np.where(np.asarray(evaluator.value(args[0])) != 0, base, evaluator.value(args[1]))  # x.where(c, y)
+    if attr in ("clamp", "clip"):
+        low = evaluator.value(args[0]) if args else (evaluator.value(keywords["min"]) if "min" in keywords else None)
+        high = evaluator.value(args[1]) if len(args) > 1 else (
+            evaluator.value(keywords["max"]) if "max" in keywords else None)
+        if set(keywords) - {"min", "max"} or (low is None and high is None):
+            raise Unsupported(attr)
+        return np.clip(np.asarray(base, dtype=float), low, high)
+    if keywords:
+        raise Unsupported(attr)
+    if attr == "erf" and not args:
+        return np.vectorize(math.erf, otypes=[float])(np.asarray(base, dtype=float))
+    if attr == "softplus" and not args:
+        return np.logaddexp(0.0, np.asarray(base, dtype=float))
+    if attr in ("reshape", "view"):
+        shape = [evaluator.value(a) for a in args]
+        if len(shape) == 1 and isinstance(shape[0], tuple):
+            shape = list(shape[0])
+        if not shape or any(isinstance(d, tuple) or np.ndim(d) or float(d) != int(d) for d in shape):
+            raise Unsupported(attr)
+        return np.reshape(np.asarray(base, dtype=float), tuple(int(d) for d in shape))
+    if attr == "squeeze" and len(args) <= 1:
+        array = np.asarray(base, dtype=float)
+        if not args:
+            return np.squeeze(array)
+        dim = evaluator._int(args[0])
+        return np.squeeze(array, axis=dim) if array.shape[dim] == 1 else array
+    if attr == "expand_as" and len(args) == 1:
+        return np.broadcast_to(np.asarray(base, dtype=float), np.shape(evaluator.value(args[0])))
+    if attr in ("transpose", "swapaxes", "swapdims") and len(args) == 2:
+        return np.swapaxes(np.asarray(base, dtype=float), evaluator._int(args[0]), evaluator._int(args[1]))
+    if attr == "permute" and args and not module:
+        dims = evaluator._int(args[0]) if len(args) == 1 else tuple(evaluator._int(a) for a in args)
+        return np.transpose(np.asarray(base, dtype=float), dims if isinstance(dims, tuple) else (dims,))
+    if attr == "one_hot" and module and len(args) == 1:
+        classes = evaluator.value(args[0])
+        labels = np.asarray(base)
+        if np.ndim(classes) or float(classes) != int(classes) or labels.size == 0 or np.any(labels != np.round(labels)):
+            raise Unsupported(attr)
+        return np.eye(int(classes))[labels.astype(np.int64)]
+    raise Unsupported(attr)
+
+
+def _einsum(evaluator, args, keywords):
+    if keywords or len(args) < 2 or not isinstance(args[0], ast.Constant) or not isinstance(args[0].value, str):
+        raise Unsupported("einsum")
+    subscripts = args[0].value
+    if not set(subscripts) <= _SUBSCRIPT_CHARACTERS:
+        raise Unsupported("einsum")
+    operands = [np.asarray(evaluator.value(a), dtype=float) for a in args[1:]]
+    return np.einsum(subscripts, *operands)
