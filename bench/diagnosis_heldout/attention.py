@@ -190,9 +190,12 @@ class CausalAttention(torch.autograd.Function):
 
 
 class CausalAttentionRecomputedWithoutMask(torch.autograd.Function):
-    bug = {"kind": "none", "input": "q",
+    bug = {"kind": "wrong_variable", "input": "q",
            "note": "backward recomputes the probabilities from q and k (to save memory) but "
-                   "forgets the causal mask, so every gradient is off in no simple way"}
+                   "forgets the causal mask: the unmasked probabilities stand where the masked ones "
+                   "(saved by forward) belong. Labelled 'none' by its writer; relabelled in session 5 "
+                   "(2026-12-01) after the corpus was released for design: one replacement makes every "
+                   "gradient exact, so the mistake has a simple pattern"}
 
     @staticmethod
     def forward(ctx, q, k, v):
