@@ -161,6 +161,8 @@ def classify(entry, auto, helped, torch_result):
         "torch_status": torch_status, "torch_values_status": torch_values,
         "torch_message": (messages or [""])[0] or torch_result.get("import_error", ""),
         "importable": importable, "correct": correct, "judged_by": judged_by, "review": review,
+        "torch_adapted": sorted({s[d]["adapted"] for s in torch_result.get("input_sets") or []
+                                 for d in ("no_undefined", "default") if s[d].get("adapted")}),
         "input_sources": sorted({rec.get("source") for rs in ((auto or {}).get("result") or {}).get("inputs") or []
                                  for rec in rs or []} - {None}),
     }
