@@ -12,8 +12,11 @@ CHECKOUT on PYTHONPATH (default: the checkout holding this script), from an empt
 no verdict (skip/error) whose manifest entry has `help` is run again, alone, with those options (an
 `--inputs-from bench/real_inputs/PACKAGE.py` is taken relative to the repository holding this script). Every verdict
 is then compared with `torch.autograd.gradcheck(fast_mode=False)` at the inputs gradcli recorded
-(bench/real_packages_gradcheck.py, in the same venv). Prints a table per package (design and held-out part
-apart), the totals, the disagreements to review by hand, and with --json writes everything.
+(bench/real_packages_gradcheck.py, in the same venv). A Function no verdict can exist for here (an export stub
+with no backward, a CUDA-only forward, an abstract base, a package's backward that raises) counts as right when
+its outcome is the SKIP/ERROR its manifest entry's `expected` names; such rows are counted apart ("expected").
+Prints a table per package (design and held-out part apart), the totals, the disagreements to review by hand, and
+with --json writes everything.
 """
 import argparse
 import collections
@@ -202,7 +205,8 @@ def percent(part, whole):
 
 
 def print_table(bench, out=sys.stdout):
-    columns = ("package", "n", "auto", "auto ok", "help", "<=1 ok", "skip", "error", "ours", "fPASS", "fFAIL")
+    columns = ("package", "n", "auto", "auto ok", "help", "<=1 ok", "expected", "skip", "error", "ours", "fPASS",
+               "fFAIL")
     print(f"gradcli {bench['gradcli']} ({bench['gradcli_commit']}), corpus {bench['site_packages']}", file=out)
     for part in ("design", "held_out"):
         rows = bench["summary"]["packages"].get(part) or {}
@@ -212,11 +216,13 @@ def print_table(bench, out=sys.stdout):
         print("  " + "  ".join(f"{c:>8}" if i else f"{c:<22}" for i, c in enumerate(columns)), file=out)
         for name, s in list(rows.items()) + [("TOTAL", bench["summary"]["totals"][part])]:
             cells = [name, s["n"], s["verdict_auto"], s["correct_auto"], s["verdict_help"], s["correct_help"],
-                     s["skip"], s["error"], s["error_ours"], s["false_pass"], s["false_fail"]]
+                     s.get("expected_ok", 0), s["skip"], s["error"], s["error_ours"], s["false_pass"], s["false_fail"]]
             print("  " + "  ".join(f"{c:>8}" if i else f"{c:<22}" for i, c in enumerate(cells)), file=out)
     print("\ncolumns: auto = PASS/FAIL with no option; auto ok = of those, agreeing with torch gradcheck (and the "
           "manifest's truth); help = verdict with at most one help; <=1 ok = correct verdicts with no option or "
-          "its one help; ours = errors/misses that are gradcli's doing; fPASS/fFAIL = possible false PASS / "
+          "its one help, and the right outcomes where no verdict can exist; expected = of those, the SKIP/ERROR the "
+          "manifest's 'expected' names (an export stub, a CUDA-only forward, an abstract base, a backward that "
+          "raises: not judged against torch); ours = errors/misses that are gradcli's doing; fPASS/fFAIL = possible false PASS / "
           "false alarm against torch", file=out)
     for part in ("design", "held_out", "all"):
         t = bench["summary"]["totals"].get(part)
@@ -224,7 +230,8 @@ def print_table(bench, out=sys.stdout):
             continue
         print(f"{part:>8}: {t['n']} Functions: correct verdict with no option {percent(t['correct_auto'], t['n'])}"
               f" (any verdict {percent(t['verdict_auto'], t['n'])}), correct with <=1 help "
-              f"{percent(t['correct_help'], t['n'])}, false PASS {t['false_pass']}, false alarms "
+              f"{percent(t['correct_help'], t['n'])} ({t.get('expected_ok', 0)} of them the expected SKIP/ERROR; "
+              f"verdicts alone {percent(t['correct_help'] - t.get('expected_ok', 0), t['n'])}), false PASS {t['false_pass']}, false alarms "
               f"{t['false_fail']}, gradcli's-doing errors {t['error_ours']}", file=out)
     review = [r for r in bench["functions"] if r["review"]]
     if review:

@@ -13,8 +13,12 @@ its dotted name (as the package's own users import it), and, per input set, the 
 `torch.autograd.gradcheck(Class.apply, inputs, fast_mode=False)` with torch's defaults (over the tensor
 arguments, the others bound: see over_tensors)
 (check_undefined_grad=True) and again with check_undefined_grad=False (to tell torch's undefined-grad check
-apart from a values mismatch).
+apart from a values mismatch). Two kinds of Function torch's gradcheck cannot run as they are (their users'
+loss.backward() can) are run again adapted, after torch's own run raised the error that names them, and the
+result says so ("adapted", see one_gradcheck): one that refuses autograd.grad (checkpointing) gets its
+products through torch.autograd.backward; one whose forward frees its input's storage gets clones.
 """
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -208,7 +212,31 @@ def over_tensors(torch, fn, args):
     return of_tensors, tuple(args[i] for i in slots)
 
 
-def one_gradcheck(torch, fn, args, undefined, timeout):
+# torch's gradcheck cannot run two kinds of Function as they are, though their users' loss.backward() does:
+# (error pattern, adaptation, what it changes). Each is tried only after torch's own run raised that error,
+# and the input set's result says which one was used ("adapted").
+REFUSES_GRAD = "not compatible with .grad()"      # checkpointing: torch.utils.checkpoint (reentrant), fairscale, memcnn
+FREED_INPUT = "for storage of size 0"              # a reversible layer freed its input's storage in forward
+
+
+def one_gradcheck(torch, fn, make_args, undefined, timeout):
+    """torch's gradcheck at ``make_args()`` (and, adapted, at a fresh ``make_args()``: the first run may have
+    freed or changed the tensors)."""
+    result = _gradcheck(torch, fn, make_args(), undefined, timeout)
+    message = result["message"]
+    if result["status"] == "error" and REFUSES_GRAD in message:
+        with grad_through_backward(torch):
+            result = _gradcheck(torch, fn, make_args(), undefined, timeout)
+        result["adapted"] = ("backward: the Function refuses torch.autograd.grad, so gradcheck's vector-Jacobian "
+                             "products were taken by torch.autograd.backward (the gradient reaching each input)")
+    elif result["status"] == "error" and FREED_INPUT in message:
+        result = _gradcheck(torch, cloning(torch, fn), make_args(), undefined, timeout)
+        result["adapted"] = ("cloned: forward frees its input's storage, so each tensor argument (not a module's "
+                             "Parameter) reaches forward as x.clone(), the gradient passing through the clone")
+    return result
+
+
+def _gradcheck(torch, fn, args, undefined, timeout):
     signal.alarm(timeout)
     try:
         fn, tensors = over_tensors(torch, fn, args)
@@ -223,6 +251,80 @@ def one_gradcheck(torch, fn, args, undefined, timeout):
         return {"status": "error", "message": f"{type(exc).__name__}: {str(exc).strip()[:300]}"}
     finally:
         signal.alarm(0)
+
+
+def cloning(torch, fn):
+    """``fn`` with every tensor argument but a module's Parameter copied inside the graph first."""
+    def of_clones(*args):
+        return fn(*[a.clone() if isinstance(a, torch.Tensor) and not isinstance(a, torch.nn.Parameter) else a
+                    for a in args])
+    return of_clones
+
+
+@contextlib.contextmanager
+def grad_through_backward(torch):
+    """``torch.autograd.grad`` (as gradcheck calls it, over leaves) that, when the graph refuses it, takes the
+    same product with ``torch.autograd.backward``: the gradient each leaf's AccumulateGrad node in the graph
+    receives (a pre-hook there: ``.grad`` would also hold what a backward writes into it itself, memcnn's
+    "mimic backwards", and a tensor hook would also fire inside the backward's own autograd.grad)."""
+    real = torch.autograd.grad
+
+    def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
+             **options):
+        try:
+            return real(outputs, inputs, grad_outputs, retain_graph=retain_graph, create_graph=create_graph,
+                        allow_unused=allow_unused, **options)
+        except RuntimeError as exc:
+            if REFUSES_GRAD not in str(exc) or create_graph:
+                raise
+        outputs = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+        inputs = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+        if grad_outputs is not None:
+            grad_outputs = [grad_outputs] if isinstance(grad_outputs, torch.Tensor) else list(grad_outputs)
+        received = [None] * len(inputs)
+        nodes = _accumulators(outputs, inputs)
+
+        def catcher(k):
+            def catch(grads):
+                if grads[0] is not None:
+                    received[k] = grads[0].detach().clone() if received[k] is None else received[k] + grads[0]
+            return catch
+
+        handles = [node.register_prehook(catcher(k)) for k, node in enumerate(nodes) if node is not None]
+        saved = [t.grad for t in inputs]
+        try:
+            torch.autograd.backward(outputs, grad_outputs, retain_graph=retain_graph)
+        finally:
+            for handle in handles:
+                handle.remove()
+            for t, g in zip(inputs, saved):
+                t.grad = g
+        if not allow_unused and any(g is None for g in received):
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph "
+                               "(through .backward())")
+        return tuple(received)
+
+    torch.autograd.grad = grad
+    try:
+        yield
+    finally:
+        torch.autograd.grad = real
+
+
+def _accumulators(outputs, inputs):
+    """Per input leaf, the AccumulateGrad node in the graph of ``outputs`` that accumulates into it."""
+    wanted = {id(t): k for k, t in enumerate(inputs) if t.is_leaf}
+    found, seen = [None] * len(inputs), set()
+    stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node).__name__ == "AccumulateGrad" and id(node.variable) in wanted:
+            found[wanted[id(node.variable)]] = node
+        stack.extend(edge[0] for edge in node.next_functions if edge[0] is not None)
+    return found
 
 
 def overall(statuses):
@@ -250,11 +352,16 @@ def check_function(torch, job, timeout):
                                       "no_undefined": {"status": "unreproducible", "message": why}})
             continue
         apply = reseeding(torch, cls.apply) if job.get("reseed") else cls.apply
-        torch.manual_seed(0)
-        default = one_gradcheck(torch, apply, args, True, timeout)
-        args, _ = rebuild(records, torch, job, cls)  # fresh leaves: the first run may have changed them in place
-        torch.manual_seed(0)
-        no_undefined = one_gradcheck(torch, apply, args, False, timeout)
+
+        built = [args]
+
+        def fresh_args():  # the arguments built above, then fresh ones: a run may change or free them in place
+            made = built.pop() if built else rebuild(records, torch, job, cls)[0]
+            torch.manual_seed(0)
+            return made
+
+        default = one_gradcheck(torch, apply, fresh_args, True, timeout)
+        no_undefined = one_gradcheck(torch, apply, fresh_args, False, timeout)
         out["input_sets"].append({"default": default, "no_undefined": no_undefined})
     out["status"] = overall([s["default"]["status"] for s in out["input_sets"]])
     out["values_status"] = overall([s["no_undefined"]["status"] for s in out["input_sets"]])

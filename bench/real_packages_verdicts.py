@@ -123,6 +123,11 @@ def _correct(gradcli_status, torch_values, truth, low_precision=False):
     return False, None
 
 
+def _expected_outcome(expected, status, message) -> bool:
+    """The manifest's ``expected`` outcome for a Function no verdict can exist for (a SKIP/ERROR, its message)."""
+    return bool(expected) and status == expected["status"] and re.search(expected["message"], message or "") is not None
+
+
 def classify(entry, auto, helped, torch_result):
     """One row of the bench for one manifest entry."""
     torch_result = torch_result or {}
@@ -135,6 +140,10 @@ def classify(entry, auto, helped, torch_result):
     torch_values = torch_result.get("values_status") if verdict else None
     low = _low_precision(auto if verdict == "auto" else helped if verdict == "help" else None)
     correct, judged_by = _correct(gradcli_status, torch_values, entry.get("truth"), low)
+    expected_ok = verdict is None and _expected_outcome(entry.get("expected"), *(
+        (help_status, help_message) if helped is not None else (auto_status, auto_message)))
+    if expected_ok:
+        correct, judged_by = True, "expected"
     review = None
     if verdict and low and entry.get("truth") is not None and torch_values in VERDICTS \
             and gradcli_status != torch_values:
@@ -161,6 +170,9 @@ def classify(entry, auto, helped, torch_result):
         "torch_status": torch_status, "torch_values_status": torch_values,
         "torch_message": (messages or [""])[0] or torch_result.get("import_error", ""),
         "importable": importable, "correct": correct, "judged_by": judged_by, "review": review,
+        "expected_ok": expected_ok,
+        "torch_adapted": sorted({s[d]["adapted"] for s in torch_result.get("input_sets") or []
+                                 for d in ("no_undefined", "default") if s[d].get("adapted")}),
         "input_sources": sorted({rec.get("source") for rs in ((auto or {}).get("result") or {}).get("inputs") or []
                                  for rec in rs or []} - {None}),
     }
@@ -172,15 +184,16 @@ def _tally(rows):
         t["verdict_auto"] += r["verdict"] == "auto"
         t["correct_auto"] += r["verdict"] == "auto" and r["correct"]
         t["verdict_help"] += r["verdict"] is not None
-        t["correct_help"] += r["verdict"] is not None and r["correct"]
+        t["correct_help"] += (r["verdict"] is not None or r.get("expected_ok", False)) and r["correct"]
+        t["expected_ok"] += bool(r.get("expected_ok"))
         t["skip"] += r["auto_status"] == "skip"
         t["error"] += r["auto_status"] in ("error", "missing")
         t["error_ours"] += r["auto_whose_error"] == "gradcli"
         t["false_pass"] += r["review"] == "false PASS?"
         t["false_fail"] += r["review"] == "false alarm?"
         t["undefined_only"] += r["review"] == "torch undefined-grad check only"
-    return {k: t[k] for k in ("n", "verdict_auto", "correct_auto", "verdict_help", "correct_help", "skip",
-                              "error", "error_ours", "false_pass", "false_fail", "undefined_only")}
+    return {k: t[k] for k in ("n", "verdict_auto", "correct_auto", "verdict_help", "correct_help", "expected_ok",
+                              "skip", "error", "error_ours", "false_pass", "false_fail", "undefined_only")}
 
 
 def summarize(rows):

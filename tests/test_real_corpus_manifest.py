@@ -16,7 +16,7 @@ from real_packages_verdicts import category, classify, summarize  # noqa: E402
 import real_packages  # noqa: E402
 import real_packages_gradcheck  # noqa: E402  (imports no torch at module level)
 
-FIELDS = {"package", "version", "module", "file", "class", "held_out", "help", "truth", "note"}
+FIELDS = {"package", "version", "module", "file", "class", "held_out", "help", "truth", "expected", "note"}
 TRUTHS = {None, "correct", "surrogate", "not-a-gradient", "user-bug"}
 
 
@@ -53,6 +53,10 @@ def test_entries(manifest):
         assert f["module"] in (module, module[: -len(".__init__")])
         assert isinstance(f["held_out"], bool)
         assert f["truth"] in TRUTHS and isinstance(f["note"], str)
+        if f["expected"] is not None:  # the right SKIP/ERROR where no verdict can exist: said why, in a note too
+            assert set(f["expected"]) == {"status", "message", "why"} and f["expected"]["status"] in ("skip", "error")
+            re.compile(f["expected"]["message"])
+            assert f["expected"]["why"] and f["note"]
         key = (path, f["class"])
         assert key not in seen, key
         seen.add(key)

@@ -49,7 +49,7 @@ def _ode(t, y, a):
 def _SolveIVP():
     a = torch.tensor([0.8, 1.2], dtype=D, requires_grad=True)
     y0 = torch.tensor([1.0, -0.5], dtype=D, requires_grad=True)
-    ts = torch.linspace(0.0, 1.0, 4, dtype=D)
+    ts = torch.linspace(0.0, 1.0, 41, dtype=D)
     pfcn = xitorch.get_pure_function(_ode)
     fwd = {"method": "rk4"}
     return (pfcn, ts, fwd, {"method": "rk4"}, 1, y0, a, *pfcn.objparams())

@@ -6,8 +6,7 @@ imported only when a torch object is seen (by its type's module name, without im
 """
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -163,16 +162,36 @@ class Backend:
 
         def evaluate(arrays):
             call_args = [fresh_container(a) for a in args]
-            for index, array in zip(positions, arrays):
-                array = np.asarray(array)  # a numpy scalar would lose its 0-d shape on the way
-                if array.size <= COPY_INPUTS_MAX_ELEMENTS:
-                    array = array.copy()  # a forward writing into its input must not reach the caller's data
-                call_args[index] = self.leaf(array, requires_grad=False)
-            with self.no_grad():
-                out = fn(*call_args)
-            return [self.to_numpy(o) if self.is_tensor(o) else np.asarray(o) for o in flatten_outputs(out)]
+            undo = []
+            try:
+                for index, array in zip(positions, arrays):
+                    array = np.asarray(array)  # a numpy scalar would lose its 0-d shape on the way
+                    if self.held_by_module(args[index]):
+                        undo.append(self.write_into(args[index], array))  # the module reads it, not the argument
+                        continue
+                    if array.size <= COPY_INPUTS_MAX_ELEMENTS:
+                        array = array.copy()  # a forward writing into its input must not reach the caller's data
+                    call_args[index] = self.leaf(array, requires_grad=False)
+                with self.no_grad():
+                    out = fn(*call_args)
+                # copies while a held tensor has the perturbed values: an output may be a view of it
+                convert = (lambda o: np.array(self.to_numpy(o))) if undo else self.to_numpy
+                return [convert(o) if self.is_tensor(o) else np.asarray(o) for o in flatten_outputs(out)]
+            finally:
+                for restore in reversed(undo):
+                    restore()
 
         return evaluate
+
+    def held_by_module(self, tensor) -> bool:
+        """A differentiable argument that user code reads from where it lives rather than through the
+        argument (a module's ``nn.Parameter``, which the module's forward reads as ``self.weight``): the
+        check differentiates it as itself, and the numeric side perturbs it in place (write_into)."""
+        return False
+
+    def write_into(self, tensor, array: np.ndarray) -> Callable[[], None]:
+        """Put ``array``'s values into ``tensor`` for one evaluation; returns what puts the old ones back."""
+        raise NotImplementedError
 
 
 class GradcliBackend(Backend):
@@ -275,10 +294,39 @@ class TorchBackend(Backend):
         return tensor.requires_grad_(requires_grad) if requires_grad else tensor
 
     def fresh_leaf(self, tensor):
+        if self.held_by_module(tensor):
+            return tensor
         return tensor.detach().clone().requires_grad_(True)
 
     def shared_leaf(self, tensor):
+        if self.held_by_module(tensor):
+            return tensor
         return tensor.detach().requires_grad_(True)
+
+    def held_by_module(self, tensor) -> bool:
+        # A Parameter given as an argument is most often also read by a module the Function calls
+        # (reversible/checkpointing Functions pass fn and its weights: memcnn, torch_geometric's rev_gnn);
+        # a copy of it would not be in the graph fn builds ("differentiated Tensor ... not used in the graph").
+        # torch.autograd.gradcheck and loss.backward() differentiate the Parameter itself, and so does this.
+        return isinstance(tensor, self.torch.nn.Parameter) and tensor.requires_grad
+
+    def write_into(self, tensor, array):
+        expected = self.to_numpy(tensor)
+        if array.shape != expected.shape or array.dtype != expected.dtype:
+            # a batched or complex-step evaluation, or an upcast: the Parameter holds one real point of its
+            # own dtype; the numeric side then falls back to real, one-point evaluations at that dtype
+            raise ValueError(f"a module's Parameter {list(expected.shape)} {expected.dtype} is perturbed in place: "
+                             f"cannot hold {list(array.shape)} {array.dtype}")
+        saved = tensor.detach().clone()
+        with self.torch.no_grad():
+            # through .data: no version-counter bump, so tensors saved for backward stay valid once restored
+            tensor.data.copy_(self.torch.from_numpy(np.ascontiguousarray(array)))
+
+        def restore():
+            with self.torch.no_grad():
+                tensor.data.copy_(saved)
+
+        return restore
 
     def zeros_like(self, tensor):
         return self.torch.zeros_like(tensor.detach())
@@ -290,119 +338,7 @@ class TorchBackend(Backend):
         return self.torch.enable_grad()
 
     def grad(self, outputs, inputs, cotangents, retain_graph=True, create_graph=False):
+        from gradcli.check import torch_vjp
+
         grad_outputs = [self.torch.as_tensor(np.asarray(c)).to(o.dtype) for o, c in zip(outputs, cotangents)]
-        try:
-            return list(
-                self.torch.autograd.grad(
-                    list(outputs), list(inputs), grad_outputs,
-                    retain_graph=retain_graph, create_graph=create_graph, allow_unused=True,
-                )
-            )
-        except RuntimeError as error:
-            if "not compatible with .grad()" not in str(error) or create_graph:
-                raise
-        # A checkpointing Function (torch.utils.checkpoint's reentrant variant, fairscale's, memcnn's) refuses
-        # autograd.grad and asks for .backward(): the same vector-Jacobian product read from the leaves' .grad.
-        saved = [leaf.grad for leaf in inputs]
-        for leaf in inputs:
-            leaf.grad = None
-        try:
-            # no ``inputs=``: with it torch marks checkpointing invalid again (_is_checkpoint_valid is False)
-            self.torch.autograd.backward(list(outputs), grad_outputs, retain_graph=retain_graph)
-            return [leaf.grad for leaf in inputs]
-        finally:
-            for leaf, grad in zip(inputs, saved):
-                leaf.grad = grad
-
-
-def _once_differentiable_codes() -> list:
-    """The code objects of the wrappers made by ``once_differentiable`` (gradcli's, and torch's
-    when torch is already imported): every decorated backward shares its wrapper's code."""
-    import sys
-
-    codes = []
-    for module_name in ("gradcli.autograd.function", "torch.autograd.function"):
-        module = sys.modules.get(module_name)
-        decorate = getattr(module, "once_differentiable", None)
-        if decorate is not None:
-            try:
-                codes.append(decorate(lambda ctx, *grads: None).__code__)
-            except Exception:  # noqa: BLE001 -- a changed torch API: no detection, not a crash
-                pass
-    return codes
-
-
-def once_differentiable_functions(classes: Sequence[type]) -> list:
-    """The classes among ``classes`` whose backward is decorated with ``@once_differentiable``."""
-    codes = _once_differentiable_codes()
-    found = []
-    for cls in classes:
-        defining = next((k for k in getattr(cls, "__mro__", ()) if "backward" in k.__dict__), None)
-        if defining is None:
-            continue
-        attr = defining.__dict__["backward"]
-        func = getattr(attr, "__func__", attr)
-        if getattr(func, "__code__", None) in codes:
-            found.append(cls)
-    return found
-
-
-class BackwardRecords:
-    """What the wrapped backward saw: how often it was called and what each call returned."""
-
-    def __init__(self):
-        self.calls = 0
-        self.results: list = []  # per completed call: one describe() per returned object
-
-
-def describe(obj) -> Optional[tuple]:
-    """(shape, dtype name) of a returned tensor/array; None for None; ((), type name) for anything else."""
-    if obj is None:
-        return None
-    if hasattr(obj, "shape") and hasattr(obj, "dtype"):
-        return tuple(obj.shape), str(obj.dtype).replace("torch.", "")
-    return None, type(obj).__name__
-
-
-@contextlib.contextmanager
-def recording_backward(cls: Optional[type]):
-    """Temporarily wrap ``cls.backward`` to record each call's raw return value (before the engine
-    validates, casts or sums it), so gradcheck can tell that the user's backward ran and what it
-    returned. Yields a BackwardRecords.
-
-    The class attribute is swapped for the duration of the check and restored afterwards.
-    """
-    records = BackwardRecords()
-    defining = next((k for k in getattr(cls, "__mro__", ()) if "backward" in k.__dict__), None)
-    if cls is None or defining is None:
-        yield records
-        return
-    attr = defining.__dict__["backward"]
-
-    def record(run, *args):
-        records.calls += 1  # counted on entry: a backward that raises was still invoked
-        result = run(*args)
-        returned = result if isinstance(result, tuple) else (result,)
-        records.results.append(tuple(describe(g) for g in returned))  # not the arrays: they may be huge
-        return result
-
-    if isinstance(attr, staticmethod):
-        func = attr.__func__
-        replacement: Any = staticmethod(lambda *args: record(func, *args))
-    elif isinstance(attr, classmethod):
-        func = attr.__func__
-        replacement = classmethod(lambda klass, *args: record(func, klass, *args))
-    elif callable(attr):  # legacy style: an instance method backward(self, *grads)
-        replacement = lambda self, *args: record(attr, self, *args)  # noqa: E731
-    else:
-        yield records
-        return
-    owned = defining is cls
-    setattr(cls, "backward", replacement)
-    try:
-        yield records
-    finally:
-        if owned:
-            setattr(cls, "backward", attr)
-        else:
-            delattr(cls, "backward")
+        return torch_vjp.vjp(self.torch, list(outputs), list(inputs), grad_outputs, retain_graph, create_graph)

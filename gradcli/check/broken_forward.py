@@ -67,16 +67,17 @@ def always_raises(target, shape, seed: int = 0) -> Optional[BaseException]:
             seen, last = key, exc
             continue
         return None  # forward ran on this one: it depends on its inputs
-    if last is not None and _not_a_bug(last):
-        return None  # an environment or object forward needs (environment.py): the skip says which
+    if last is not None and _not_a_bug(last, [p.name for p in params]):
+        return None  # an environment or object forward needs (environment.py, refusing_assert.py): the skip says which
     return last
 
 
-def _not_a_bug(exc: BaseException) -> bool:
+def _not_a_bug(exc: BaseException, params: list) -> bool:
     from gradcli.check import environment
+    from gradcli.check.refusing_assert import requires_object
 
     return (environment.needs_process_group(exc) or environment.missing_environment(str(exc))
-            or environment.missing_attribute(exc) is not None)
+            or environment.missing_attribute(exc) is not None or requires_object(exc, params))
 
 
 def _raising_line(exc: BaseException) -> tuple:

@@ -129,7 +129,7 @@ def raw_gradient_problems(raw: Sequence, args: Sequence, names: Sequence[str], d
                           strict_shapes: bool) -> tuple:
     """Compare what the user's backward returned (before the engine fixed it up) with the inputs.
 
-    ``raw``: one ``backends.describe`` per returned object. Only meaningful when backward's outputs
+    ``raw``: one ``backward_records.describe`` per returned object. Only meaningful when backward's outputs
     correspond positionally to ``args`` (gradcheck was handed the Function itself).
     Returns (problems, warnings).
     """

@@ -17,6 +17,7 @@ from gradcli.check import checks as _checks
 from gradcli.check import complex_view as _complex
 from gradcli.check import determinism as _determinism
 from gradcli.check.analytic import Analytic, BackwardFailed
+from gradcli.check.backward_records import recording_backward
 from gradcli.check.function_features import add_feature_checks
 from gradcli.check.compare import compare_elements, compare_probes, probe_good_enough, settled_elements, values_check
 from gradcli.check.too_large import probe_too_large
@@ -177,7 +178,7 @@ class _Session:
         if not self.diff:
             self.report.checks.append(Check("values", "skip", "no floating-point tensor inputs to differentiate"))
             return self.report
-        with _backends.recording_backward(self.cls) as records:
+        with recording_backward(self.cls) as records:
             self.records = records
             self.analytic.forward()
             if not any(self.backend.is_tensor(o) for o in self.analytic.outputs):

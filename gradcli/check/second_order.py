@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 
 from gradcli.check import backends as _backends
+from gradcli.check.backward_records import once_differentiable_functions
 from gradcli.check.report import Check
 
 ONCE_DIFFERENTIABLE_MARKER = "once_differentiable"
@@ -131,7 +132,7 @@ def _once_differentiable(session) -> list:
         classes += session.backend.graph_functions([session.analytic.outputs[j] for j in session.diff_outputs])
     except Exception:  # noqa: BLE001 -- graph walking is best effort; the runtime error is caught too
         pass
-    return _backends.once_differentiable_functions(classes)
+    return once_differentiable_functions(classes)
 
 
 def _once_differentiable_skip(classes) -> Check:
