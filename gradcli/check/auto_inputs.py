@@ -8,7 +8,7 @@ Every value built here is recorded with a SPEC that rebuilds it (``--input NAME=
 from __future__ import annotations
 
 import shlex
-import time
+from dataclasses import replace
 from typing import Optional
 
 from gradcli.check import environment, shape_search
@@ -16,12 +16,13 @@ from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, F
                                   _from_spec, _record, format_domain, forward_problem, parse_spec)
 from gradcli.check.shape_search import Plan
 from gradcli.check.skip_advice import spec_kind, suggested_spec
-from gradcli.check.trials import backward_runs, too_slow
+from gradcli.check.trials import backward_runs, cpu_seconds, slow_advice, too_slow
 from gradcli.check.spec import format_value_spec
 
 MAX_CHOICE_SETS = 3  # other string modes / the other bool, each one more input set
 MAX_BACKWARD_CHECKS = 24  # plans whose forward ran but whose backward raised, before the search stops
-SEARCH_SECONDS = 30.0  # forward's own time over the shape search: a slow forward (an iterative solver) stops it
+SEARCH_SECONDS = 30.0  # forward's own CPU time over the shape search: a slow forward (an iterative solver) stops it
+SMALL_SIZE = 2  # a slow forward is tried again with every size above this cut to it
 
 
 class Builder:
@@ -35,14 +36,39 @@ class Builder:
         self.last_refusal = None  # ... and of the last one
         self.environment = None  # text of a "... is not initialized" exception forward raised (environment.py)
         self.group_started = False  # a single-process torch.distributed group was started for forward
-        self.spent = 0.0  # seconds forward and backward took over the search
+        self.spent = 0.0  # CPU seconds forward and backward took over the search (not wall time: load-independent)
+        self.taken = None  # (plans, domain, numbers_from) of the plan the search took
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
         case = self._search(args, records, auto)
         slow = too_slow(self.be, self.target, case)
-        if slow is not None:
-            raise NoInputs(slow)
+        if slow is None:
+            return case
+        smaller = self._smaller(args, records, auto)  # the same plan with small sizes: fewer evaluations
+        again = too_slow(self.be, self.target, smaller) if smaller is not None else None
+        if smaller is not None and again is None:
+            return smaller
+        raise NoInputs(slow_advice(slow, again, self.target.timeout))
+
+    def _smaller(self, args, records, auto) -> Optional[Case]:
+        """The plan taken with every tensor size (and size tuple) above SMALL_SIZE cut to it, if forward and
+        backward run there; None otherwise."""
+        if self.taken is None:
+            return None
+        plans, domain, numbers_from = self.taken
+        shrunk = {}
+        for name, plan in plans.items():
+            if plan.kind == "tensor" and plan.shape and max(plan.shape) > SMALL_SIZE:
+                shape = tuple(min(k, SMALL_SIZE) for k in plan.shape)
+                plan = replace(plan, shape=shape, why=f"{plan.why or 'a shape forward accepts'}; small, as forward "
+                               f"is slow at {'x'.join(map(str, plans[name].shape))}")
+            elif plan.kind == "shape" and plan.value and max(plan.value) > SMALL_SIZE:
+                plan = replace(plan, value=tuple(min(k, SMALL_SIZE) for k in plan.value))
+            shrunk[name] = plan
+        if shrunk == plans:
+            return None
+        case, _, _ = self._try(args, records, auto, shrunk, domain, numbers_from)
         return case
 
     def _search(self, args, records, auto) -> Case:
@@ -66,7 +92,7 @@ class Builder:
             return guided
         for alternative in shape_search.alternatives(plans, hints, self.base_shape):
             if self.spent > SEARCH_SECONDS:
-                raise NoInputs(f"cannot build inputs automatically: forward is slow ({self.spent:.0f} s over the "
+                raise NoInputs(f"cannot build inputs automatically: forward is slow ({self.spent:.0f} s of CPU over the "
                                f"plans tried, none of which fit; the search stops after {SEARCH_SECONDS:g} s). "
                                f"Give the inputs with --input NAME=SPEC (SPEC grammar: specs/check.md), or add a "
                                f"staticmethod example_inputs() to {self.target.name}")
@@ -169,11 +195,11 @@ class Builder:
         """(Case or None, why not, whether every output element was non-finite). Any exception from
         forward means the plan does not fit."""
         trial, trial_records = self.materialize(args, records, auto, plans, domain, numbers_from)
-        started = time.perf_counter()
+        started = cpu_seconds()
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
         except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
-            self.spent += time.perf_counter() - started
+            self.spent += cpu_seconds() - started
             if environment.needs_process_group(e) and not self.group_started \
                     and environment.start_single_process_group():
                 self.group_started = True  # a single-process group, as a user would start: try again
@@ -190,7 +216,7 @@ class Builder:
         if self.backward_checks >= MAX_BACKWARD_CHECKS:
             return None, "backward raised", False  # enough plans whose backward raised: stop looking
         ok, why = backward_runs(self.be, self.target.fn, trial)
-        self.spent += time.perf_counter() - started
+        self.spent += cpu_seconds() - started
         if not ok:
             # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
             self.backward_checks += 1
@@ -203,6 +229,7 @@ class Builder:
                        for r in trial_records if r and r.get("number")]
         if self.group_started:
             not_checked.append(dict(environment.WORLD_SIZE_ONE))
+        self.taken = (plans, domain, numbers_from)
         return Case(trial, trial_records, not_checked), "", False
 
     def materialize(self, args, records, auto, plans, domain, numbers_from=None):
