@@ -302,7 +302,8 @@ class Builder:
                 case = self._none_as_tensor(base, i, p)
                 if case is not None:
                     out.append(case)
-            elif rec.get("source") == "auto" and rec.get("type") in ("str", "bool") and "inferred" in rec:
+            elif rec.get("source") == "auto" and "inferred" in rec and (rec.get("type") in ("str", "bool") or (
+                    rec.get("type") == "float" and p.hint and p.hint.kind == "float" and p.hint.choices)):
                 out += self._other_choices(base, i, p)
             elif rec.get("source") == "auto" and rec.get("type") == "tensor" and p.hint and p.hint.optional:
                 case = self._as_none(base, i, p)  # Optional[Tensor] / `if p is None:` with no default
@@ -373,7 +374,7 @@ class Builder:
 
     def _other_choices(self, base: Case, i: int, p) -> list:
         current = base.args[i]
-        others = [c for c in (p.hint.choices if p.hint.kind == "str" else [not current]) if c != current]
+        others = [c for c in (p.hint.choices if p.hint.kind in ("str", "float") else [not current]) if c != current]
         out = []
         for choice in others[:MAX_CHOICE_SETS]:
             text = value_spec(p, choice)

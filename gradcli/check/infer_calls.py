@@ -103,18 +103,41 @@ def _is_module(node) -> bool:
 def _symmetric(node: ast.Call, hints):
     func = node.func
     fname = func.attr if isinstance(func, ast.Attribute) else _name(func)
-    if fname not in _SYMMETRIC:
+    # torch's names, and a package's wrappers of them (psd_safe_cholesky, robust_cholesky, safe_eigh)
+    kind = _SYMMETRIC.get(fname) or next((k for n, k in _SYMMETRIC.items() if fname and n in fname.lower()), None)
+    if kind is None:
         return
+    sign = 1
     if isinstance(func, ast.Attribute) and not _is_module(func.value) and _name(func.value) in hints:
         subject = _name(func.value)  # A.cholesky()
     else:
-        subject = _name(node.args[0]) if node.args else None
+        subject, sign = _scaled(node.args[0]) if node.args else (None, 1)
     hint = hints.get(subject)
     if hint is not None and hint.kind is None:
-        if hint.structure != "spd":  # cholesky anywhere: positive definite wins over symmetric
-            hint.structure = _SYMMETRIC[fname]
+        if kind == "spd" and sign < 0:  # cholesky(-2.0 * p): p is negative definite
+            kind = "nsd"
+        if hint.structure not in ("spd", "nsd"):  # cholesky anywhere: definite wins over symmetric
+            hint.structure = kind
         hint.square = True
-        hint.why = hint.why or f"forward takes {fname}() of it"
+        hint.why = hint.why or f"forward takes {fname}() of {'minus ' if sign < 0 else ''}it"
+
+
+def _scaled(node) -> tuple:
+    """(parameter, sign) for ``p``, ``-p``, ``c * p`` / ``p * c`` / ``p / c`` with ``c`` a number constant."""
+    def number(n):
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            value = number(n.operand)
+            return -value if value is not None else None
+        return n.value if isinstance(n, ast.Constant) and type(n.value) in (int, float) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        name, sign = _scaled(node.operand)
+        return name, -sign
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        for p, c in ((node.right, node.left), (node.left, node.right)):
+            if number(c) is not None and number(c) != 0 and (isinstance(node.op, ast.Mult) or p is node.left):
+                name, sign = _scaled(p)
+                return name, sign * (1 if number(c) > 0 else -1)
+    return _name(node), 1
 
 
 def _unpacked_shape(node: ast.Assign, hints):

@@ -231,3 +231,31 @@ def backward_calls(forward: ast.AST, backward: ast.AST, hints: dict):
         hint = hints.get(called)
         if hint is not None and hint.kind is None and not any(isinstance(a, ast.Starred) for a in node.args):
             hint.kind, hint.why, hint.call_args = "callable", "called in backward", count
+
+
+def refused_grads(forward: ast.AST, names: list, hints: dict):
+    """``if any(ctx.needs_input_grad[:2]): raise ...`` / ``if ctx.needs_input_grad[0]: raise``: forward refuses
+    to run when those inputs require grad, so they are tensors that do not (``Hint.no_grad``)."""
+    for node in ast.walk(forward):
+        if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
+            for position in _grad_positions(node.test, len(names)):
+                hints[names[position]].no_grad = True
+
+
+def _grad_positions(test, count: int) -> list:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return [p for v in test.values for p in _grad_positions(v, count)]
+    if isinstance(test, ast.Call) and _name(test.func) == "any" and len(test.args) == 1:
+        test = test.args[0]  # any(ctx.needs_input_grad[:2])
+    if not isinstance(test, ast.Subscript) or not isinstance(test.value, ast.Attribute) \
+            or test.value.attr != "needs_input_grad":
+        return []
+    index = test.slice
+    if isinstance(index, ast.Constant) and type(index.value) is int:
+        return [index.value] if 0 <= index.value < count else []
+    if isinstance(index, ast.Slice) and index.step is None:
+        low = index.lower.value if isinstance(index.lower, ast.Constant) else 0 if index.lower is None else None
+        high = index.upper.value if isinstance(index.upper, ast.Constant) else count if index.upper is None else None
+        if isinstance(low, int) and isinstance(high, int):
+            return [p for p in range(low, min(high, count)) if p >= 0]
+    return []
