@@ -55,6 +55,8 @@ def root(node, names, aliases: dict) -> Optional[str]:
             node = node.func.value
         elif isinstance(node, ast.Subscript):
             node = node.value
+        elif isinstance(node, ast.Attribute) and node.attr in ("data", "T", "mT"):  # the same values
+            node = node.value
         else:
             return None
 
@@ -144,6 +146,9 @@ def subscript_uses(node: ast.Subscript, names, aliases: dict) -> list:
         for bound in (index.lower, index.upper, index.step):
             if _name(bound) in names:
                 out.append((_name(bound), "int", "used as a slice bound", {}))
+    if isinstance(node.ctx, ast.Store) and _name(index) in names and root(node.value, names, aliases) \
+            and _name(index) != root(node.value, names, aliases):  # x.data[i] = v: the position written
+        out.append((_name(index), "int", f"the position written in {root(node.value, names, aliases)}[...]", {}))
     if isinstance(index, ast.Tuple) and len(index.elts) >= 2 and root(node.value, names, aliases):
         rows = [root(e.value, names, aliases) if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Constant)
                 and type(e.slice.value) is int else None for e in index.elts]
