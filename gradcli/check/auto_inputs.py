@@ -146,6 +146,14 @@ class Builder:
         """Plans the exceptions forward raised ask for (guided.py), each from the refusal before it."""
         from gradcli.check import guided
 
+        if self.backward_refused is not None and self.taken is None:  # forward ran, backward asked for numbers
+            plan = guided.single_elements(plans, self.backward_refused[2])
+            for domain in AUTO_DOMAINS if plan is not None else ():
+                case, reason, _ = self._try(args, records, auto, plan, domain)
+                if case is not None:
+                    return case
+                if reason.startswith("forward raised"):
+                    break
         refusal = self.first_refusal
         for _ in range(guided.ROUNDS):
             plan = guided.guess(plans, refusal[0], self._blockers(args, auto, refusal)) if refusal else None

@@ -9,6 +9,11 @@ and the raising line says which one (``skip_advice.blocking``):
 | ``too many indices for tensor of dimension 2`` | one dimension more |
 | ``tuple index out of range`` (``x.shape[2]``), ``Dimension out of range (... but got 3)`` | more dimensions |
 | ``... must be batches of square matrices`` / ``must be square`` | square in its last two dimensions |
+| ``only one element tensors can be converted to Python scalars`` | 0-d |
+
+When forward runs but backward raises that it needs one number (``The vector v can only be None if the
+user-provided function returns a single Tensor with a single element``: ``vjp`` of a callable without
+cotangents), every float tensor is made 0-d (``single_elements``): backward's frames do not say which.
 
 Each guess is tried like any plan (forward running is the oracle); a refusal at the guessed plan
 guides the next guess, a few rounds deep.
@@ -23,6 +28,9 @@ ROUNDS = 4  # guesses in a row, each from the refusal of the one before
 _UNPACK = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
 _INDICES = re.compile(r"too many indices for tensor of dimension (\d+)")
 _DIM_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[-?\d+, -?\d+\], but got (-?\d+)\)")
+# a tensor where forward (or a function it hands the tensor to: vjp, float()) needs one number
+SINGLE = re.compile(r"only one element tensors|with a single element|Tensor with \d+ elements cannot be converted to "
+                    r"Scalar", re.I)
 _SQUARE = re.compile(r"square matri|must be square|expected a square|matrices? (?:is|are) not square", re.I)
 
 
@@ -72,6 +80,8 @@ def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
         return shape_with_dims(max(needed, rank + 1))
     if isinstance(exc, IndexError) and "tuple index out of range" in text:
         return shape_with_dims(rank + 1)
+    if SINGLE.search(text) and rank:
+        return ()
     if _SQUARE.search(text) and rank >= 2 and shape[-1] != shape[-2]:
         return shape_with_dims(rank, square=True)
     return None
@@ -80,3 +90,12 @@ def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
 def _short(text: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first if len(first) <= 60 else first[:57] + "..."
+
+
+def single_elements(plans: dict, backward_error: str) -> Optional[dict]:
+    """The plans with every float tensor 0-d, when backward's error says it needs single elements; else None."""
+    if not SINGLE.search(backward_error):
+        return None
+    out = {n: replace(p, shape=(), why=f"a shape backward's error asked for ({_short(backward_error)})")
+           if p.kind == "tensor" and p.shape != () and p.structure is None else p for n, p in plans.items()}
+    return out if out != plans else None
