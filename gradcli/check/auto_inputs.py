@@ -207,6 +207,8 @@ class Builder:
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
         except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
+            import os, sys  # DEBUG-REMOVE
+            if os.environ.get("R3DEBUG"): print("PLAN", {n: (p.kind, p.shape, p.value) for n, p in plans.items()}, "->", type(e).__name__, str(e)[:150], file=open("/tmp/r3/plans.log", "a"))  # DEBUG-REMOVE
             self.spent += cpu_seconds() - started
             if environment.needs_process_group(e) and not self.group_started \
                     and environment.start_single_process_group():

@@ -10,6 +10,7 @@ and the raising line says which one (``skip_advice.blocking``):
 | ``tuple index out of range`` (``x.shape[2]``), ``Dimension out of range (... but got 3)`` | more dimensions |
 | ``... must be batches of square matrices`` / ``must be square`` | square in its last two dimensions |
 | ``only one element tensors can be converted to Python scalars`` | 0-d |
+| ``Given groups=3, weight of size [6, 3, 4, 4], expected input[2, 3, 4, 4] to have 9 channels, but got 3 ...`` | the tensor the weight was made from (``[2, 3, 4, 4]``, by shape: the raising line may use a copy of it) gets the input's channels per group: ``[2, 1, 4, 4]`` |
 
 When forward runs but backward raises that it needs one number (``The vector v can only be None if the
 user-provided function returns a single Tensor with a single element``: ``vjp`` of a callable without
@@ -24,7 +25,7 @@ import re
 from dataclasses import replace
 from typing import Optional
 
-ROUNDS = 4  # guesses in a row, each from the refusal of the one before
+ROUNDS = 8  # guesses in a row, each from the refusal of the one before
 _UNPACK = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
 _INDICES = re.compile(r"too many indices for tensor of dimension (\d+)")
 _DIM_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[-?\d+, -?\d+\], but got (-?\d+)\)")
@@ -52,6 +53,9 @@ def guess(plans: dict, exc: BaseException, blockers: list) -> Optional[dict]:
     """The plans with the blocking tensors reshaped as ``exc``'s message asks, or None when it says nothing
     gradcli can use (or names no tensor it built)."""
     text = str(exc)
+    weight = conv_weight(plans, text, blockers)
+    if weight is not None:
+        return weight
     tensors = [n for n in blockers if n in plans and plans[n].kind == "tensor"]
     if not tensors:
         return None
@@ -99,3 +103,28 @@ def single_elements(plans: dict, backward_error: str) -> Optional[dict]:
     out = {n: replace(p, shape=(), why=f"a shape backward's error asked for ({_short(backward_error)})")
            if p.kind == "tensor" and p.shape != () and p.structure is None else p for n, p in plans.items()}
     return out if out != plans else None
+
+
+_CONV = re.compile(r"Given groups=(\d+), weight of size \[([\d, ]+)\], expected input\[[\d, ]+\] to have \d+ "
+                   r"channels, but got (\d+) channels instead")
+
+
+def conv_weight(plans: dict, text: str, blockers=()) -> Optional[dict]:
+    """``F.conv2d(x, w, groups=g)`` with ``w``'s in-channels wrong: the automatic tensor the weight was made
+    from (the same sizes after dim 0, dim 0 dividing the weight's: ``w`` itself or ``w.repeat(c, 1, 1, 1)``)
+    gets the in-channels the input has per group (a depthwise filter ``[n, 1, k, k]``). The tensors the raising
+    line uses as they are (``blockers``: the input) are the last candidates."""
+    m = _CONV.search(text)
+    if m is None:
+        return None
+    groups, size, channels = int(m.group(1)), tuple(int(k) for k in m.group(2).split(",")), int(m.group(3))
+    if groups <= 0 or channels % groups:
+        return None
+    for name in sorted(plans, key=lambda n: n in blockers):
+        plan, shape = plans[name], tuple(plans[name].shape or ())
+        if plan.kind == "tensor" and len(shape) == len(size) >= 3 and shape[2:] == size[2:] \
+                and shape[1] == size[1] and size[0] % shape[0] == 0 and shape[1] != channels // groups:
+            wanted = (shape[0], channels // groups) + shape[2:]
+            return dict(plans, **{name: replace(plan, shape=wanted, why=f"a shape forward's error asked for "
+                                                f"(a conv weight with {channels // groups} in-channel(s) per group)")})
+    return None
