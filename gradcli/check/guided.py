@@ -113,14 +113,17 @@ def conv_weight(plans: dict, text: str, blockers=()) -> Optional[dict]:
     """``F.conv2d(x, w, groups=g)`` with ``w``'s in-channels wrong: the automatic tensor the weight was made
     from (the same sizes after dim 0, dim 0 dividing the weight's: ``w`` itself or ``w.repeat(c, 1, 1, 1)``)
     gets the in-channels the input has per group (a depthwise filter ``[n, 1, k, k]``). The tensors the raising
-    line uses as they are (``blockers``: the input) are the last candidates."""
+    line uses as they are (``blockers``: the input) and those shaped like the input are the last candidates;
+    among equals, later parameters first (a weight follows the input it filters)."""
     m = _CONV.search(text)
     if m is None:
         return None
     groups, size, channels = int(m.group(1)), tuple(int(k) for k in m.group(2).split(",")), int(m.group(3))
+    given = tuple(int(k) for k in m.group(0).split("input[", 1)[1].split("]", 1)[0].split(","))
     if groups <= 0 or channels % groups:
         return None
-    for name in sorted(plans, key=lambda n: n in blockers):
+    names = list(plans)[::-1]
+    for name in sorted(names, key=lambda n: (tuple(plans[n].shape or ()) == given, n in blockers)):
         plan, shape = plans[name], tuple(plans[name].shape or ())
         if plan.kind == "tensor" and len(shape) == len(size) >= 3 and shape[2:] == size[2:] \
                 and shape[1] == size[1] and size[0] % shape[0] == 0 and shape[1] != channels // groups:
