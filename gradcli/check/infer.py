@@ -62,6 +62,7 @@ class Hint:
     call_args: Optional[int] = None  # callable: the number of arguments forward calls it with
     object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
     no_grad: bool = False  # forward raises when it requires grad (``if ctx.needs_input_grad[0]: raise``)
+    leading: Optional[int] = None  # ``a, b = p`` (forward, or backward on the saved p): that many along dim 0
     unit_dims: tuple = ()  # dims whose size must be 1 (``if p.size(-1) > 1: raise``)
 
 
@@ -152,6 +153,8 @@ def _scalars(cls, forward, hints: dict):
         saved = infer_flow.saved_names(forward, backward, hints)
         if saved:
             infer_flow.scalar_uses(backward, cls.backward, hints, hints, rename=saved)
+        infer_flow.unpacked_tensors(backward, hints, saved)
+    infer_flow.unpacked_tensors(forward, hints, {n: n for n in hints})
 
 
 class _Uses(ast.NodeVisitor):

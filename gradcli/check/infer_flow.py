@@ -264,3 +264,17 @@ def _grad_positions(test, count: int) -> list:
         if isinstance(low, int) and isinstance(high, int):
             return [p for p in range(low, min(high, count)) if p >= 0]
     return []
+
+
+def unpacked_tensors(tree: ast.AST, hints: dict, rename: dict):
+    """``B, C = p`` with ``p`` a parameter (``rename``: backward's locals holding forward's saved parameters):
+    ``p`` is a tensor stacking that many along dim 0 (``Hint.leading``), when nothing else says it is not
+    a tensor."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
+            continue
+        hint = hints.get(rename.get(_name(node.value)))
+        elts = node.targets[0].elts
+        if hint is not None and hint.kind is None and hint.ndim is None and hint.leading is None \
+                and len(elts) >= 2 and not any(isinstance(e, ast.Starred) for e in elts):
+            hint.leading = len(elts)

@@ -92,6 +92,8 @@ def hinted_shape(hint, base_shape: tuple) -> tuple:
 def _hinted_shape(hint, base_shape: tuple) -> tuple:
     if hint is None:
         return tuple(base_shape)
+    if hint.leading is not None and hint.shape is None:  # B, C = p: p stacks them along dim 0
+        return (hint.leading,) + tuple(base_shape)
     if hint.shape is not None:
         return tuple(hint.shape)
     if hint.ndim is not None:
@@ -113,6 +115,8 @@ def _shape_why(hint) -> str:
         return "shape fits forward's matmul/einsum"
     if hint.ndim is not None or hint.square or hint.unit_dims:
         return "shape satisfies forward's shape checks"
+    if hint.leading is not None:
+        return f"unpacked into {hint.leading} along its first dim"
     return ""
 
 
