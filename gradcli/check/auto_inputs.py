@@ -75,6 +75,7 @@ class Builder(MoreSets):
         names = [args[i][0].name for i in auto]
         hints = {n: self.by_name[n].hint for n in names}
         plans = shape_search.first_plans(hints, self.base_shape)
+        self._stand_in_faithful(plans, hints)
         problems: dict = {}
         storm = True
         for domain in AUTO_DOMAINS:
@@ -141,6 +142,21 @@ class Builder(MoreSets):
                        f"{given + (' and ' if given and other else '') + other}"
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
+
+    def _stand_in_faithful(self, plans, hints):
+        """A skip when forward calls an automatic callable with arguments fn:tanh (of the last) ignores and a
+        parameter whose gradient backward returns reaches the output through them (``dist(x1 / l, x2 / l)``):
+        a verdict there would be of the stand-in, not of the Function (infer_calls._dropped)."""
+        for name, plan in plans.items():
+            dropped = [q for q in (hints[name].dropped if plan.kind == "callable" and hints[name] else ())
+                       if (plans[q].kind == "tensor" and plans[q].requires_grad if q in plans else False)]
+            if dropped:
+                raise NoInputs(f"cannot build inputs automatically: forward calls {name} with several arguments, "
+                               f"and {' and '.join(dropped)} reach{'es' if len(dropped) == 1 else ''} its output "
+                               f"through one other than the last, which gradcli's stand-in (fn:{plan.value} of the "
+                               f"last argument) ignores: a verdict would be about the stand-in, not "
+                               f"{self.target.name}. Give {name} (a callable like the one the package passes) with "
+                               f"an inputs file (--inputs-from FILE.py; specs/check.md §2a) or example_inputs()")
 
     def _guided(self, args, records, auto, plans) -> Optional[Case]:
         """Plans the exceptions forward raised ask for (guided.py), each from the refusal before it."""

@@ -63,7 +63,8 @@ class Hint:
     object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
     no_grad: bool = False  # forward raises when it requires grad (``if ctx.needs_input_grad[0]: raise``)
     leading: Optional[int] = None  # ``a, b = p`` (forward, or backward on the saved p): that many along dim 0
-    unit_dims: tuple = ()  # dims whose size must be 1 (``if p.size(-1) > 1: raise``)
+    unit_dims: tuple = ()
+    dropped: list = field(default_factory=list)  # callable: parameters reaching it through arguments fn:tanh ignores  # dims whose size must be 1 (``if p.size(-1) > 1: raise``)
 
 
 def read_hints(target, names: list) -> dict:

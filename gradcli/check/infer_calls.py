@@ -34,6 +34,8 @@ def refine(forward: ast.AST, fn, hints: dict, depth: int = 0):
     for node in ast.walk(forward):
         if isinstance(node, ast.Call):
             _called(node, hints, ctx_callables)
+            if depth == 0:
+                _dropped(node, forward, hints, ctx_callables)
             _sizes(node, hints)
             _symmetric(node, hints)
             if depth < HELPER_DEPTH:
@@ -76,6 +78,51 @@ def _called(node: ast.Call, hints, ctx_callables):
         starred = any(isinstance(a, ast.Starred) for a in node.args)
         hint.kind, hint.why = "callable", "called in forward"
         hint.call_args = None if starred else len(node.args) + len(node.keywords)
+
+
+def _dropped(node: ast.Call, forward, hints, ctx_callables):
+    """``dist(x1_, x2_)`` with ``dist`` a parameter: gradcli's stand-in (tanh of the last argument) ignores the
+    others. Where one of them carries a tensor parameter whose gradient backward returns (``x1_ =
+    x1.div(lengthscale)``), the check would be of the stand-in's function, not the Function's: that parameter
+    is recorded in ``Hint.dropped`` of the callable."""
+    func = node.func
+    name = _name(func) if _name(func) in hints else (ctx_callables.get(func.attr) if isinstance(func, ast.Attribute)
+                                                     and isinstance(func.value, ast.Name) else None)
+    hint = hints.get(name)
+    if hint is None or hint.kind != "callable" or len(node.args) < 2 or \
+            any(isinstance(a, ast.Starred) for a in node.args):
+        return
+    carried = _carried(forward, hints)
+    for arg in node.args[:-1]:
+        for q in sorted(_mentions(arg, hints, carried)):
+            if q != name and not hints[q].backward_none and not hints[q].no_grad and q not in hint.dropped:
+                hint.dropped.append(q)
+
+
+_METADATA = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "requires_grad"}  # not the values
+
+
+def _mentions(node, hints, carried) -> set:
+    """The parameters whose values ``node`` computes with (``x.shape[0]`` is metadata, not x's values)."""
+    if isinstance(node, ast.Attribute) and node.attr in _METADATA:
+        return set()
+    if isinstance(node, ast.Name):
+        return {node.id} if node.id in hints else set(carried.get(node.id, set()))
+    out = set()
+    for child in ast.iter_child_nodes(node):
+        out |= _mentions(child, hints, carried)
+    return out
+
+
+def _carried(forward, hints) -> dict:
+    """{local: the parameters its value is computed from} (``x1_ = x1.div(lengthscale)``), two passes deep."""
+    carried: dict = {}
+    for _ in range(2):
+        for n in ast.walk(forward):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and _name(n.targets[0]) \
+                    and _name(n.targets[0]) not in hints:
+                carried[_name(n.targets[0])] = _mentions(n.value, hints, carried)
+    return carried
 
 
 def _sizes(node: ast.Call, hints):
