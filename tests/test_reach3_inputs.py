@@ -320,7 +320,7 @@ SLOW_PER_ELEMENT = """
 def test_a_forward_too_slow_at_3x4_is_checked_at_2x2(tmp_path, lib):
     need(lib)
     path = write(tmp_path, "solver.py", SLOW_PER_ELEMENT, lib)
-    # CPU seconds, whatever the load: at 3x4, 0.072 s a call x 60 calls > 30 s / 8; at 2x2, 0.024 x 20 is not
+    # CPU seconds, whatever the load: at 3x4, 0.072 s a call x 60 calls > 30 s / 16; at 2x2, 0.024 x 20 is not
     result, doc = check_json(tmp_path, path, "--timeout", "30")
     (r,) = doc["results"]
     assert r["status"] == "pass", r["message"]
