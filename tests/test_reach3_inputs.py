@@ -362,3 +362,7 @@ def test_the_slow_bound_reads_the_process_cpu_clock(monkeypatch):
                                                  "needs about 60 calls (~60 s)")
     monkeypatch.setattr(trials, "cpu_seconds", lambda: 0.0)
     assert trials.too_slow(be, Target, case) is None
+    ticks = iter(x * 0.009 for x in range(1000))  # 9 ms a call: never the slow part, whatever the timeout
+    monkeypatch.setattr(trials, "cpu_seconds", lambda: next(ticks))
+    Target.timeout = 0.1
+    assert trials.too_slow(be, Target, case) is None

@@ -16,6 +16,7 @@ from gradcli.check.inputs import Case, forward_problem
 # forward, 5.4 s estimated, 25 s spent), and at a load of 4 on 2 CPUs wall time runs about 2x CPU time:
 # 1/16 keeps such a check inside --timeout there
 SLOW_SHARE = 0.0625
+SLOW_CALL = 0.01  # CPU seconds: a forward faster than this a call is never the slow part of a check
 TIMED_CALLS = 2  # forward is timed this many times (the least counts: a stray slow call is no trend)
 
 
@@ -44,15 +45,15 @@ def check_cost(be, target, case: Case) -> Optional[tuple]:
 
 def too_slow(be, target, case: Case) -> Optional[str]:
     """Why a numeric check at the automatic inputs ``case`` cannot finish within ``--timeout``, or None:
-    forward's CPU time at them × the evaluations a full check makes is more than SLOW_SHARE of it (a
-    forward running an iterative solver to its iteration limit is the case). CPU time, not wall time, so
+    forward's CPU time at them (at least SLOW_CALL a call) × the evaluations a full check makes is more
+    than SLOW_SHARE of it (a forward running an iterative solver to its iteration limit is the case). CPU time, not wall time, so
     that the answer is the same on a busy machine as on an idle one."""
     cost = check_cost(be, target, case)
     if cost is None:
         return None
     seconds, calls = cost
     timeout = target.timeout
-    if seconds * calls <= SLOW_SHARE * timeout:
+    if seconds < SLOW_CALL or seconds * calls <= SLOW_SHARE * timeout:
         return None
     return (f"forward takes {seconds:.2g} s of CPU a call at the inputs gradcli built ({auto_specs(case)}): a "
             f"numeric check there needs about {calls} calls (~{seconds * calls:.2g} s)")
