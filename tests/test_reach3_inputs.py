@@ -366,3 +366,33 @@ def test_the_slow_bound_reads_the_process_cpu_clock(monkeypatch):
     monkeypatch.setattr(trials, "cpu_seconds", lambda: next(ticks))
     Target.timeout = 0.1
     assert trials.too_slow(be, Target, case) is None
+
+
+UNPACKED = """
+    import {lib} as torch
+
+
+    class ControlVariate(torch.autograd.Function):   # pyro's pattern: B, C = control_var in backward
+        @staticmethod
+        def forward(ctx, loc, control_var):
+            ctx.save_for_backward(control_var)
+            return loc * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            (control_var,) = ctx.saved_tensors
+            B, C = control_var
+            return 2.0 * g + 0.0 * (B * C).sum(), None
+"""
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_a_tensor_backward_unpacks_into_two_stacks_two_along_its_first_dim(tmp_path, lib):
+    need(lib)
+    path = write(tmp_path, "unpacked.py", UNPACKED, lib)
+    result, doc = check_json(tmp_path, path)
+    (r,) = doc["results"]
+    assert r["status"] == "pass", r["message"]
+    loc, control = r["inputs"][0]
+    assert loc["spec"] == "float64[3,4]@(-2,2)"
+    assert (control["spec"], control["inferred"]) == ("float64[2,3,4]@(-2,2)", "unpacked into 2 along its first dim")
