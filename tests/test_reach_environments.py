@@ -158,7 +158,9 @@ SLOW = """
     class Solver(torch.autograd.Function):      # an iterative solver running to its iteration limit
         @staticmethod
         def forward(ctx, x):
-            time.sleep(0.05)
+            started = time.process_time()
+            while time.process_time() - started < 0.3:  # 0.3 s of CPU a call, however busy the machine
+                pass
             return x * 2.0
 
         @staticmethod
@@ -171,15 +173,18 @@ SLOW = """
 def test_a_forward_too_slow_to_check_within_the_timeout_is_a_skip_saying_so(tmp_path, lib):
     need(lib)
     path = write(tmp_path, "slow.py", SLOW, lib)
-    # 12 elements x 5 evaluations x at least 0.05 s each is more than 2 s, on any machine
-    result, doc = check_json(tmp_path, path, "--timeout", "2")
+    # 12 elements x 5 evaluations x at least 0.3 s of CPU each is more than 40 s / 16, on any machine; so is 2x2
+    # (the search's few calls stay well inside --timeout, which the runner counts in wall time, on a busy machine)
+    result, doc = check_json(tmp_path, path, "--timeout", "40")
     (r,) = doc["results"]
     assert r["status"] == "skip"
     assert r["message"].startswith("forward takes ")
-    assert ("s a call at the inputs gradcli built (--input 'x=float64[3,4]@(-2,2)'): a numeric check there needs "
-            "about 60 calls") in r["message"]
-    assert r["message"].endswith("more than --timeout 2 s: not checked. Raise --timeout, or give smaller inputs "
-                                 "with --input NAME=SPEC")
+    assert ("s of CPU a call at the inputs gradcli built (--input 'x=float64[3,4]@(-2,2)'): a numeric check there "
+            "needs about 60 calls") in r["message"]
+    assert ("s of CPU a call at the inputs gradcli built (--input 'x=float64[2,2]@(-2,2)'): a numeric check there "
+            "needs about 20 calls") in r["message"]  # the smaller inputs tried next
+    assert r["message"].endswith("more than 0.0625 of --timeout 40 s, which leaves room for the rest of the check: "
+                                 "not checked. Raise --timeout, or give smaller inputs with --input NAME=SPEC")
 
 
 FACTORY = """

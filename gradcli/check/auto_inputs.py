@@ -1,5 +1,5 @@
 """Automatic inputs: the parameters nobody gave a value, built from what forward's source says
-(``infer.py``) and checked by running forward (``shape_search.py``), plus the second input sets
+(``infer.py``) and checked by running forward (``shape_search.py``), plus the second input sets (``more_sets.py``)
 that exercise what the first leaves out (a None default as a tensor, the other string modes).
 
 Every value built here is recorded with a SPEC that rebuilds it (``--input NAME=SPEC``, same
@@ -8,23 +8,24 @@ Every value built here is recorded with a SPEC that rebuilds it (``--input NAME=
 from __future__ import annotations
 
 import shlex
-import time
+from dataclasses import replace
 from typing import Optional
 
 from gradcli.check import environment, shape_search
 from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, ForwardBroken, NoInputs, Spec,
                                   _from_spec, _record, format_domain, forward_problem, parse_spec)
+from gradcli.check.more_sets import MoreSets
 from gradcli.check.shape_search import Plan
 from gradcli.check.skip_advice import spec_kind, suggested_spec
-from gradcli.check.trials import backward_runs, too_slow
+from gradcli.check.trials import backward_runs, cpu_seconds, slow_advice, too_slow
 from gradcli.check.spec import format_value_spec
 
-MAX_CHOICE_SETS = 3  # other string modes / the other bool, each one more input set
 MAX_BACKWARD_CHECKS = 24  # plans whose forward ran but whose backward raised, before the search stops
-SEARCH_SECONDS = 30.0  # forward's own time over the shape search: a slow forward (an iterative solver) stops it
+SEARCH_SECONDS = 30.0  # forward's own CPU time over the shape search: a slow forward (an iterative solver) stops it
+SMALL_SIZE = 2  # a slow forward is tried again with every size above this cut to it
 
 
-class Builder:
+class Builder(MoreSets):
     def __init__(self, target, be, params, specs, seed, dtype, base_shape):
         self.target, self.be, self.params, self.specs = target, be, params, specs
         self.seed, self.dtype, self.base_shape = seed, dtype, base_shape
@@ -35,20 +36,46 @@ class Builder:
         self.last_refusal = None  # ... and of the last one
         self.environment = None  # text of a "... is not initialized" exception forward raised (environment.py)
         self.group_started = False  # a single-process torch.distributed group was started for forward
-        self.spent = 0.0  # seconds forward and backward took over the search
+        self.spent = 0.0  # CPU seconds forward and backward took over the search (not wall time: load-independent)
+        self.taken = None  # (plans, domain, numbers_from) of the plan the search took
 
     # ----- the first input set ----------------------------------------------------------------
     def search(self, args, records, auto) -> Case:
         case = self._search(args, records, auto)
         slow = too_slow(self.be, self.target, case)
-        if slow is not None:
-            raise NoInputs(slow)
+        if slow is None:
+            return case
+        smaller = self._smaller(args, records, auto)  # the same plan with small sizes: fewer evaluations
+        again = too_slow(self.be, self.target, smaller) if smaller is not None else None
+        if smaller is not None and again is None:
+            return smaller
+        raise NoInputs(slow_advice(slow, again, self.target.timeout))
+
+    def _smaller(self, args, records, auto) -> Optional[Case]:
+        """The plan taken with every tensor size (and size tuple) above SMALL_SIZE cut to it, if forward and
+        backward run there; None otherwise."""
+        if self.taken is None:
+            return None
+        plans, domain, numbers_from = self.taken
+        shrunk = {}
+        for name, plan in plans.items():
+            if plan.kind == "tensor" and plan.shape and max(plan.shape) > SMALL_SIZE:
+                shape = tuple(min(k, SMALL_SIZE) for k in plan.shape)
+                plan = replace(plan, shape=shape, why=f"{plan.why or 'a shape forward accepts'}; small, as forward "
+                               f"is slow at {'x'.join(map(str, plans[name].shape))}")
+            elif plan.kind == "shape" and plan.value and max(plan.value) > SMALL_SIZE:
+                plan = replace(plan, value=tuple(min(k, SMALL_SIZE) for k in plan.value))
+            shrunk[name] = plan
+        if shrunk == plans:
+            return None
+        case, _, _ = self._try(args, records, auto, shrunk, domain, numbers_from)
         return case
 
     def _search(self, args, records, auto) -> Case:
         names = [args[i][0].name for i in auto]
         hints = {n: self.by_name[n].hint for n in names}
         plans = shape_search.first_plans(hints, self.base_shape)
+        self._stand_in_faithful(plans, hints)
         problems: dict = {}
         storm = True
         for domain in AUTO_DOMAINS:
@@ -66,7 +93,7 @@ class Builder:
             return guided
         for alternative in shape_search.alternatives(plans, hints, self.base_shape):
             if self.spent > SEARCH_SECONDS:
-                raise NoInputs(f"cannot build inputs automatically: forward is slow ({self.spent:.0f} s over the "
+                raise NoInputs(f"cannot build inputs automatically: forward is slow ({self.spent:.0f} s of CPU over the "
                                f"plans tried, none of which fit; the search stops after {SEARCH_SECONDS:g} s). "
                                f"Give the inputs with --input NAME=SPEC (SPEC grammar: specs/check.md), or add a "
                                f"staticmethod example_inputs() to {self.target.name}")
@@ -116,10 +143,33 @@ class Builder:
                        f" (SPEC grammar: specs/check.md), or add a staticmethod example_inputs() to "
                        f"{self.target.name} returning ({', '.join(p.name for p in self.params)})")
 
+    def _stand_in_faithful(self, plans, hints):
+        """A skip when forward calls an automatic callable with arguments fn:tanh (of the last) ignores and a
+        parameter whose gradient backward returns reaches the output through them (``dist(x1 / l, x2 / l)``):
+        a verdict there would be of the stand-in, not of the Function (infer_calls._dropped)."""
+        for name, plan in plans.items():
+            dropped = [q for q in (hints[name].dropped if plan.kind == "callable" and hints[name] else ())
+                       if (plans[q].kind == "tensor" and plans[q].requires_grad if q in plans else False)]
+            if dropped:
+                raise NoInputs(f"cannot build inputs automatically: forward calls {name} with several arguments, "
+                               f"and {' and '.join(dropped)} reach{'es' if len(dropped) == 1 else ''} its output "
+                               f"through one other than the last, which gradcli's stand-in (fn:{plan.value} of the "
+                               f"last argument) ignores: a verdict would be about the stand-in, not "
+                               f"{self.target.name}. Give {name} (a callable like the one the package passes) with "
+                               f"an inputs file (--inputs-from FILE.py; specs/check.md §2a) or example_inputs()")
+
     def _guided(self, args, records, auto, plans) -> Optional[Case]:
         """Plans the exceptions forward raised ask for (guided.py), each from the refusal before it."""
         from gradcli.check import guided
 
+        if self.backward_refused is not None and self.taken is None:  # forward ran, backward asked for numbers
+            plan = guided.single_elements(plans, self.backward_refused[2])
+            for domain in AUTO_DOMAINS if plan is not None else ():
+                case, reason, _ = self._try(args, records, auto, plan, domain)
+                if case is not None:
+                    return case
+                if reason.startswith("forward raised"):
+                    break
         refusal = self.first_refusal
         for _ in range(guided.ROUNDS):
             plan = guided.guess(plans, refusal[0], self._blockers(args, auto, refusal)) if refusal else None
@@ -169,11 +219,11 @@ class Builder:
         """(Case or None, why not, whether every output element was non-finite). Any exception from
         forward means the plan does not fit."""
         trial, trial_records = self.materialize(args, records, auto, plans, domain, numbers_from)
-        started = time.perf_counter()
+        started = cpu_seconds()
         try:
             why, everywhere = forward_problem(self.be, self.target.fn, trial)
         except Exception as e:  # noqa: BLE001 -- a plan of ours that forward refuses
-            self.spent += time.perf_counter() - started
+            self.spent += cpu_seconds() - started
             if environment.needs_process_group(e) and not self.group_started \
                     and environment.start_single_process_group():
                 self.group_started = True  # a single-process group, as a user would start: try again
@@ -190,7 +240,7 @@ class Builder:
         if self.backward_checks >= MAX_BACKWARD_CHECKS:
             return None, "backward raised", False  # enough plans whose backward raised: stop looking
         ok, why = backward_runs(self.be, self.target.fn, trial)
-        self.spent += time.perf_counter() - started
+        self.spent += cpu_seconds() - started
         if not ok:
             # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
             self.backward_checks += 1
@@ -203,6 +253,7 @@ class Builder:
                        for r in trial_records if r and r.get("number")]
         if self.group_started:
             not_checked.append(dict(environment.WORLD_SIZE_ONE))
+        self.taken = (plans, domain, numbers_from)
         return Case(trial, trial_records, not_checked), "", False
 
     def materialize(self, args, records, auto, plans, domain, numbers_from=None):
@@ -261,122 +312,6 @@ class Builder:
                     case, _, _ = self._try(args, records, auto, plans, domain, numbers_from=cut)
                     return case
         return None
-
-    # ----- more input sets: what the first one leaves out ---------------------------------------
-    def variants(self, base: Case) -> list:
-        """A tensor for each None default (and the other string modes / bool of automatic choices),
-        each as one more input set; a None default no tensor can replace goes to ``not_checked``."""
-        out = []
-        for i, p in enumerate(self.params):
-            if i >= len(base.args) or p.name in self.specs:
-                continue
-            rec = base.records[i] or {}
-            if rec.get("source") == "default" and p.default is None and _may_be_tensor(p.hint):
-                case = self._none_as_tensor(base, i, p)
-                if case is not None:
-                    out.append(case)
-            elif rec.get("source") == "auto" and rec.get("type") in ("str", "bool") and "inferred" in rec:
-                out += self._other_choices(base, i, p)
-            elif rec.get("source") == "auto" and rec.get("type") == "tensor" and p.hint and p.hint.optional:
-                case = self._as_none(base, i, p)  # Optional[Tensor] / `if p is None:` with no default
-                if case is not None:
-                    out.append(case)
-        return out
-
-    def _as_none(self, base: Case, i: int, p) -> Optional[Case]:
-        args = list(base.args)
-        args[i] = None
-        try:
-            why, _ = forward_problem(self.be, self.target.fn, args)
-        except Exception:  # noqa: BLE001 -- forward does not take None there after all
-            return None
-        if why is not None:
-            return None
-        records = list(base.records)
-        records[i] = dict(_record(self.be, p.name, None, source="auto", spec="none"),
-                          inferred="None: forward checks for it")
-        return Case(args, records, [dict(n) for n in base.not_checked])
-
-    def _none_as_tensor(self, base: Case, i: int, p) -> Optional[Case]:
-        tensors = [tuple(a.shape) for a in base.args if self.be.is_tensor(a)]
-        first = tensors[0] if tensors else self.base_shape
-        out_shape = self._output_shape(base.args) or first
-        candidates = [shape_search.hinted_shape(p.hint, first)] if p.hint and (p.hint.shape or p.hint.ndim) else []
-        # a bias has the output's trailing size
-        candidates += [out_shape[-1:], (1,) + out_shape[-1:], out_shape, first[-1:], first]
-        sizes = [k for shape in reversed(tensors) for k in reversed(shape)]
-        candidates += shape_search.variants_of_one(first, list(dict.fromkeys(sizes)))
-        domain = _domain_of(base) or AUTO_DOMAINS[0]
-        nograd = bool(p.hint and p.hint.backward_none)
-        seen = []
-        for shape in candidates:
-            if shape in seen:
-                continue
-            seen.append(shape)
-            spec = Spec("tensor", "", shape=tuple(shape), dtype=self.dtype, domain=domain, requires_grad=not nograd)
-            value, rec = _from_spec(self.be, spec, f"{self.target.name}.{p.name}", self.seed, self.dtype, p, "auto")
-            args = list(base.args)
-            args[i] = value
-            try:
-                why, _ = forward_problem(self.be, self.target.fn, args)
-            except Exception:  # noqa: BLE001 -- a shape of ours that forward refuses
-                continue
-            if why is None:
-                records = list(base.records)
-                records[i] = dict(rec, inferred="a tensor for its None default (a second input set)")
-                not_checked = [dict(n) for n in base.not_checked]
-                if nograd:
-                    not_checked.append({"input": p.name, "reason": f"backward returns None for {p.name}: checked "
-                                        f"as a tensor that does not require grad ({rec['spec']})"})
-                return Case(args, records, not_checked)
-        base.not_checked.append({"input": p.name, "reason": f"defaults to None, and no tensor of the shapes tried "
-                                 f"made forward run: give --input {p.name}=SPEC to check it as a tensor"})
-        return None
-
-    def _output_shape(self, args) -> Optional[tuple]:
-        from gradcli.check.backends import flatten_outputs
-
-        try:
-            with self.be.no_grad():
-                out = self.target.fn(*args)
-        except Exception:  # noqa: BLE001 -- it ran in search(); if not now, fall back to the inputs' shapes
-            return None
-        shapes = [tuple(o.shape) for o in flatten_outputs(out) if self.be.is_tensor(o)]
-        return shapes[0] if shapes else None
-
-    def _other_choices(self, base: Case, i: int, p) -> list:
-        current = base.args[i]
-        others = [c for c in (p.hint.choices if p.hint.kind == "str" else [not current]) if c != current]
-        out = []
-        for choice in others[:MAX_CHOICE_SETS]:
-            text = value_spec(p, choice)
-            value, rec = _from_spec(self.be, parse_spec(text), "", self.seed, self.dtype, p, "auto")
-            args = list(base.args)
-            args[i] = value
-            try:
-                why, _ = forward_problem(self.be, self.target.fn, args)
-            except Exception as e:  # noqa: BLE001 -- that mode does not run here: say so, not an error
-                why = f"forward raised {type(e).__name__}"
-            if why is None:
-                records = list(base.records)
-                records[i] = dict(rec, inferred=base.records[i]["inferred"])
-                out.append(Case(args, records, [dict(n) for n in base.not_checked]))
-            else:
-                base.not_checked.append({"input": p.name, "reason": f"{p.name}={text} not checked: {why.split(' (')[0]}"})
-        return out
-
-
-def _may_be_tensor(hint) -> bool:
-    return hint is None or hint.kind in (None, "index", "mask")
-
-
-def _domain_of(case: Case):
-    for rec in case.records:
-        if rec and rec.get("source") == "auto" and rec.get("type") == "tensor" and rec.get("spec"):
-            spec = parse_spec(rec["spec"])
-            if spec.dtype in (None, "float64", "float32", "float16") and spec.domain:
-                return spec.domain
-    return None
 
 
 def value_spec(param, value) -> str:

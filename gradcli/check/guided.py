@@ -9,6 +9,12 @@ and the raising line says which one (``skip_advice.blocking``):
 | ``too many indices for tensor of dimension 2`` | one dimension more |
 | ``tuple index out of range`` (``x.shape[2]``), ``Dimension out of range (... but got 3)`` | more dimensions |
 | ``... must be batches of square matrices`` / ``must be square`` | square in its last two dimensions |
+| ``only one element tensors can be converted to Python scalars`` | 0-d |
+| ``Given groups=3, weight of size [6, 3, 4, 4], expected input[2, 3, 4, 4] to have 9 channels, but got 3 ...`` | the tensor the weight was made from (``[2, 3, 4, 4]``, by shape: the raising line may use a copy of it) gets the input's channels per group: ``[2, 1, 4, 4]`` |
+
+When forward runs but backward raises that it needs one number (``The vector v can only be None if the
+user-provided function returns a single Tensor with a single element``: ``vjp`` of a callable without
+cotangents), every float tensor is made 0-d (``single_elements``): backward's frames do not say which.
 
 Each guess is tried like any plan (forward running is the oracle); a refusal at the guessed plan
 guides the next guess, a few rounds deep.
@@ -19,10 +25,13 @@ import re
 from dataclasses import replace
 from typing import Optional
 
-ROUNDS = 4  # guesses in a row, each from the refusal of the one before
+ROUNDS = 8  # guesses in a row, each from the refusal of the one before
 _UNPACK = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
 _INDICES = re.compile(r"too many indices for tensor of dimension (\d+)")
 _DIM_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[-?\d+, -?\d+\], but got (-?\d+)\)")
+# a tensor where forward (or a function it hands the tensor to: vjp, float()) needs one number
+SINGLE = re.compile(r"only one element tensors|with a single element|Tensor with \d+ elements cannot be converted to "
+                    r"Scalar", re.I)
 _SQUARE = re.compile(r"square matri|must be square|expected a square|matrices? (?:is|are) not square", re.I)
 
 
@@ -44,6 +53,9 @@ def guess(plans: dict, exc: BaseException, blockers: list) -> Optional[dict]:
     """The plans with the blocking tensors reshaped as ``exc``'s message asks, or None when it says nothing
     gradcli can use (or names no tensor it built)."""
     text = str(exc)
+    weight = conv_weight(plans, text, blockers)
+    if weight is not None:
+        return weight
     tensors = [n for n in blockers if n in plans and plans[n].kind == "tensor"]
     if not tensors:
         return None
@@ -72,6 +84,8 @@ def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
         return shape_with_dims(max(needed, rank + 1))
     if isinstance(exc, IndexError) and "tuple index out of range" in text:
         return shape_with_dims(rank + 1)
+    if SINGLE.search(text) and rank:
+        return ()
     if _SQUARE.search(text) and rank >= 2 and shape[-1] != shape[-2]:
         return shape_with_dims(rank, square=True)
     return None
@@ -80,3 +94,40 @@ def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
 def _short(text: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first if len(first) <= 60 else first[:57] + "..."
+
+
+def single_elements(plans: dict, backward_error: str) -> Optional[dict]:
+    """The plans with every float tensor 0-d, when backward's error says it needs single elements; else None."""
+    if not SINGLE.search(backward_error):
+        return None
+    out = {n: replace(p, shape=(), why=f"a shape backward's error asked for ({_short(backward_error)})")
+           if p.kind == "tensor" and p.shape != () and p.structure is None else p for n, p in plans.items()}
+    return out if out != plans else None
+
+
+_CONV = re.compile(r"Given groups=(\d+), weight of size \[([\d, ]+)\], expected input\[[\d, ]+\] to have \d+ "
+                   r"channels, but got (\d+) channels instead")
+
+
+def conv_weight(plans: dict, text: str, blockers=()) -> Optional[dict]:
+    """``F.conv2d(x, w, groups=g)`` with ``w``'s in-channels wrong: the automatic tensor the weight was made
+    from (the same sizes after dim 0, dim 0 dividing the weight's: ``w`` itself or ``w.repeat(c, 1, 1, 1)``)
+    gets the in-channels the input has per group (a depthwise filter ``[n, 1, k, k]``). The tensors the raising
+    line uses as they are (``blockers``: the input) and those shaped like the input are the last candidates;
+    among equals, later parameters first (a weight follows the input it filters)."""
+    m = _CONV.search(text)
+    if m is None:
+        return None
+    groups, size, channels = int(m.group(1)), tuple(int(k) for k in m.group(2).split(",")), int(m.group(3))
+    given = tuple(int(k) for k in m.group(0).split("input[", 1)[1].split("]", 1)[0].split(","))
+    if groups <= 0 or channels % groups:
+        return None
+    names = list(plans)[::-1]
+    for name in sorted(names, key=lambda n: (tuple(plans[n].shape or ()) == given, n in blockers)):
+        plan, shape = plans[name], tuple(plans[name].shape or ())
+        if plan.kind == "tensor" and len(shape) == len(size) >= 3 and shape[2:] == size[2:] \
+                and shape[1] == size[1] and size[0] % shape[0] == 0 and shape[1] != channels // groups:
+            wanted = (shape[0], channels // groups) + shape[2:]
+            return dict(plans, **{name: replace(plan, shape=wanted, why=f"a shape forward's error asked for "
+                                                f"(a conv weight with {channels // groups} in-channel(s) per group)")})
+    return None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from gradcli.check import infer_calls, infer_flow, infer_matmul
+from gradcli.check.infer_shapes import _conjuncts, _ndim_of, _size_of
 
 # positional argument index of `dim` for methods/functions taking (dim, ...) or (x, dim)
 _DIM_METHODS = {"sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod", "argmax", "argmin",
@@ -60,6 +61,10 @@ class Hint:
     index_dim: Optional[int] = None  # gather/scatter along this dim: the index has size 1 there
     call_args: Optional[int] = None  # callable: the number of arguments forward calls it with
     object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
+    no_grad: bool = False  # forward raises when it requires grad (``if ctx.needs_input_grad[0]: raise``)
+    leading: Optional[int] = None  # ``a, b = p`` (forward, or backward on the saved p): that many along dim 0
+    unit_dims: tuple = ()
+    dropped: list = field(default_factory=list)  # callable: parameters reaching it through arguments fn:tanh ignores  # dims whose size must be 1 (``if p.size(-1) > 1: raise``)
 
 
 def read_hints(target, names: list) -> dict:
@@ -72,6 +77,7 @@ def read_hints(target, names: list) -> dict:
         _annotations(target.cls.forward, hints)
         _Uses(hints, infer_flow.views(forward, hints)).visit(forward)
         infer_flow.backward_nones(_function_node(getattr(target.cls, "backward", None)), names, hints)
+        infer_flow.refused_grads(forward, names, hints)
         infer_flow.setup_context(target.cls, names, hints)
         infer_matmul.matmul_shapes(forward, hints)
         infer_calls.refine(forward, target.cls.forward, hints)
@@ -148,6 +154,8 @@ def _scalars(cls, forward, hints: dict):
         saved = infer_flow.saved_names(forward, backward, hints)
         if saved:
             infer_flow.scalar_uses(backward, cls.backward, hints, hints, rename=saved)
+        infer_flow.unpacked_tensors(backward, hints, saved)
+    infer_flow.unpacked_tensors(forward, hints, {n: n for n in hints})
 
 
 class _Uses(ast.NodeVisitor):
@@ -278,7 +286,8 @@ class _Uses(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _int_tests(self, test):
-        """``if mode == 1`` / ``assert split_dim == 0``: an int, with those values to try first."""
+        """``if mode == 1`` / ``assert split_dim == 0``: an int, with those values to try first;
+        ``if nu == 0.5: ... elif nu == 1.5:``: a float, likewise."""
         for cond in list(_conjuncts(test, ast.And)) + list(_conjuncts(test, ast.Or)):
             if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
                 continue
@@ -286,12 +295,19 @@ class _Uses(ast.NodeVisitor):
             for name_node, other in ((a, b), (b, a)):
                 values = [other] if not isinstance(other, (ast.Tuple, ast.List, ast.Set)) else other.elts
                 ints = [v.value for v in values if isinstance(v, ast.Constant) and type(v.value) is int]
+                floats = [v.value for v in values if isinstance(v, ast.Constant) and type(v.value) is float]
                 name = _name(name_node)
                 if name in self.hints and ints and len(ints) == len(values):
                     self._set(name, "int", "compared with ints in forward")
                     hint = self.hints[name]
                     if hint.kind == "int":
                         hint.choices += [v for v in ints if v not in hint.choices]
+                elif name in self.hints and floats and len(floats) + len(ints) == len(values) \
+                        and isinstance(cond.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+                    self._set(name, "float", "compared with numbers in forward")
+                    hint = self.hints[name]
+                    if hint.kind == "float":
+                        hint.choices += [float(v) for v in floats + ints if float(v) not in hint.choices]
 
     def visit_If(self, node: ast.If):
         for name in infer_flow.condition_names(node.test):
@@ -301,7 +317,7 @@ class _Uses(ast.NodeVisitor):
         if raises:  # if x.dim() != 3: raise ...  -> x.dim() == 3
             for cond in _conjuncts(node.test, ast.Or):
                 if isinstance(cond, ast.Compare):
-                    self._shape_condition(cond, negated=True)
+                    self._shape_condition(cond, negated=True, checked=True)
         self.generic_visit(node)
 
     def visit_IfExp(self, node: ast.IfExp):
@@ -314,15 +330,18 @@ class _Uses(ast.NodeVisitor):
         self._int_tests(node.test)
         for cond in _conjuncts(node.test, ast.And):
             if isinstance(cond, ast.Compare):
-                self._shape_condition(cond, negated=False)
+                self._shape_condition(cond, negated=False, checked=True)
         self.generic_visit(node)
 
-    def _shape_condition(self, node: ast.Compare, negated: bool):
+    def _shape_condition(self, node: ast.Compare, negated: bool, checked: bool = False):
+        """``checked``: the condition is asserted, or raises when false (not any branch of forward)."""
         if len(node.ops) != 1:
             return
         op = node.ops[0]
         equal = isinstance(op, ast.Eq) if not negated else isinstance(op, ast.NotEq)
         if not equal:
+            if negated and checked:  # if p.size(-1) > 1: raise / if p.shape[0] >= 2: raise  -> that size is 1
+                self._unit_size(node)
             return
         left, right = node.left, node.comparators[0]
         for a, b in ((left, right), (right, left)):
@@ -330,48 +349,17 @@ class _Uses(ast.NodeVisitor):
             if name in self.hints and isinstance(b, ast.Constant) and isinstance(b.value, int):
                 self.hints[name].ndim = b.value
         la, lb = _size_of(left), _size_of(right)
+        if checked and la and la[0] in self.hints and isinstance(right, ast.Constant) and right.value == 1 and la[1] not in \
+                self.hints[la[0]].unit_dims:  # assert p.size(-1) == 1 / if p.shape[0] != 1: raise
+            self.hints[la[0]].unit_dims += (la[1],)
         if la and lb and la[0] == lb[0] and la[0] in self.hints and abs(la[1] - lb[1]) == 1:  # M.shape[1] == M.shape[2]
             self.hints[la[0]].square = True
 
 
-def _conjuncts(node, op_type):
-    if isinstance(node, ast.BoolOp) and isinstance(node.op, op_type):
-        for v in node.values:
-            yield from _conjuncts(v, op_type)
-    else:
-        yield node
-
-
-def _ndim_of(node) -> Optional[str]:
-    """x.dim(), x.ndim, x.ndimension(), len(x.shape), len(x.size()) -> "x"."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("dim", "ndimension"):
-        return _name(node.func.value)
-    if isinstance(node, ast.Attribute) and node.attr == "ndim":
-        return _name(node.value)
-    if isinstance(node, ast.Call) and _name(node.func) == "len" and node.args:
-        inner = node.args[0]
-        if isinstance(inner, ast.Attribute) and inner.attr == "shape":
-            return _name(inner.value)
-        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "size":
-            return _name(inner.func.value)
-    return None
-
-
-def _size_of(node) -> Optional[tuple]:
-    """x.shape[-1], x.size(-1), x.size()[-1] -> ("x", -1)."""
-    def const(n):
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return n.value
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant):
-            return -n.operand.value
-        return None
-    if isinstance(node, ast.Subscript) and const(node.slice) is not None:
-        base = node.value
-        if isinstance(base, ast.Attribute) and base.attr == "shape":
-            return _name(base.value), const(node.slice)
-        if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr == "size":
-            return _name(base.func.value), const(node.slice)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
-            and len(node.args) == 1 and const(node.args[0]) is not None:
-        return _name(node.func.value), const(node.args[0])
-    return None
+    def _unit_size(self, node: ast.Compare):
+        size, op, bound = _size_of(node.left), node.ops[0], node.comparators[0]
+        if not size or size[0] not in self.hints or not isinstance(bound, ast.Constant) or type(bound.value) is not int:
+            return
+        if (isinstance(op, ast.Gt) and bound.value == 1) or (isinstance(op, ast.GtE) and bound.value == 2):
+            if size[1] not in self.hints[size[0]].unit_dims:
+                self.hints[size[0]].unit_dims += (size[1],)

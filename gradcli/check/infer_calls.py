@@ -34,6 +34,8 @@ def refine(forward: ast.AST, fn, hints: dict, depth: int = 0):
     for node in ast.walk(forward):
         if isinstance(node, ast.Call):
             _called(node, hints, ctx_callables)
+            if depth == 0:
+                _dropped(node, forward, hints, ctx_callables)
             _sizes(node, hints)
             _symmetric(node, hints)
             if depth < HELPER_DEPTH:
@@ -78,6 +80,51 @@ def _called(node: ast.Call, hints, ctx_callables):
         hint.call_args = None if starred else len(node.args) + len(node.keywords)
 
 
+def _dropped(node: ast.Call, forward, hints, ctx_callables):
+    """``dist(x1_, x2_)`` with ``dist`` a parameter: gradcli's stand-in (tanh of the last argument) ignores the
+    others. Where one of them carries a tensor parameter whose gradient backward returns (``x1_ =
+    x1.div(lengthscale)``), the check would be of the stand-in's function, not the Function's: that parameter
+    is recorded in ``Hint.dropped`` of the callable."""
+    func = node.func
+    name = _name(func) if _name(func) in hints else (ctx_callables.get(func.attr) if isinstance(func, ast.Attribute)
+                                                     and isinstance(func.value, ast.Name) else None)
+    hint = hints.get(name)
+    if hint is None or hint.kind != "callable" or len(node.args) < 2 or \
+            any(isinstance(a, ast.Starred) for a in node.args):
+        return
+    carried = _carried(forward, hints)
+    for arg in node.args[:-1]:
+        for q in sorted(_mentions(arg, hints, carried)):
+            if q != name and not hints[q].backward_none and not hints[q].no_grad and q not in hint.dropped:
+                hint.dropped.append(q)
+
+
+_METADATA = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "requires_grad"}  # not the values
+
+
+def _mentions(node, hints, carried) -> set:
+    """The parameters whose values ``node`` computes with (``x.shape[0]`` is metadata, not x's values)."""
+    if isinstance(node, ast.Attribute) and node.attr in _METADATA:
+        return set()
+    if isinstance(node, ast.Name):
+        return {node.id} if node.id in hints else set(carried.get(node.id, set()))
+    out = set()
+    for child in ast.iter_child_nodes(node):
+        out |= _mentions(child, hints, carried)
+    return out
+
+
+def _carried(forward, hints) -> dict:
+    """{local: the parameters its value is computed from} (``x1_ = x1.div(lengthscale)``), two passes deep."""
+    carried: dict = {}
+    for _ in range(2):
+        for n in ast.walk(forward):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and _name(n.targets[0]) \
+                    and _name(n.targets[0]) not in hints:
+                carried[_name(n.targets[0])] = _mentions(n.value, hints, carried)
+    return carried
+
+
 def _sizes(node: ast.Call, hints):
     func = node.func
     if not node.args:
@@ -103,18 +150,41 @@ def _is_module(node) -> bool:
 def _symmetric(node: ast.Call, hints):
     func = node.func
     fname = func.attr if isinstance(func, ast.Attribute) else _name(func)
-    if fname not in _SYMMETRIC:
+    # torch's names, and a package's wrappers of them (psd_safe_cholesky, robust_cholesky, safe_eigh)
+    kind = _SYMMETRIC.get(fname) or next((k for n, k in _SYMMETRIC.items() if fname and n in fname.lower()), None)
+    if kind is None:
         return
+    sign = 1
     if isinstance(func, ast.Attribute) and not _is_module(func.value) and _name(func.value) in hints:
         subject = _name(func.value)  # A.cholesky()
     else:
-        subject = _name(node.args[0]) if node.args else None
+        subject, sign = _scaled(node.args[0]) if node.args else (None, 1)
     hint = hints.get(subject)
     if hint is not None and hint.kind is None:
-        if hint.structure != "spd":  # cholesky anywhere: positive definite wins over symmetric
-            hint.structure = _SYMMETRIC[fname]
+        if kind == "spd" and sign < 0:  # cholesky(-2.0 * p): p is negative definite
+            kind = "nsd"
+        if hint.structure not in ("spd", "nsd"):  # cholesky anywhere: definite wins over symmetric
+            hint.structure = kind
         hint.square = True
-        hint.why = hint.why or f"forward takes {fname}() of it"
+        hint.why = hint.why or f"forward takes {fname}() of {'minus ' if sign < 0 else ''}it"
+
+
+def _scaled(node) -> tuple:
+    """(parameter, sign) for ``p``, ``-p``, ``c * p`` / ``p * c`` / ``p / c`` with ``c`` a number constant."""
+    def number(n):
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            value = number(n.operand)
+            return -value if value is not None else None
+        return n.value if isinstance(n, ast.Constant) and type(n.value) in (int, float) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        name, sign = _scaled(node.operand)
+        return name, -sign
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        for p, c in ((node.right, node.left), (node.left, node.right)):
+            if number(c) is not None and number(c) != 0 and (isinstance(node.op, ast.Mult) or p is node.left):
+                name, sign = _scaled(p)
+                return name, sign * (1 if number(c) > 0 else -1)
+    return _name(node), 1
 
 
 def _unpacked_shape(node: ast.Assign, hints):

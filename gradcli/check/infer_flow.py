@@ -55,6 +55,8 @@ def root(node, names, aliases: dict) -> Optional[str]:
             node = node.func.value
         elif isinstance(node, ast.Subscript):
             node = node.value
+        elif isinstance(node, ast.Attribute) and node.attr in ("data", "T", "mT"):  # the same values
+            node = node.value
         else:
             return None
 
@@ -144,6 +146,9 @@ def subscript_uses(node: ast.Subscript, names, aliases: dict) -> list:
         for bound in (index.lower, index.upper, index.step):
             if _name(bound) in names:
                 out.append((_name(bound), "int", "used as a slice bound", {}))
+    if isinstance(node.ctx, ast.Store) and _name(index) in names and root(node.value, names, aliases) \
+            and _name(index) != root(node.value, names, aliases):  # x.data[i] = v: the position written
+        out.append((_name(index), "int", f"the position written in {root(node.value, names, aliases)}[...]", {}))
     if isinstance(index, ast.Tuple) and len(index.elts) >= 2 and root(node.value, names, aliases):
         rows = [root(e.value, names, aliases) if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Constant)
                 and type(e.slice.value) is int else None for e in index.elts]
@@ -231,3 +236,45 @@ def backward_calls(forward: ast.AST, backward: ast.AST, hints: dict):
         hint = hints.get(called)
         if hint is not None and hint.kind is None and not any(isinstance(a, ast.Starred) for a in node.args):
             hint.kind, hint.why, hint.call_args = "callable", "called in backward", count
+
+
+def refused_grads(forward: ast.AST, names: list, hints: dict):
+    """``if any(ctx.needs_input_grad[:2]): raise ...`` / ``if ctx.needs_input_grad[0]: raise``: forward refuses
+    to run when those inputs require grad, so they are tensors that do not (``Hint.no_grad``)."""
+    for node in ast.walk(forward):
+        if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
+            for position in _grad_positions(node.test, len(names)):
+                hints[names[position]].no_grad = True
+
+
+def _grad_positions(test, count: int) -> list:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return [p for v in test.values for p in _grad_positions(v, count)]
+    if isinstance(test, ast.Call) and _name(test.func) == "any" and len(test.args) == 1:
+        test = test.args[0]  # any(ctx.needs_input_grad[:2])
+    if not isinstance(test, ast.Subscript) or not isinstance(test.value, ast.Attribute) \
+            or test.value.attr != "needs_input_grad":
+        return []
+    index = test.slice
+    if isinstance(index, ast.Constant) and type(index.value) is int:
+        return [index.value] if 0 <= index.value < count else []
+    if isinstance(index, ast.Slice) and index.step is None:
+        low = index.lower.value if isinstance(index.lower, ast.Constant) else 0 if index.lower is None else None
+        high = index.upper.value if isinstance(index.upper, ast.Constant) else count if index.upper is None else None
+        if isinstance(low, int) and isinstance(high, int):
+            return [p for p in range(low, min(high, count)) if p >= 0]
+    return []
+
+
+def unpacked_tensors(tree: ast.AST, hints: dict, rename: dict):
+    """``B, C = p`` with ``p`` a parameter (``rename``: backward's locals holding forward's saved parameters):
+    ``p`` is a tensor stacking that many along dim 0 (``Hint.leading``), when nothing else says it is not
+    a tensor."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
+            continue
+        hint = hints.get(rename.get(_name(node.value)))
+        elts = node.targets[0].elts
+        if hint is not None and hint.kind is None and hint.ndim is None and hint.leading is None \
+                and len(elts) >= 2 and not any(isinstance(e, ast.Starred) for e in elts):
+            hint.leading = len(elts)

@@ -36,11 +36,11 @@ class Plan:
 def first_plans(hints: dict, base_shape: tuple) -> dict:
     """{name: Plan}: each parameter's first guess; float parameters get ascending values."""
     plans = {n: first_plan(h, base_shape) for n, h in hints.items()}
-    floats = [n for n, p in plans.items() if p.kind == "float" and not _is_tolerance(n)]
+    floats = [n for n, p in plans.items() if p.kind == "float" and not _is_tolerance(n) and not (hints[n] and hints[n].choices)]
     for k, n in enumerate(floats):
         plans[n] = replace(plans[n], value=FLOAT_CHOICES[k % len(FLOAT_CHOICES)])
     for n, p in plans.items():
-        if p.kind == "float" and _is_tolerance(n):  # eps, tol: a small number, as their defaults are
+        if p.kind == "float" and _is_tolerance(n) and not (hints[n] and hints[n].choices):  # eps, tol: a small number, as their defaults are
             plans[n] = replace(p, value=TOLERANCE_CHOICE)
     return plans
 
@@ -54,8 +54,8 @@ def first_plan(hint, base_shape: tuple) -> Plan:
     kind = hint.kind if hint is not None else None
     if kind == "int":
         return Plan("int", value=hint.choices[0] if hint.choices else INT_CHOICES[0], why=hint.why)
-    if kind == "float":
-        return Plan("float", value=FLOAT_CHOICE, why=hint.why)
+    if kind == "float":  # the first number forward compares it with (nu == 0.5), else FLOAT_CHOICE
+        return Plan("float", value=hint.choices[0] if hint.choices else FLOAT_CHOICE, why=hint.why)
     if kind == "bool":
         return Plan("bool", value=False, why=hint.why)
     if kind == "str":
@@ -72,12 +72,28 @@ def first_plan(hint, base_shape: tuple) -> Plan:
         return Plan("tensor", shape=hinted_shape(hint, base_shape), why=hint.why, structure=hint.structure)
     if hint is not None and hint.backward_none and hint.ctx_attribute and not hint.tensor_use:
         return Plan("float", value=FLOAT_CHOICE, why="kept on ctx, and backward returns None for it")
+    if hint is not None and hint.no_grad:  # forward raises when it requires grad
+        return Plan("tensor", shape=hinted_shape(hint, base_shape), requires_grad=False,
+                    why="forward refuses it requiring grad (ctx.needs_input_grad)")
     return Plan("tensor", shape=hinted_shape(hint, base_shape), why=_shape_why(hint))
 
 
 def hinted_shape(hint, base_shape: tuple) -> tuple:
+    shape = _hinted_shape(hint, base_shape)
+    if hint is None or not hint.unit_dims or not shape:
+        return shape
+    out = list(shape)  # if p.size(-1) > 1: raise  -> size 1 there
+    for d in hint.unit_dims:
+        if -len(out) <= d < len(out):
+            out[d] = 1
+    return tuple(out)
+
+
+def _hinted_shape(hint, base_shape: tuple) -> tuple:
     if hint is None:
         return tuple(base_shape)
+    if hint.leading is not None and hint.shape is None:  # B, C = p: p stacks them along dim 0
+        return (hint.leading,) + tuple(base_shape)
     if hint.shape is not None:
         return tuple(hint.shape)
     if hint.ndim is not None:
@@ -97,8 +113,10 @@ def _shape_why(hint) -> str:
         return ""
     if hint.shape is not None:
         return "shape fits forward's matmul/einsum"
-    if hint.ndim is not None or hint.square:
+    if hint.ndim is not None or hint.square or hint.unit_dims:
         return "shape satisfies forward's shape checks"
+    if hint.leading is not None:
+        return f"unpacked into {hint.leading} along its first dim"
     return ""
 
 
@@ -149,7 +167,8 @@ def alternatives(plans: dict, hints: dict, base_shape: tuple):
     for name in reversed(names):  # other Python values, one parameter at a time
         p = plans[name]
         values = (list(hints[name].choices) + list(INT_CHOICES) if p.kind == "int" else
-                  hints[name].choices if p.kind == "str" else FLOAT_CHOICES if p.kind == "float" else
+                  hints[name].choices if p.kind == "str" else
+                  list(hints[name].choices) + list(FLOAT_CHOICES) if p.kind == "float" else
                   (True,) if p.kind == "bool" else ())
         for v in values:
             c = dict(plans, **{name: replace(p, value=v)})

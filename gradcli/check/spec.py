@@ -26,8 +26,9 @@ CALLABLE = "fn:"
 CALLABLES = ("tanh", "sigmoid", "identity")
 # default(): the parameter's annotated dataclass / NamedTuple built from its defaults (p: LIFParameters)
 DEFAULTS = "default()"
-# 4x4@sym: a symmetric matrix (uniform (-2,2), then (A+A^T)/2); 4x4@spd: positive definite (B B^T/n + I/2)
-STRUCTURES = ("sym", "spd")
+# 4x4@sym: a symmetric matrix (uniform (-2,2), then (A+A^T)/2); 4x4@spd: positive definite (B B^T/n + I/2);
+# 4x4@nsd: negative definite, -(B B^T/n + I/2) (a natural parameter -Σ⁻¹/2, the cholesky of -2·p)
+STRUCTURES = ("sym", "spd", "nsd")
 # words a bare-word string cannot be: they mean something else in a SPEC
 RESERVED_WORDS = frozenset({"none", "true", "false", "tensor", "int", "float", "nograd"} | set(NAMED_DOMAINS))
 
@@ -69,7 +70,7 @@ class Spec:
     domain: Optional[tuple] = None  # float: (low, high) uniform; int: (low, high) integers low..high-1
     requires_grad: bool = True  # False: "nograd:" (a buffer, a mask, a filter); int/bool tensors never do
     as_tensor: bool = False  # tensor(...): a literal that is a tensor whatever the parameter
-    structure: Optional[str] = None  # sym | spd: a symmetric / positive definite matrix (last two sizes)
+    structure: Optional[str] = None  # sym | spd | nsd: a symmetric / positive / negative definite matrix (last two sizes)
 
 
 def format_tensor_spec(shape, dtype, domain, requires_grad: bool = True, structure: Optional[str] = None) -> str:

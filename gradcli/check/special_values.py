@@ -1,12 +1,13 @@
 """Values a SPEC asks for beyond plain tensors and Python values (specs/check.md §2, SPEC grammar):
-``@sym``/``@spd`` matrices, ``fn:NAME`` callables, and the ``default()`` test for a parameter's
+``@sym``/``@spd``/``@nsd`` matrices, ``fn:NAME`` callables, and the ``default()`` test for a parameter's
 default object. Used by ``inputs._from_spec`` and ``inputs._record``.
 """
 from __future__ import annotations
 
 
 def structured(array, structure):
-    """``@sym``: (A + A^T)/2; ``@spd``: A A^T / n + I/2 (eigenvalues at least 1/2), on the last two axes."""
+    """``@sym``: (A + A^T)/2; ``@spd``: A A^T / n + I/2 (eigenvalues at least 1/2); ``@nsd``: minus that; on the
+    last two axes."""
     import numpy as np
 
     if structure is None:
@@ -15,7 +16,8 @@ def structured(array, structure):
     if structure == "sym":
         return (array + swapped) / 2
     n = array.shape[-1]
-    return array @ swapped / n + np.eye(n) / 2
+    definite = array @ swapped / n + np.eye(n) / 2
+    return -definite if structure == "nsd" else definite
 
 
 def make_callable(be, name: str):
