@@ -200,13 +200,18 @@ class Builder(MoreSets):
     def _raise_as_before(self, args, records, auto):
         """Nothing worked. When forward, given plain ``--shape`` tensors everywhere (what gradcli tried
         before it read sources), raises something other than UNSUITABLE_INPUT_ERRORS, that exception is
-        the result (error), as it was; a guess of ours that made forward raise never is."""
+        the result (error), as it was; a guess of ours that made forward raise never is. An assertion of
+        forward's own refusing them is a skip quoting it (refusing_assert.py)."""
         plain = {args[i][0].name: Plan("tensor", shape=tuple(self.base_shape)) for i in auto}
         trial, _ = self.materialize(args, records, auto, plain, AUTO_DOMAINS[0])
         try:
             forward_problem(self.be, self.target.fn, trial)
         except UNSUITABLE_INPUT_ERRORS:
             pass
+        except AssertionError as e:  # forward's own assert refuses what gradcli built: an inputs problem, a skip
+            from gradcli.check.refusing_assert import assertion_skip
+
+            raise NoInputs(assertion_skip(e, [args[i][0].name for i in auto], self.target)) from None
         except AttributeError as e:  # 'Tensor' object has no attribute 'model_slices': an object, not a tensor
             if environment.missing_attribute(e) is None:
                 raise
