@@ -76,6 +76,8 @@ def _fork(body: Callable[[int], None], new_group: bool = False) -> tuple:
             die_with_parent(parent)
             os.close(r)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if hasattr(signal, "pthread_sigmask"):  # the scheduler forks workers with SIGINT held back
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             if new_group:
                 os.setpgid(0, 0)  # Ctrl-C at the terminal reaches the parent only; it kills the group
             devnull = os.open(os.devnull, os.O_RDONLY)

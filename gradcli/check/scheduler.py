@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import time
+from contextlib import contextmanager
 
 from gradcli.check import warm_parent
 from gradcli.check.discovery import imports_torch
@@ -36,8 +38,9 @@ def run_workers(items, options: RunOptions, collector: Collector, warm_symbolic:
                 item, attempt = queue.pop(0)
                 # before the fork: inherited; a run of one file leaves SymPy to its worker
                 warm_parent.prepare(imports_torch(item.abspath), options, symbolic=warm_symbolic)
-                worker = _Worker(item, options, attempt)
-                active[worker.fd] = worker
+                with _interrupt_deferred():  # Ctrl-C between the fork and here would leave a worker unkilled
+                    worker = _Worker(item, options, attempt)
+                    active[worker.fd] = worker
             if not active:
                 break
             timeout = max(0.0, min(w.deadline for w in active.values()) - time.monotonic())
@@ -64,6 +67,21 @@ def run_workers(items, options: RunOptions, collector: Collector, warm_symbolic:
             os.waitpid(worker.pid, 0)
             os.close(worker.fd)
         reap_orphans(keep=before)  # what a killed worker's checkers left (gradcli is their subreaper)
+
+
+@contextmanager
+def _interrupt_deferred():
+    """SIGINT held back (delivered on leaving) where it exists, so that a KeyboardInterrupt cannot
+    strike between forking a worker and recording it in ``active``, where the ``finally`` kills it."""
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:
+        yield
+        return
+    mask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _pids(active: dict) -> set:
