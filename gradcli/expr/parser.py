@@ -189,7 +189,7 @@ class _Builder:
         if name in REAL_ARGUMENTS and self.assumptions != "complex":
             # relu(atanh(1e300)), max(x, (-3)^e): SymPy would build them and raise "not comparable" later,
             # inside differentiation or evaluation; say so here, naming the argument
-            bad = next((a for a in args if a.is_extended_real is False), None)
+            bad = next((a for a in args if _known_not_real(a)), None)
             if bad is not None:
                 self.fail(f"{name}() compares {'its arguments' if name in COMPARING else 'its argument with 0'}, "
                           f"and {_short_text(bad)} is not real", node)
@@ -257,6 +257,15 @@ class _Builder:
 COMPARING = ("max", "min")
 REAL_ARGUMENTS = COMPARING + ("relu", "leaky_relu", "elu", "heaviside")   # defined for real arguments only
 MAX_EXACT_GAMMA = 1000   # gamma(n) of a larger integer stays unevaluated (n! has millions of digits)
+
+
+def _known_not_real(value) -> bool:
+    """SymPy's assumptions say ``value`` is not real. Asking can itself evaluate (an evalf of huge
+    constants that overflows): then it is not known, and the call is built as before."""
+    try:
+        return value.is_extended_real is False
+    except Exception:  # noqa: BLE001 -- BudgetExceeded is a BaseException: the deadline still strikes
+        return False
 
 
 def _held(name, args):
