@@ -18,6 +18,7 @@ from gradcli.check.report import Finding
 NICE_THRESHOLDS = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0) + tuple(
     float(v) for k in range(3, 11) for v in (k, -k)) + (0.25, -0.25, 0.1, -0.1, 1.5, -1.5, 2.5, -2.5)
 KINK_GAP = 1e-4  # relative gap between one-sided derivatives that counts as a kink
+MIN_LONE_SPLIT = 5  # informative elements a 1-vs-rest split needs to be evidence of a region
 KINK_SAMPLE = 8  # wrong elements whose one-sided derivatives are computed before all of them
 
 
@@ -153,6 +154,10 @@ def region(ev: Evidence):
     if wi.all() or not wi.any():
         return None
     n_wrong, n_right = int(wi.sum()), int((~wi).sum())
+    if min(n_wrong, n_right) < 2 and n_wrong + n_right < MIN_LONE_SPLIT:
+        # one element alone on a side among so few informative ones is no evidence of any region:
+        # three values split 2:1 at an extreme (or along a diagonal) by chance most of the time
+        return None
     matches = []  # (description, confidence, what it is about: "position" or a variable's name)
     for description, mask in _positional(ev.shape):
         if np.array_equal(mask[info], wi):

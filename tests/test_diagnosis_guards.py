@@ -1,0 +1,88 @@
+"""Issue 17, fifth pass: evidence that is no evidence. Each guard is a mistake class where a rule's
+story is literally true but not specific, reproduced with a small Function of its own, on both
+backends:
+
+- an elementwise derivative missing a square, (1 − x²)/(1 + x²) for (1 − x²)/(1 + x²)² of
+  x/(1 + x²): the wrong gradient is the right one times x/output, which the scaled-cotangent
+  rule would call "x where the output is needed" although no tensor is swapped;
+- a row-min mask taken from the global minimum: of the three elements that carry a gradient,
+  the two wrong ones happen to lie on one side of a threshold (any three values split 2:1 at an
+  extreme by chance two times in three), which is no evidence of a region.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from test_diagnosis_cases import backend  # noqa: E402
+
+from gradcli.check.diagnosis import diagnose  # noqa: E402
+from gradcli.check.gradcheck import gradcheck  # noqa: E402
+
+BACKENDS = ["gradcli", "torch"]
+
+
+def _findings(cls, args):
+    report = gradcheck(cls.apply, args)
+    assert not report.ok
+    return diagnose(report, cls.apply, args)
+
+
+def rational_bump(B):
+    class RationalBumpSquareMissing(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x / (1 + x * x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * (1 - x * x) / (1 + x * x)  # the square of the denominator is missing
+
+    return RationalBumpSquareMissing
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_an_elementwise_derivative_off_by_a_ratio_of_x_and_output_is_no_swapped_tensor(name):
+    B = backend(name)
+    x = np.random.default_rng(51).uniform(0.3, 2.5, size=(3, 4)) * np.array([1, -1, 1, -1])
+    cls = rational_bump(B)
+    x_t = B.tensor(x)
+    # the premise: the wrong gradient is exactly the right one times x / output
+    y = x / (1 + x * x)
+    assert np.allclose((1 - x * x) / (1 + x * x), (1 - x * x) / (1 + x * x) ** 2 * (x / y), rtol=1e-12)
+    findings = _findings(cls, (x_t,))
+    assert [f.kind for f in findings] == ["none"], findings
+
+
+def row_min_global_mask(B):
+    class RowMinGlobalMask(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            values, _ = x.min(dim=1)
+            ctx.save_for_backward(x, values)
+            return values
+
+        @staticmethod
+        def backward(ctx, g):
+            x, values = ctx.saved_tensors
+            mask = (x == x.min()).to(g.dtype)  # the whole tensor's minimum, not each row's
+            return mask * g[:, None]
+
+    return RowMinGlobalMask
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_two_of_three_informative_elements_beside_a_threshold_are_no_region(name):
+    B = backend(name)
+    x = np.array([[0.4, 1.3, -2.6, 0.9], [1.8, -0.5, 0.7, 2.2], [-0.6, 1.1, 0.3, 1.6]])
+    findings = _findings(row_min_global_mask(B), (B.tensor(x),))
+    # the wrong elements are the row minima -0.5 and -0.6, the right one -2.6: "x > -1" would
+    # separate them, with one element on its side among three
+    assert [f.kind for f in findings] == ["none"], findings
