@@ -86,3 +86,37 @@ def test_two_of_three_informative_elements_beside_a_threshold_are_no_region(name
     # the wrong elements are the row minima -0.5 and -0.6, the right one -2.6: "x > -1" would
     # separate them, with one element on its side among three
     assert [f.kind for f in findings] == ["none"], findings
+
+
+# ----- a factor two gradients share is quoted where they share it ---------------------------------
+def cubed_product(B):
+    class CubedProductFactor(B.Function):
+        @staticmethod
+        def forward(ctx, a, b, c):
+            ctx.save_for_backward(a, b, c)
+            return (a * b) ** 3 + c
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b, c = ctx.saved_tensors
+            h = 2 * g * (a * b) ** 2  # the power rule's 3 written as 2
+            return h * b, h * a, g
+
+    return CubedProductFactor
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_one_factor_shared_by_two_gradients_is_quoted_where_they_share_it(name):
+    import inspect
+
+    B = backend(name)
+    rng = np.random.default_rng(53)
+    args = tuple(B.tensor(rng.uniform(0.5, 1.5, size=(3, 4))) for _ in range(3))
+    cls = cubed_product(B)
+    findings = _findings(cls, args)
+    assert sorted((f.input, f.kind) for f in findings) == [(0, "scale"), (1, "scale")], findings
+    lines, first = inspect.getsourcelines(cls)
+    h_line = next(first + k for k, line in enumerate(lines) if "h = 2 * g" in line)
+    for f in findings:
+        assert f.params["factor"] == pytest.approx(2 / 3, rel=1e-9)
+        assert f.params["source"]["line"] == h_line
