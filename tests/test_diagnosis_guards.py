@@ -120,3 +120,41 @@ def test_one_factor_shared_by_two_gradients_is_quoted_where_they_share_it(name):
     for f in findings:
         assert f.params["factor"] == pytest.approx(2 / 3, rel=1e-9)
         assert f.params["source"]["line"] == h_line
+
+
+# ----- missing_term: one term of a sum dropped after backward prepared its pieces -----------------
+def two_pair_scores(B):
+    class TwoPairScoresDroppedTerm(B.Function):
+        @staticmethod
+        def forward(ctx, a, b, c):
+            ctx.save_for_backward(a, b, c)
+            return (a * b).sum(1) - 0.5 * (a * c).sum(1)
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b, c = ctx.saved_tensors
+            w = g[:, None]
+            u = b
+            r = 0.5 * c
+            grad_a = w * u  # w * (u - r): the second pair's pull is dropped
+            return grad_a, w * a, -w * a * 0.5
+
+    return TwoPairScoresDroppedTerm
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_dropped_term_built_from_backwards_own_names_is_missing_term(name):
+    import inspect
+
+    B = backend(name)
+    rng = np.random.default_rng(54)
+    args = tuple(B.tensor(rng.standard_normal((3, 4))) for _ in range(3))
+    cls = two_pair_scores(B)
+    findings = _findings(cls, args)
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    finding = findings[0]
+    assert (finding.params["term"], finding.params["coefficient"]) == ("w·r", -1.0)
+    lines, first = inspect.getsourcelines(cls)
+    assert finding.params["source"]["line"] == next(
+        first + k for k, line in enumerate(lines) if "grad_a = w * u" in line)
+    assert "add the term −w·r" in finding.hint

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import branch, extras, mutations
+from gradcli.check.diagnosis import branch, extras, mutations, named_terms
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -49,7 +49,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute,
             operator.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
-            terms.missing_reduction_term, mutations.edited_term)
+            terms.missing_reduction_term, named_terms.missing_named_term, mutations.edited_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -316,6 +316,7 @@ class _Diagnosis:
             ev.substitutions = lazy(lambda ev=ev: extras.substitutions(self, ev))
             ev.edits = lazy(lambda ev=ev: extras.edits(self, ev))
             ev.backward_names = lazy(lambda ev=ev: extras.backward_names(self, ev))
+            ev.backward_rows = lazy(lambda ev=ev: extras.backward_rows(self, ev))
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
         self._raw(evidence)
 
