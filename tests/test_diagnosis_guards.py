@@ -158,3 +158,40 @@ def test_a_dropped_term_built_from_backwards_own_names_is_missing_term(name):
     assert finding.params["source"]["line"] == next(
         first + k for k, line in enumerate(lines) if "grad_a = w * u" in line)
     assert "add the term −w·r" in finding.hint
+
+
+# ----- missing_flip: a reverse recursion written as a loop that runs forwards -----------------------
+def leaky_prefix(B):
+    class LeakyPrefixLoopForwards(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out, acc = [], x[:, 0] * 0
+            for t in range(x.shape[1]):
+                acc = 0.6 * acc + x[:, t]
+                out.append(acc)
+            return B.ns.stack(out, dim=1)
+
+        @staticmethod
+        def backward(ctx, g):
+            acc, grads = g[:, 0] * 0, []
+            for t in range(g.shape[1]):  # must run from the last step: reversed(range(...))
+                acc = g[:, t] + 0.6 * acc
+                grads.append(acc)
+            return B.ns.stack(grads, dim=1)
+
+    return LeakyPrefixLoopForwards
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_loop_running_the_wrong_way_is_a_missing_flip_quoted_at_its_header(name):
+    import inspect
+
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(55).standard_normal((3, 4)))
+    cls = leaky_prefix(B)
+    findings = _findings(cls, (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_flip")], findings
+    lines, first = inspect.getsourcelines(cls)
+    loop = next(first + k for k, line in enumerate(lines) if "for t in range(g.shape[1])" in line)
+    assert findings[0].params["source"]["line"] == loop
+    assert findings[0].params["source"]["code"] == "for t in range(g.shape[1]):"
