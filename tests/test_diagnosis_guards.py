@@ -195,3 +195,30 @@ def test_a_loop_running_the_wrong_way_is_a_missing_flip_quoted_at_its_header(nam
     loop = next(first + k for k, line in enumerate(lines) if "for t in range(g.shape[1])" in line)
     assert findings[0].params["source"]["line"] == loop
     assert findings[0].params["source"]["code"] == "for t in range(g.shape[1]):"
+
+
+# ----- missing_term (edited): the product rule's half through a transposed grad_output --------------
+def half_gram(B):
+    class HalfGramOneSided(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.t() @ x * 0.5
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 0.5 * x @ g  # the half from the left factor, x @ g.t(), is missing
+
+    return HalfGramOneSided
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_the_product_rules_half_through_a_transposed_grad_output_is_missing_term(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(56).standard_normal((5, 3)))
+    findings = _findings(half_gram(B), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert (params["variant"], params["coefficient"]) == ("edited", 1.0)
+    assert params["term"] == "`g` replaced by g.T"

@@ -99,7 +99,11 @@ def statement_edits(probe, cls, position, rows, executed=None):
                 for dim in (0, 1, 2, 3, -1):
                     if dim != written:
                         edits.append(("dim", node, stmt, dim))
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in cotangents \
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in cotangents:
+                # a square grad_output used untransposed (a Gram matrix's `x @ g` where `x @ g.T`,
+                # or the product rule's half `x @ g.T` dropped); never replaced by a tensor
+                edits.append(("transpose", node, stmt, None))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                     and node.id not in ("ctx", "self", "torch", "np", "math", "F"):
                 edits.append(("transpose", node, stmt, None))
                 edits.append(("variable", node, stmt, None))
