@@ -222,3 +222,41 @@ def test_the_product_rules_half_through_a_transposed_grad_output_is_missing_term
     params = findings[0].params
     assert (params["variant"], params["coefficient"]) == ("edited", 1.0)
     assert params["term"] == "`g` replaced by g.T"
+
+
+# ----- transposed: the fix that keeps the right gradient right (and torch.eye in the vocabulary) ---
+def orthogonality_penalty(B):
+    torch = B.ns  # the backward reads the library under its usual name
+
+    class CrossOrthogonalityKeysUntransposed(B.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            n = a.shape[0]
+            return ((a @ b.t() - torch.eye(n, dtype=a.dtype)) ** 2).sum() * 0.5
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            s = a @ b.t()
+            r = (s - torch.eye(a.shape[0], dtype=a.dtype)) * g
+            return r @ b, r @ a  # b's gradient needs r.t() @ a
+
+    return CrossOrthogonalityKeysUntransposed
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_transpose_is_named_where_it_keeps_the_other_gradient_right(name):
+    import inspect
+
+    B = backend(name)
+    rng = np.random.default_rng(57)
+    args = (B.tensor(rng.standard_normal((3, 4))), B.tensor(rng.standard_normal((3, 4))))
+    cls = orthogonality_penalty(B)
+    findings = _findings(cls, args)
+    assert [(f.input, f.kind) for f in findings] == [(1, "transposed")], findings
+    # transposing `s` in r's statement fits b's gradient too, but would break a's, which reads r
+    assert (findings[0].params["operand"], findings[0].params["expected"]) == ("r", "r.T")
+    lines, first = inspect.getsourcelines(cls)
+    assert findings[0].params["source"]["line"] == next(
+        first + k for k, line in enumerate(lines) if "return r @ b, r @ a" in line)

@@ -29,7 +29,7 @@ import numpy as np
 
 from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _Evaluator, statement_context
 from gradcli.check.diagnosis.evidence import nice_number, short_number
-from gradcli.check.diagnosis.source import chain, grad_output_names
+from gradcli.check.diagnosis.source import chain, grad_output_names, gradient_statement
 from gradcli.check.report import Finding
 
 MAX_EDITS = 400  # evaluations of edited statements per input (each is a few small numpy ops)
@@ -226,10 +226,30 @@ def _edited(ev, kinds):
 def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign")):
     """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
     gradient statements give the numerical gradient exactly."""
+    fallback = None
     for candidate, changed, src, batched in _edited(ev, kinds):
-        if ev.fits(changed, ev.numeric, ev.numeric_error):
-            return _finding(ev, candidate, src, batched)
-    return None
+        if not ev.fits(changed, ev.numeric, ev.numeric_error):
+            continue
+        if not isinstance(candidate[2], ast.Return) and id(candidate[2]) in _feeding_right(ev, src):
+            # the same fix in a statement a right gradient reads too would break that one: an
+            # edit nearer this gradient that fits is the fix (`g @ z1` → `g.t() @ z1`, not in `g`)
+            fallback = fallback or (candidate, src, batched)
+            continue
+        return _finding(ev, candidate, src, batched)
+    return _finding(ev, *fallback) if fallback else None
+
+
+def _feeding_right(ev, src) -> set:
+    """ids of the statements feeding the gradient of another input that is right."""
+    found = set()
+    for other in ev.others.values():
+        wrong = other.wrong()
+        if other.position is None or wrong is None or wrong.any():
+            continue
+        statement, expr = gradient_statement(src, other.position)
+        if statement is not None and expr is not None:
+            found |= {id(s) for s in chain(src, statement, expr)}
+    return found
 
 
 def edited_term(ev):
