@@ -260,3 +260,28 @@ def test_a_transpose_is_named_where_it_keeps_the_other_gradient_right(name):
     lines, first = inspect.getsourcelines(cls)
     assert findings[0].params["source"]["line"] == next(
         first + k for k, line in enumerate(lines) if "return r @ b, r @ a" in line)
+
+
+# ----- wrong_axis, not transposed: grad_output summed over the wrong dim --------------------------
+def row_column_offsets(B):
+    class RowColumnOffsetsWrongSum(B.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a[:, None] + 2 * b[None, :]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.sum(1), 2 * g.sum(1)  # b's gradient sums over dim 0
+
+    return RowColumnOffsetsWrongSum
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_grad_output_summed_over_the_wrong_dim_is_a_wrong_axis_not_a_transposed_grad_output(name):
+    B = backend(name)
+    rng = np.random.default_rng(58)
+    args = (B.tensor(rng.standard_normal(3)), B.tensor(rng.standard_normal(3)))
+    findings = _findings(row_column_offsets(B), args)
+    # `g.T.sum(1)` is right too, but the dim is the simpler edit (and the one written)
+    assert [(f.input, f.kind) for f in findings] == [(1, "wrong_axis")], findings
+    assert (findings[0].params["dims"], findings[0].params["expected_dims"]) == ([1], [0])

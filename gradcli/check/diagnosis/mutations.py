@@ -188,11 +188,13 @@ def _variables(ev):
 def operand_transposed(ev):
     """``statement_edit`` with transposes only, tried before the coupling-axes rule: a batched
     square operand used untransposed (``dscores @ q``) changes which axes couple, and the single
-    transpose that makes it right exactly is the simpler, more specific story."""
-    return statement_edit(ev, kinds=("transpose",))
+    transpose that makes it right exactly is the simpler, more specific story. Not grad_output
+    itself: `g.sum(1)` where `g.sum(0)` is needed is a dim's story, tried in ``statement_edit``
+    before the transposes."""
+    return statement_edit(ev, kinds=("transpose",), cotangents=False)
 
 
-def _edited(ev, kinds):
+def _edited(ev, kinds, cotangents=True):
     """(candidate, its value stacked per cotangent row, src, batched) for each single edit of the
     given kinds whose statements evaluate to something other than A, within the budget."""
     if ev.analytic is None or ev.values is None or ev.edits is None or ev.support() < 3:
@@ -208,7 +210,8 @@ def _edited(ev, kinds):
     variables = None
     tried, started = 0, time.perf_counter()
     for kind in kinds:
-        for edit in (e for e in edits if e[0] == kind):
+        skip = set() if cotangents else grad_output_names(src)
+        for edit in (e for e in edits if e[0] == kind and getattr(e[1], "id", None) not in skip):
             candidates = [edit]
             if kind == "variable":
                 variables = _variables(ev) + saved_named if variables is None else variables
@@ -223,11 +226,11 @@ def _edited(ev, kinds):
                     yield candidate, changed, src, evaluate.seen.get("ndim", 2) > 2
 
 
-def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign")):
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign"), cotangents=True):
     """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
     gradient statements give the numerical gradient exactly."""
     fallback = None
-    for candidate, changed, src, batched in _edited(ev, kinds):
+    for candidate, changed, src, batched in _edited(ev, kinds, cotangents):
         if not ev.fits(changed, ev.numeric, ev.numeric_error):
             continue
         if not isinstance(candidate[2], ast.Return) and id(candidate[2]) in _feeding_right(ev, src):
