@@ -285,3 +285,31 @@ def test_grad_output_summed_over_the_wrong_dim_is_a_wrong_axis_not_a_transposed_
     # `g.T.sum(1)` is right too, but the dim is the simpler edit (and the one written)
     assert [(f.input, f.kind) for f in findings] == [(1, "wrong_axis")], findings
     assert (findings[0].params["dims"], findings[0].params["expected_dims"]) == ([1], [0])
+
+
+# ----- term_sign through ctx attributes unpacked as a tuple ----------------------------------------
+def ratio_of_sums(B):
+    class RatioOfSumsQuotientSign(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            top, bottom = (x * x).sum(), x.sum() + 20.0
+            ctx.save_for_backward(x)
+            ctx.top, ctx.bottom = top, bottom
+            return top / bottom
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            top, bottom = ctx.top, ctx.bottom
+            return (2 * x * bottom + top) / bottom ** 2 * g  # the quotient rule subtracts top
+
+    return RatioOfSumsQuotientSign
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_quotient_rule_sign_reading_tuple_unpacked_ctx_attributes_is_term_sign(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(59).uniform(0.2, 1.5, size=(3, 4)))
+    findings = _findings(ratio_of_sums(B), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
+    assert "top" in findings[0].params["term"] and "bottom" in findings[0].params["term"]
