@@ -313,3 +313,36 @@ def test_a_quotient_rule_sign_reading_tuple_unpacked_ctx_attributes_is_term_sign
     findings = _findings(ratio_of_sums(B), (x,))
     assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
     assert "top" in findings[0].params["term"] and "bottom" in findings[0].params["term"]
+
+
+# ----- region on a tensor backward reads (a saved residual), not on an input -------------------------
+def soft_clip_residual(B):
+    torch = B.ns
+
+    class SoftClipResidualLinearBranch(B.Function):
+        @staticmethod
+        def forward(ctx, p, q):
+            e = p - q
+            ctx.save_for_backward(e)
+            return torch.where(e.abs() < 1.5, e * e, 3 * e.abs() - 2.25)
+
+        @staticmethod
+        def backward(ctx, g):
+            (e,) = ctx.saved_tensors
+            dp = torch.where(e.abs() < 1.5, 2 * e, e.sign()) * g  # the linear branch's slope is 3·sign(e)
+            return dp, -dp
+
+    return SoftClipResidualLinearBranch
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_branch_on_a_saved_residual_is_a_region_of_that_residual(name):
+    B = backend(name)
+    p = np.random.default_rng(60).standard_normal((3, 4))
+    e = np.array([[0.3, -2.1, 0.8, 1.9], [-0.4, 2.6, -1.1, 0.2], [1.2, -0.7, -2.4, 0.5]])
+    findings = _findings(soft_clip_residual(B), (B.tensor(p), B.tensor(p - e)))
+    by_input = {f.input: f for f in findings}
+    assert sorted(by_input) == [0, 1] and {f.kind for f in findings} == {"region"}, findings
+    params = by_input[0].params
+    assert params["description"] == "|e| > 1.5" and (params["count"], params["total"]) == (4, 12)
+    assert (params["within"], params["factor"]) == ("scale", pytest.approx(1 / 3))

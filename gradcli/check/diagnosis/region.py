@@ -168,7 +168,17 @@ def region(ev: Evidence):
     for other in ev.others.values():
         if other.values is not None and other.values.shape == tuple(ev.shape):
             variables.append((other.name, np.asarray(other.values, dtype=float), False))
-    if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape):
+    compared = [v for v in variables if v[0] != "the output"]  # x < y between inputs only
+    for name, z in (ev.backward_names() or []) if ev.backward_names is not None else ():
+        # a tensor backward reads (a saved residual d = pred − target), after the inputs and
+        # before the output (which any branch on d also orders): a branch on |d| is a region of
+        # no input; not a mask (two values) nor one already listed
+        z = np.asarray(z, dtype=float)
+        if z.shape == tuple(ev.shape) and len(np.unique(z)) > 2 and not any(
+                np.array_equal(z, v) for _, v, _ in variables):
+            variables.append((name, z, False))
+    if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape) and not any(
+            np.array_equal(ev.outputs[0], v) for _, v, _ in variables[len(compared):]):
         variables.append(("the output", ev.outputs[0], False))
 
     balanced = min(n_wrong, n_right) >= 2
@@ -190,7 +200,7 @@ def region(ev: Evidence):
                 at = 0 if matches and matches[0][1] <= confidence and matches[0][2] != "position" else len(matches)
                 matches.insert(at, (description, confidence, name))
                 break
-    inputs = [v for v in variables if v[0] != "the output"]
+    inputs = compared
     for (n1, z1, _), (n2, z2, _) in itertools.combinations(inputs[:3], 2):
         for description, mask in ((f"{n1} < {n2}", z1 < z2), (f"{n1} > {n2}", z1 > z2)):
             if np.array_equal(mask[info], wi):
