@@ -346,3 +346,31 @@ def test_a_branch_on_a_saved_residual_is_a_region_of_that_residual(name):
     params = by_input[0].params
     assert params["description"] == "|e| > 1.5" and (params["count"], params["total"]) == (4, 12)
     assert (params["within"], params["factor"]) == ("scale", pytest.approx(1 / 3))
+
+
+# ----- wrong_axis: one dim where forward reduced over two -------------------------------------------
+def spatial_centering(B):
+    class SpatialCenteringLastDimOnly(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            c = x - x.mean(dim=(1, 2), keepdim=True)
+            y = c.tanh()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            h = g * (1 - y * y)
+            return h - h.mean(dim=-1, keepdim=True)  # forward's mean runs over dims 1 and 2
+
+    return SpatialCenteringLastDimOnly
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_mean_over_one_dim_where_forward_reduced_two_is_a_wrong_axis(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(61).standard_normal((2, 3, 4)))
+    findings = _findings(spatial_centering(B), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "wrong_axis")], findings
+    assert findings[0].params["dims"] in ([-1], [2]) and findings[0].params["expected_dims"] == [1, 2]

@@ -96,7 +96,9 @@ def statement_edits(probe, cls, position, rows, executed=None):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \
                     and node.func.attr != "unsqueeze":
                 written = _written_dim(node)
-                for dim in (0, 1, 2, 3, -1):
+                # one dim, or (sum/mean) two: a LayerNorm's dim=-1 where an InstanceNorm needs (2, 3)
+                pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)] if node.func.attr in ("sum", "mean") else []
+                for dim in [0, 1, 2, 3, -1] + pairs:
                     if dim != written:
                         edits.append(("dim", node, stmt, dim))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in cotangents:
@@ -143,9 +145,24 @@ def _written_dim(node):
     found = [k.value for k in node.keywords if k.arg in ("dim", "axis")] or args[:1]
     if found and isinstance(found[0], ast.Constant):
         return found[0].value
+    if found and isinstance(found[0], (ast.Tuple, ast.List)):  # dim=(2, 3)
+        dims = [_written_dim_of(e) for e in found[0].elts]
+        return tuple(dims) if None not in dims else None
     if found and isinstance(found[0], ast.UnaryOp) and isinstance(found[0].operand, ast.Constant):
         return -found[0].operand.value
     return None
+
+
+def _written_dim_of(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value
+    return None
+
+
+def _dims(dim) -> list:
+    return list(dim) if isinstance(dim, (tuple, list)) else [dim]
 
 
 def _transpose(value):
@@ -299,7 +316,8 @@ def _finding(ev, edit, src, batched=False):
         return Finding("wrong_axis",
                        f"backward for input {ev.name} reduces over the wrong dim: `{code}` with dim {argument} "
                        f"instead of {written} makes the gradient right, exactly",
-                       input=ev.index, params={"dims": [written], "expected_dims": [argument], "call": node.func.attr,
+                       input=ev.index, params={"dims": _dims(written), "expected_dims": _dims(argument),
+                                               "call": node.func.attr,
                                                "at_line": line, "statement": statement}, confidence=0.9)
     if kind == "transpose":
         expected = _transposed_text(node, batched)
