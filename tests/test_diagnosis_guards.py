@@ -374,3 +374,30 @@ def test_a_mean_over_one_dim_where_forward_reduced_two_is_a_wrong_axis(name):
     findings = _findings(spatial_centering(B), (x,))
     assert [(f.input, f.kind) for f in findings] == [(0, "wrong_axis")], findings
     assert findings[0].params["dims"] in ([-1], [2]) and findings[0].params["expected_dims"] == [1, 2]
+
+
+# ----- no region on an index tensor backward reads ---------------------------------------------------
+def sliced_scatter(B):
+    class GatherRowsSlicedInsteadOfScattered(B.Function):
+        @staticmethod
+        def forward(ctx, src, index):
+            ctx.save_for_backward(index)
+            return src.gather(1, index)
+
+        @staticmethod
+        def backward(ctx, g):
+            (index,) = ctx.saved_tensors
+            return g[:, : index.shape[1]] * 1.0, None  # a wrong formula: the columns, not a scatter
+
+    return GatherRowsSlicedInsteadOfScattered
+
+
+def test_an_index_tensor_is_no_variable_of_a_region():
+    B = backend("torch")
+    import torch
+
+    src = B.tensor([[-0.8, -1.9, 1.1, -0.9], [0.4, -0.1, 0.1, 2.1], [0.0, 1.5, 1.1, 1.6]])
+    index = torch.tensor([[0, 3, 1, 2], [0, 3, 2, 2], [2, 1, 3, 1]])
+    findings = _findings(sliced_scatter(B), (src, index))
+    # the wrong elements happen to be those where index > 0: a threshold on positions, no region
+    assert [f.kind for f in findings] == ["none"], findings

@@ -172,9 +172,10 @@ def region(ev: Evidence):
     for name, z in (ev.backward_names() or []) if ev.backward_names is not None else ():
         # a tensor backward reads (a saved residual d = pred − target), after the inputs and
         # before the output (which any branch on d also orders): a branch on |d| is a region of
-        # no input; not a mask (two values) nor one already listed
+        # no input; not a mask (two values), an index tensor (integers: positions, not values)
+        # nor one already listed
         z = np.asarray(z, dtype=float)
-        if z.shape == tuple(ev.shape) and len(np.unique(z)) > 2 and not any(
+        if z.shape == tuple(ev.shape) and len(np.unique(z)) > 2 and not np.all(z == np.round(z)) and not any(
                 np.array_equal(z, v) for _, v, _ in variables):
             variables.append((name, z, False))
     if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape) and not any(
