@@ -97,7 +97,8 @@ def statement_edits(probe, cls, position, rows, executed=None):
                     and node.func.attr != "unsqueeze":
                 written = _written_dim(node)
                 # one dim, or (sum/mean) two: a LayerNorm's dim=-1 where an InstanceNorm needs (2, 3)
-                pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)] if node.func.attr in ("sum", "mean") else []
+                pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)] \
+                    if node.func.attr in ("sum", "mean") else []
                 for dim in [0, 1, 2, 3, -1] + pairs:
                     if dim != written:
                         edits.append(("dim", node, stmt, dim))
