@@ -3,9 +3,9 @@
     python bench/diagnosis_untuned.py [--gradcli CHECKOUT] [--python PY] [--json OUT] [-v]
                                       [--corpus DIR] [--summary]
 
-``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned). The blind
-corpus is bench/diagnosis_blind: read only its ``--summary``. bench/diagnosis_heldout was blind until
-2026-12-01 19:30 UTC and is a design corpus since. ``--summary`` prints only the totals block, no
+``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned). bench/diagnosis_heldout
+was blind until 2026-12-01 19:30 UTC and bench/diagnosis_blind until 20:30 UTC; both are design
+corpora since. ``--summary`` prints only the totals block, no
 per-Function lines.
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis

@@ -182,7 +182,7 @@ def test_example_inputs_are_static_or_classmethods():
 
 def test_readme_states_the_rules_and_matches_the_corpus():
     readme = _readme()
-    assert "BLIND" in readme
+    assert "BLIND until 2026-12-01 20:30 UTC" in readme and "design corpus" in readme
     assert "--corpus bench/diagnosis_blind" in readme and "--summary" in readme
     for name in FILES:
         rows = [r for r in RECORDS if os.path.basename(r["file"]) == name]

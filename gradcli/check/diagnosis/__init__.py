@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import branch, extras, mutations
+from gradcli.check.diagnosis import branch, extras, mutations, named_terms
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -27,7 +27,7 @@ from gradcli.check.diagnosis import terms
 from gradcli.check.diagnosis.evidence import Evidence, lazy
 from gradcli.check.diagnosis.function_wide import function_wide
 from gradcli.check.diagnosis.hints import hint
-from gradcli.check.diagnosis.source import backward_code, backward_source, shared_statement
+from gradcli.check.diagnosis.source import FACTOR_OPS, SIGN_OPS, backward_code, backward_source, shared_statement
 from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
@@ -49,7 +49,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute,
             operator.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
-            terms.missing_reduction_term, mutations.edited_term)
+            terms.missing_reduction_term, named_terms.missing_named_term, mutations.edited_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -133,18 +133,20 @@ class _Diagnosis:
         return findings
 
     def _shared_sign(self, found):
-        """Several gradients negated by one mistake: the sign is wrong in a statement they share
-        (a softmax backward's score gradient feeding dq and dk), which the hints then quote."""
-        signs = [f for f, _ in found if f.kind == "sign" and f.input is not None]
-        if len(signs) < 2:
+        """Several gradients negated or scaled by one factor: the mistake is in a statement they
+        share (a softmax backward's score gradient feeding dq and dk), which the hints then quote."""
+        scaled = [f for f, _ in found if f.kind in ("sign", "scale") and f.input is not None]
+        factors = {round(float(f.params.get("factor", -1.0)), 9) for f in scaled}
+        if len(scaled) < 2 or len(factors) != 1:  # one factor shared by all, a sign or another
             return
+        ops = SIGN_OPS if factors == {-1.0} else FACTOR_OPS
         right = [self.positions.get(i, i) for i in self.indices if i not in {f.input for f, _ in found}]
         try:
             src = backward_source(self.cls, self.executed)
-            stmt = src and shared_statement(src, [self.positions.get(f.input, f.input) for f in signs], right)
+            stmt = src and shared_statement(src, [self.positions.get(f.input, f.input) for f in scaled], right, ops)
         except Exception:  # unparsable source: each hint quotes its own statement
             return
-        for f in signs if stmt is not None else ():
+        for f in scaled if stmt is not None else ():
             f.params.setdefault("at_line", src.line_of(stmt))
 
     def _failed(self, ev: Evidence) -> bool:
@@ -314,6 +316,7 @@ class _Diagnosis:
             ev.substitutions = lazy(lambda ev=ev: extras.substitutions(self, ev))
             ev.edits = lazy(lambda ev=ev: extras.edits(self, ev))
             ev.backward_names = lazy(lambda ev=ev: extras.backward_names(self, ev))
+            ev.backward_rows = lazy(lambda ev=ev: extras.backward_rows(self, ev))
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
         self._raw(evidence)
 

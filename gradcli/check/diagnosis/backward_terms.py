@@ -147,6 +147,14 @@ def backward_names_for(probe, cls, position, rows, executed=None):
     depend on grad_output — the saved tensors as it unpacks them and the names it assigns
     (``ds = s * (1 - s)``) — evaluated over the closed vocabulary; the terms a product rule's
     missing half is made of. [] when the statement's context is unavailable."""
+    return [(name, values[0]) for name, values in backward_rows_for(probe, cls, position, rows, executed)
+            if all(v.shape == values[0].shape and np.array_equal(v, values[0]) for v in values[1:])]
+
+
+def backward_rows_for(probe, cls, position, rows, executed=None):
+    """(name, [value per cotangent row]) of the tensors backward has at hand before the gradient
+    statement, those that depend on grad_output too (``w = mask * grad_out / n``). []
+    when the statement's context is unavailable."""
     context = statement_context(probe, cls, position, rows, executed)
     if context is None:
         return []
@@ -166,8 +174,7 @@ def backward_names_for(probe, cls, position, rows, executed=None):
         except (Unsupported, ValueError, TypeError, IndexError, ArithmeticError):
             continue
         first = values[0]
-        if first.ndim == 0 or not np.all(np.isfinite(first)) or any(
-                v.shape != first.shape or not np.array_equal(v, first) for v in values[1:]):
-            continue  # a number, or a value that depends on grad_output
-        found.append((name, first))
+        if first.ndim == 0 or not all(np.all(np.isfinite(v)) for v in values):
+            continue  # a number
+        found.append((name, values))
     return found

@@ -1,7 +1,7 @@
 """The library calls the statement evaluator (``evaluator.py``) knows besides arithmetic, the
 elementwise functions and the reductions: where, ones_like/zeros_like, clamp/clip, erf, softplus,
 reshape/view, squeeze, expand_as, type_as/to, transpose/swapaxes/permute with literal dims,
-einsum with a literal subscript string, and one_hot with a class count. Each is computed with
+einsum with a literal subscript string, one_hot with a class count, and eye. Each is computed with
 numpy on the evaluated arguments; anything else raises ``Unsupported`` (nothing is ``eval``ed:
 an einsum's subscripts are a string constant of the source, checked to be letters and ``,->.``).
 """
@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 MORE = ("where", "ones_like", "zeros_like", "clamp", "clip", "erf", "softplus", "reshape", "view", "squeeze",
-        "expand_as", "type_as", "to", "transpose", "swapaxes", "swapdims", "permute", "einsum", "one_hot")
+        "expand_as", "type_as", "to", "transpose", "swapaxes", "swapdims", "permute", "einsum", "one_hot", "eye")
 _SUBSCRIPT_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,->. ")
 
 
@@ -29,6 +29,12 @@ def more(evaluator, node):
     module = evaluator._is_module(owner)
     if attr == "einsum" and module:
         return _einsum(evaluator, args, node.keywords)
+    if attr == "eye" and module:  # torch.eye(n[, m], dtype=..., device=...): an identity matrix
+        sizes = [evaluator.value(a) for a in args]
+        if not 1 <= len(sizes) <= 2 or {k.arg for k in node.keywords} - {"dtype", "device"} or any(
+                isinstance(d, tuple) or np.ndim(d) or float(d) != int(d) for d in sizes):
+            raise Unsupported(attr)
+        return np.eye(*(int(d) for d in sizes))
     if module:
         if not args:
             raise Unsupported(attr)

@@ -76,6 +76,10 @@ class _Evaluator:
                             raise Unsupported(name)
                         self.env[name] = self.saved[k]
                         return self.env[name]
+                    if name in names and isinstance(stmt.value, (ast.Tuple, ast.List)) \
+                            and len(stmt.value.elts) == len(names):  # `num, den = ctx.num, ctx.den`
+                        self.env[name] = self.value(stmt.value.elts[names.index(name)])
+                        return self.env[name]
                     if name in names:  # `n, c = x.shape`
                         shape = self.value(stmt.value)
                         if not isinstance(shape, tuple) or len(shape) != len(names):

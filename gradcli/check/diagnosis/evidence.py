@@ -51,6 +51,7 @@ class Evidence:
     backward_terms: Optional[Callable[[], Any]] = None  # lazily: [(code, values per row)] of the gradient statement
     substitutions: Optional[Callable[[], Any]] = None  # lazily: (names, evaluate(name, value)) of the statement
     backward_names: Optional[Callable[[], Any]] = None  # lazily: [(name, value)] backward has, grad_output-free
+    backward_rows: Optional[Callable[[], Any]] = None  # lazily: [(name, [value per row])] backward has
     overwrites: Optional[Callable[[], Any]] = None  # lazily: does backward assign (not add) into the gradient?
     edits: Optional[Callable[[], Any]] = None  # lazily: (edits, evaluate, src) of the gradient's statements
     labels: list = field(default_factory=list)  # (name, values broadcast to the input's shape) of integer inputs

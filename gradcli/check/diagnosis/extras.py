@@ -56,6 +56,16 @@ def backward_names(diag, ev):
         return []
 
 
+def backward_rows(diag, ev):
+    from gradcli.check.diagnosis.backward_terms import backward_rows_for
+
+    try:
+        return backward_rows_for(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index), ev.cotangents,
+                                 diag.executed)
+    except Exception:  # an unusual backward: no names to build terms from
+        return []
+
+
 def edits(diag, ev):
     try:
         return mutations.statement_edits(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index),

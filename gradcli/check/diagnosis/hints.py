@@ -15,7 +15,7 @@ from gradcli.check.diagnosis.evidence import nice_number
 from gradcli.check.diagnosis.source import (backward_source, chain, computed_assignment, constant_line, fed_names,
                                             first_statement_with, forward_source, grad_output_names, gradient_statement, in_chain,
                                             inplace_statement, last_return, local_derivative,
-                                            shared_with_right_gradient, statement_at)
+                                            shared_with_right_gradient, statement_at, statements)
 
 
 def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, name: str,
@@ -121,7 +121,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("variant") == "wrong_saved":
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
-        verb = "add" if params.get("coefficient", 1) > 0 or params.get("variant") == "reduction" else "remove"
+        always_added = params.get("variant") in ("reduction", "named")  # the expression carries its sign
+        verb = "add" if params.get("coefficient", 1) > 0 or always_added else "remove"
         if params.get("variant") == "edited":
             return _with_code(f"{verb} {params.get('expression', '')} (the product rule's other half)", src,
                               statement, "in ")
@@ -143,6 +144,9 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         last = kind == "missing_reshape" and params.get("side") == "result"
         stmt = None if params.get("at_line") else (
             src and expr is not None and in_chain(src, statement, expr, names, last=last))
+        if kind == "missing_flip" and not stmt and src is not None:
+            # no cumulative call: a recursion written as a loop runs the wrong way, fixed in its header
+            stmt = next((n for n in statements(src.tree) if isinstance(n, ast.For) and src.ran(n)), None)
         stmt = stmt or statement
         if kind == "wrong_axis" and params.get("call"):
             advice = f"{params['call']} along dim {{expected_dims}}, not dim {{dims}}"
@@ -201,5 +205,7 @@ def _with_code(advice, src, stmt, joiner):
     if src is None or stmt is None:
         return advice, None
     location = src.location(stmt)
+    if isinstance(stmt, ast.For):  # a loop is quoted by its header, where its direction is set
+        location["code"] = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}:"
     text = f"{advice} {joiner}`{location['code']}` ({os.path.basename(location['file'])}:{location['line']})"
     return text, location

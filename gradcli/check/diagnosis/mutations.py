@@ -29,7 +29,7 @@ import numpy as np
 
 from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _Evaluator, statement_context
 from gradcli.check.diagnosis.evidence import nice_number, short_number
-from gradcli.check.diagnosis.source import chain, grad_output_names
+from gradcli.check.diagnosis.source import chain, grad_output_names, gradient_statement
 from gradcli.check.report import Finding
 
 MAX_EDITS = 400  # evaluations of edited statements per input (each is a few small numpy ops)
@@ -96,10 +96,17 @@ def statement_edits(probe, cls, position, rows, executed=None):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \
                     and node.func.attr != "unsqueeze":
                 written = _written_dim(node)
-                for dim in (0, 1, 2, 3, -1):
+                # one dim, or (sum/mean) two: a LayerNorm's dim=-1 where an InstanceNorm needs (2, 3)
+                pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)] \
+                    if node.func.attr in ("sum", "mean") else []
+                for dim in [0, 1, 2, 3, -1] + pairs:
                     if dim != written:
                         edits.append(("dim", node, stmt, dim))
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in cotangents \
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in cotangents:
+                # a square grad_output used untransposed (a Gram matrix's `x @ g` where `x @ g.T`,
+                # or the product rule's half `x @ g.T` dropped); never replaced by a tensor
+                edits.append(("transpose", node, stmt, None))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                     and node.id not in ("ctx", "self", "torch", "np", "math", "F"):
                 edits.append(("transpose", node, stmt, None))
                 edits.append(("variable", node, stmt, None))
@@ -139,9 +146,24 @@ def _written_dim(node):
     found = [k.value for k in node.keywords if k.arg in ("dim", "axis")] or args[:1]
     if found and isinstance(found[0], ast.Constant):
         return found[0].value
+    if found and isinstance(found[0], (ast.Tuple, ast.List)):  # dim=(2, 3)
+        dims = [_written_dim_of(e) for e in found[0].elts]
+        return tuple(dims) if None not in dims else None
     if found and isinstance(found[0], ast.UnaryOp) and isinstance(found[0].operand, ast.Constant):
         return -found[0].operand.value
     return None
+
+
+def _written_dim_of(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value
+    return None
+
+
+def _dims(dim) -> list:
+    return list(dim) if isinstance(dim, (tuple, list)) else [dim]
 
 
 def _transpose(value):
@@ -184,11 +206,13 @@ def _variables(ev):
 def operand_transposed(ev):
     """``statement_edit`` with transposes only, tried before the coupling-axes rule: a batched
     square operand used untransposed (``dscores @ q``) changes which axes couple, and the single
-    transpose that makes it right exactly is the simpler, more specific story."""
-    return statement_edit(ev, kinds=("transpose",))
+    transpose that makes it right exactly is the simpler, more specific story. Not grad_output
+    itself: `g.sum(1)` where `g.sum(0)` is needed is a dim's story, tried in ``statement_edit``
+    before the transposes."""
+    return statement_edit(ev, kinds=("transpose",), cotangents=False)
 
 
-def _edited(ev, kinds):
+def _edited(ev, kinds, cotangents=True):
     """(candidate, its value stacked per cotangent row, src, batched) for each single edit of the
     given kinds whose statements evaluate to something other than A, within the budget."""
     if ev.analytic is None or ev.values is None or ev.edits is None or ev.support() < 3:
@@ -204,7 +228,8 @@ def _edited(ev, kinds):
     variables = None
     tried, started = 0, time.perf_counter()
     for kind in kinds:
-        for edit in (e for e in edits if e[0] == kind):
+        skip = set() if cotangents else grad_output_names(src)
+        for edit in (e for e in edits if e[0] == kind and getattr(e[1], "id", None) not in skip):
             candidates = [edit]
             if kind == "variable":
                 variables = _variables(ev) + saved_named if variables is None else variables
@@ -219,13 +244,33 @@ def _edited(ev, kinds):
                     yield candidate, changed, src, evaluate.seen.get("ndim", 2) > 2
 
 
-def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign")):
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign"), cotangents=True):
     """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
     gradient statements give the numerical gradient exactly."""
-    for candidate, changed, src, batched in _edited(ev, kinds):
-        if ev.fits(changed, ev.numeric, ev.numeric_error):
-            return _finding(ev, candidate, src, batched)
-    return None
+    fallback = None
+    for candidate, changed, src, batched in _edited(ev, kinds, cotangents):
+        if not ev.fits(changed, ev.numeric, ev.numeric_error):
+            continue
+        if not isinstance(candidate[2], ast.Return) and id(candidate[2]) in _feeding_right(ev, src):
+            # the same fix in a statement a right gradient reads too would break that one: an
+            # edit nearer this gradient that fits is the fix (`g @ z1` → `g.t() @ z1`, not in `g`)
+            fallback = fallback or (candidate, src, batched)
+            continue
+        return _finding(ev, candidate, src, batched)
+    return _finding(ev, *fallback) if fallback else None
+
+
+def _feeding_right(ev, src) -> set:
+    """ids of the statements feeding the gradient of another input that is right."""
+    found = set()
+    for other in ev.others.values():
+        wrong = other.wrong()
+        if other.position is None or wrong is None or wrong.any():
+            continue
+        statement, expr = gradient_statement(src, other.position)
+        if statement is not None and expr is not None:
+            found |= {id(s) for s in chain(src, statement, expr)}
+    return found
 
 
 def edited_term(ev):
@@ -272,7 +317,8 @@ def _finding(ev, edit, src, batched=False):
         return Finding("wrong_axis",
                        f"backward for input {ev.name} reduces over the wrong dim: `{code}` with dim {argument} "
                        f"instead of {written} makes the gradient right, exactly",
-                       input=ev.index, params={"dims": [written], "expected_dims": [argument], "call": node.func.attr,
+                       input=ev.index, params={"dims": _dims(written), "expected_dims": _dims(argument),
+                                               "call": node.func.attr,
                                                "at_line": line, "statement": statement}, confidence=0.9)
     if kind == "transpose":
         expected = _transposed_text(node, batched)

@@ -267,7 +267,9 @@ def scaled_cotangent(ev):
     if found is None or len(ev.outputs) != 1 or ev.values is None or ev.support() < 3:
         return None
     J, JE, G = found
-    if ev.fits(G, J, JE):
+    if ev.fits(G, J, JE) or _elementwise(J, G):
+        # elementwise, any wrong derivative f'(x)·r(x) is "J times a ratio of two tensors": no
+        # evidence of a swapped tensor (the statement-level rules read the code for that)
         return None
     out = ev.outputs[0]
     tensors = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
@@ -296,6 +298,14 @@ def scaled_cotangent(ev):
                                                            "expression": used, "expected": needed},
                                    confidence=0.85)
     return None
+
+
+def _elementwise(J, G) -> bool:
+    """J and G both diagonal (square, nothing off the diagonal): an elementwise op."""
+    if J.shape[0] != J.shape[1]:
+        return False
+    off = ~np.eye(J.shape[0], dtype=bool)
+    return not np.any(J[off]) and not np.any(G[off])
 
 
 def operator_matrices(probe, ev, numeric):

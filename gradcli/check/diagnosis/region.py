@@ -18,6 +18,7 @@ from gradcli.check.report import Finding
 NICE_THRESHOLDS = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0) + tuple(
     float(v) for k in range(3, 11) for v in (k, -k)) + (0.25, -0.25, 0.1, -0.1, 1.5, -1.5, 2.5, -2.5)
 KINK_GAP = 1e-4  # relative gap between one-sided derivatives that counts as a kink
+MIN_LONE_SPLIT = 5  # informative elements a 1-vs-rest split needs to be evidence of a region
 KINK_SAMPLE = 8  # wrong elements whose one-sided derivatives are computed before all of them
 
 
@@ -153,6 +154,10 @@ def region(ev: Evidence):
     if wi.all() or not wi.any():
         return None
     n_wrong, n_right = int(wi.sum()), int((~wi).sum())
+    if min(n_wrong, n_right) < 2 and n_wrong + n_right < MIN_LONE_SPLIT:
+        # one element alone on a side among so few informative ones is no evidence of any region:
+        # three values split 2:1 at an extreme (or along a diagonal) by chance most of the time
+        return None
     matches = []  # (description, confidence, what it is about: "position" or a variable's name)
     for description, mask in _positional(ev.shape):
         if np.array_equal(mask[info], wi):
@@ -163,7 +168,18 @@ def region(ev: Evidence):
     for other in ev.others.values():
         if other.values is not None and other.values.shape == tuple(ev.shape):
             variables.append((other.name, np.asarray(other.values, dtype=float), False))
-    if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape):
+    compared = [v for v in variables if v[0] != "the output"]  # x < y between inputs only
+    for name, z in (ev.backward_names() or []) if ev.backward_names is not None else ():
+        # a tensor backward reads (a saved residual d = pred − target), after the inputs and
+        # before the output (which any branch on d also orders): a branch on |d| is a region of
+        # no input; not a mask (two values), an index tensor (integers: positions, not values)
+        # nor one already listed
+        z = np.asarray(z, dtype=float)
+        if z.shape == tuple(ev.shape) and len(np.unique(z)) > 2 and not np.all(z == np.round(z)) and not any(
+                np.array_equal(z, v) for _, v, _ in variables):
+            variables.append((name, z, False))
+    if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape) and not any(
+            np.array_equal(ev.outputs[0], v) for _, v, _ in variables[len(compared):]):
         variables.append(("the output", ev.outputs[0], False))
 
     balanced = min(n_wrong, n_right) >= 2
@@ -185,7 +201,7 @@ def region(ev: Evidence):
                 at = 0 if matches and matches[0][1] <= confidence and matches[0][2] != "position" else len(matches)
                 matches.insert(at, (description, confidence, name))
                 break
-    inputs = [v for v in variables if v[0] != "the output"]
+    inputs = compared
     for (n1, z1, _), (n2, z2, _) in itertools.combinations(inputs[:3], 2):
         for description, mask in ((f"{n1} < {n2}", z1 < z2), (f"{n1} > {n2}", z1 > z2)):
             if np.array_equal(mask[info], wi):

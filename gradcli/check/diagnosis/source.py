@@ -258,10 +258,14 @@ def chain(src: Source, statement, expr):
     return sorted(found, key=lambda n: n.lineno)
 
 
-def shared_statement(src: Source, positions, right_positions=()):
-    """The last assignment with a subtraction or a unary minus feeding the gradients at every one of
-    ``positions`` (two or more) and at none of ``right_positions``: where a sign mistake those
-    gradients share is made. None if none."""
+SIGN_OPS = (ast.Sub, ast.USub)  # where a sign can be wrong
+FACTOR_OPS = (ast.Mult, ast.Div)  # where a factor can be wrong
+
+
+def shared_statement(src: Source, positions, right_positions=(), ops=SIGN_OPS):
+    """The last assignment with one of ``ops`` (a subtraction or a unary minus: a sign; a product or
+    a quotient: a factor) feeding the gradients at every one of ``positions`` (two or more) and at
+    none of ``right_positions``: where a mistake those gradients share is made. None if none."""
     chains = []
     for position in list(positions) + list(right_positions):
         statement, expr = gradient_statement(src, position)
@@ -272,9 +276,9 @@ def shared_statement(src: Source, positions, right_positions=()):
     shared = {k: s for k, s in chains[0].items() if all(k in c for c in chains[1:len(positions)])}
     for other in chains[len(positions):]:
         shared = {k: s for k, s in shared.items() if k not in other}
-    # only a statement where a sign can be wrong (a subtraction, a unary minus) is named
+    # only a statement where that mistake can be made is named
     assignments = [s for s in shared.values() if isinstance(s, ast.Assign) and any(
-        isinstance(n, (ast.Sub, ast.USub)) for n in ast.walk(s.value))]
+        isinstance(n, ops) for n in ast.walk(s.value))]
     return max(assignments, key=lambda s: s.lineno) if assignments else None
 
 

@@ -1,0 +1,65 @@
+"""``missing_term`` built from backward's own names: one term of a sum dropped after backward
+prepared its pieces (``grad_a = w * u`` where ``w * (u - r)`` is needed). numeric − analytic is,
+for every cotangent, one simple number times one name or the product of two names backward
+assigns before the gradient statement, at least one of them carrying grad_output (a term that
+does not follow the cotangent is no term of a vector-Jacobian product)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
+from gradcli.check.report import Finding
+
+MAX_NAMES = 16  # names tried (pairs of them: 120 products at most)
+
+
+def _cosine(a, b):
+    na, nb = float(np.sqrt(np.sum(a * a))), float(np.sqrt(np.sum(b * b)))
+    return 0.0 if na == 0 or nb == 0 else abs(float(np.sum(a * b)) / (na * nb))
+
+
+def _rows(ev: Evidence):
+    """(name, (K, *shape) array, follows the cotangent) for the names broadcastable to the input."""
+    found = []
+    for name, values in (ev.backward_rows() or [])[:MAX_NAMES] if ev.backward_rows is not None else ():
+        if len(values) != len(ev.kinds):
+            continue
+        try:
+            stacked = np.stack([np.broadcast_to(v, ev.shape) for v in values])
+        except ValueError:
+            continue
+        follows = any(not np.array_equal(stacked[0], row) for row in stacked[1:])
+        found.append((name, stacked, follows))
+    return found
+
+
+def missing_named_term(ev: Evidence):
+    if ev.analytic is None or ev.numeric is None or ev.support() < 3:
+        return None
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    names = _rows(ev)
+    candidates = [(n, z) for n, z, follows in names if follows]
+    candidates += [(f"{n1}·{n2}", z1 * z2) for (n1, z1, f1), (n2, z2, f2) in itertools.combinations(names, 2)
+                   if f1 != f2]  # grad_output enters once: one factor follows it, the other does not
+    residual = N - A
+    fitting = []
+    for description, T in candidates:
+        if ev.support(T) < 3 or _cosine(T, N) > 1 - 1e-9 or _cosine(T, A) > 1 - 1e-9:
+            continue  # proportional to the gradient itself: a scale, not a term
+        alpha = float(np.sum(residual * T) / np.sum(T * T))
+        nice = nice_number(alpha)
+        if nice is not None and nice != 0 and ev.fits(A + nice * T, N, E):
+            fitting.append((description, nice))  # only a simple coefficient is evidence of a dropped term
+    if not fitting:
+        return None
+    # the simplest: a term the backward names as it is (coefficient ±1) before a multiple of one
+    description, nice = min(fitting, key=lambda f: abs(f[1]) != 1)
+    sign = "−" if nice < 0 else ""
+    text = sign + ("" if abs(nice) == 1 else f"{short_number(abs(nice))}·") + description
+    return Finding("missing_term",
+                   f"backward for input {ev.name} misses the term {text} (numeric − analytic fits it exactly)",
+                   input=ev.index, params={"variant": "named", "term": description, "coefficient": nice,
+                                           "expression": text},
+                   confidence=0.8)
