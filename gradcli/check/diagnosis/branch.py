@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from gradcli.check.diagnosis import region as regions
-from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
-from gradcli.check.diagnosis.terms import _backward_variables, _cosine, _term_library, _variables
+from gradcli.check.diagnosis.evidence import Evidence
+from gradcli.check.diagnosis.terms import _backward_variables, _cosine, _term_library, _variables, term_words
 from gradcli.check.report import Finding
 
 
@@ -32,12 +32,7 @@ def branch_missing_term(ev: Evidence):
         alpha = float(np.sum(residual * T) / np.sum(T * T))
         if alpha == 0 or not ev.fits(A + alpha * T, N, E):
             continue
-        nice = nice_number(alpha)
-        coefficient = nice if nice is not None else float(f"{alpha:.6g}")
-        size = abs(coefficient)
-        text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
-            "" if description == "1" else f"·{description}")
-        what = "misses the term" if coefficient > 0 else "has an extra term"
+        nice, coefficient, text, what = term_words(alpha, description)
         where = found.params["description"]
         return Finding("missing_term",
                        f"backward for input {ev.name} {what} {text} where {where} (numeric − analytic fits it "

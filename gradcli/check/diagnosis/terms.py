@@ -14,6 +14,17 @@ from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
 from gradcli.check.diagnosis.patterns import broadcast_dims, sum_to
 from gradcli.check.report import Finding
 
+def term_words(alpha: float, description: str) -> tuple:
+    """(nice number or None, coefficient, "3·grad_output·x", "misses the term" / "has an extra term") for
+    a fitted term: the residual is what is missing, so a negative coefficient is a term too many."""
+    nice = nice_number(alpha)
+    coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+    size = abs(coefficient)
+    text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
+        "" if description == "1" else f"·{description}")
+    return nice, coefficient, text, "misses the term" if coefficient > 0 else "has an extra term"
+
+
 def _variables(ev: Evidence):
     """(name, values) of the inputs and the output that are shaped like this input."""
     variables = [(ev.name, ev.values)]
@@ -85,13 +96,7 @@ def missing_term(ev: Evidence):
         alpha = float(np.sum(residual * T) / np.sum(T * T))
         if not ev.fits(A + alpha * T, N, E):
             continue
-        nice = nice_number(alpha)
-        coefficient = nice if nice is not None else float(f"{alpha:.6g}")
-        # the residual is what is missing: a negative coefficient is a term too many
-        size = abs(coefficient)
-        text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
-            "" if description == "1" else f"·{description}")
-        what = "misses the term" if coefficient > 0 else "has an extra term"
+        nice, coefficient, text, what = term_words(alpha, description)
         return Finding("missing_term",
                        f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
                        input=ev.index, params={"variant": "missing", "term": description, "coefficient": coefficient,
