@@ -32,46 +32,35 @@ def labels(diag):
     return found
 
 
-def backward_terms(diag, ev):
+def _at_statement(builder, diag, ev, default):
+    """``builder``'s evidence about the statement that computes input ``ev``'s gradient; ``default``
+    when backward is unusual (a rule then simply has no statement-level evidence)."""
     try:
-        return terms_for(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index), ev.cotangents,
-                         diag.executed)
-    except Exception:  # an unusual backward: term_sign simply has no evidence
-        return None
+        return builder(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index), ev.cotangents, diag.executed)
+    except Exception:  # noqa: BLE001 -- an unusual backward: no evidence, never an error
+        return default
+
+
+def backward_terms(diag, ev):
+    return _at_statement(terms_for, diag, ev, None)
 
 
 def substitutions(diag, ev):
-    try:
-        return substitutions_for(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index), ev.cotangents,
-                                 diag.executed)
-    except Exception:  # an unusual backward: no statement-level evidence
-        return None
+    return _at_statement(substitutions_for, diag, ev, None)
 
 
 def backward_names(diag, ev):
-    try:
-        return backward_names_for(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index), ev.cotangents,
-                                  diag.executed)
-    except Exception:  # an unusual backward: no names to build terms from
-        return []
+    return _at_statement(backward_names_for, diag, ev, [])
 
 
 def backward_rows(diag, ev):
     from gradcli.check.diagnosis.backward_terms import backward_rows_for
 
-    try:
-        return backward_rows_for(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index), ev.cotangents,
-                                 diag.executed)
-    except Exception:  # an unusual backward: no names to build terms from
-        return []
+    return _at_statement(backward_rows_for, diag, ev, [])
 
 
 def edits(diag, ev):
-    try:
-        return mutations.statement_edits(diag.probe, diag.cls, diag.positions.get(ev.index, ev.index),
-                                         ev.cotangents, diag.executed)
-    except Exception:  # an unusual backward: no statement-level evidence
-        return None
+    return _at_statement(mutations.statement_edits, diag, ev, None)
 
 
 def relayout_finding(diag, ev):
