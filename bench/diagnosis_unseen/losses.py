@@ -128,8 +128,8 @@ class NllIgnoredRowsGetGrad(torch.autograd.Function):
     def backward(ctx, grad):
         safe, keep = ctx.saved_tensors
         out = torch.zeros(ctx.shape, dtype=grad.dtype)
-        fill = (-grad / ctx.count).expand(safe.shape[0])[:, None]
-        out.scatter_(1, safe[:, None], fill)  # BUG
+        fill = (-grad / ctx.count).expand(safe.shape[0])[:, None]  # BUG
+        out.scatter_(1, safe[:, None], fill)
         return out, None
 
     @staticmethod

@@ -146,8 +146,8 @@ class TemperedSoftmaxNoChainRule(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         (probs,) = ctx.saved_tensors
-        inner = probs * (grad_out - (probs * grad_out).sum(-1, keepdim=True))  # BUG
-        return inner, None
+        inner = probs * (grad_out - (probs * grad_out).sum(-1, keepdim=True))
+        return inner, None  # BUG
 
     @staticmethod
     def example_inputs():
