@@ -120,8 +120,9 @@ def _worker_start(capture=None):
         inherited.set_num_threads(1)
 
 
-def _send_file(item, options: RunOptions, w: int, check, seen=lambda message: None):
-    """Check one file, sending its messages from ``file`` to ``file_done`` (``seen`` sees each first)."""
+def _send_file(item, options: RunOptions, w: int, check, seen=lambda message: None, retire=lambda: False):
+    """Check one file, sending its messages from ``file`` to ``file_done`` (``seen`` sees each first;
+    ``retire()``, asked at the end, goes with ``file_done``: whether this worker takes no further file)."""
     _send(w, ("file", 0))
     for message in file_messages(item, options, check):
         seen(message)
@@ -134,7 +135,7 @@ def _send_file(item, options: RunOptions, w: int, check, seen=lambda message: No
             _send(w, ("result", FunctionResult(result.file, result.function, result.backend, "error",
                                                f"could not transfer the result: {type(e).__name__}: {e}")))
     reap_orphans()  # what the file's import forked, before the parent hears that the file is done
-    _send(w, ("file_done", 0))
+    _send(w, ("file_done", retire()))
 
 
 def _worker_body(item, options: RunOptions, w: int, capture=None):
@@ -152,35 +153,46 @@ def _worker_body(item, options: RunOptions, w: int, capture=None):
 
 
 class _Worker:
-    """A forked process checking one file."""
+    """A forked process checking one file (``shared``: plain files one after another, shared_worker.py)."""
+
+    shared = False
 
     def __init__(self, item, options: RunOptions, attempt: int = 1):
-        self.item = item
-        self.attempt = attempt
-        self.started = False  # it sent "file": it is importing or checking
-        self.done = False  # it sent "file_done"
-        self.current = None  # Function being checked
-        self.inline = False  # the file has one Function: the worker checks it itself (_check_inline)
-        self.cases: list = []  # the inline check's input sets, once built
-        self.extended = 0.0  # the inline check's --prove budget
-        self.check_start = 0.0
         self.timeout = options.timeout
         self.capture = tempfile.TemporaryFile()  # its fds 1 and 2: read here if it dies checking inline
-        self.pid, self.fd = _fork(lambda w: _worker_body(item, options, w, self.capture), new_group=True)
+        self._reset(item, attempt, options)
+        self.pid, self.fd = _fork(self._body(options), new_group=True)
         try:
             os.setpgid(self.pid, self.pid)
         except OSError:
             pass
         self.frames = _Frames()
+
+    def _reset(self, item, attempt: int, options: RunOptions):
+        self.item, self.attempt = item, attempt
+        self.started = False  # it sent "file": it is importing or checking
+        self.done = False  # it sent "file_done"
+        self.retired = False  # a shared worker that will take no further file (the file changed the process)
+        self.current = None  # Function being checked
+        self.inline = self.shared  # the file has one Function (or a shared worker): checked in the worker
+        self.chosen: list = []  # the names of the file's selected Functions, once collected
+        self.reported: list = []  # the names of those whose result came
+        self.cases: list = []  # the inline check's input sets, once built
+        self.extended = 0.0  # the inline check's --prove budget
+        self.check_start = 0.0
         self.deadline = time.monotonic() + options.timeout
+
+    def _body(self, options: RunOptions):
+        item = self.item
+        return lambda w: _worker_body(item, options, w, self.capture)
 
     def kill(self):
         kill_group(self.pid)
 
 
-def _inline_failure(worker: _Worker, collector: Collector, status: int, timed_out: bool):
+def _inline_failure(worker: _Worker, collector: Collector, status: int, timed_out: bool, finish: bool = True):
     """The error result of a Function checked inline whose worker died or was killed: worded as
-    ``_check_in_child`` words a checker's."""
+    ``_check_in_child`` words a checker's (``finish``: the file is done with it)."""
     item = worker.item
     info = next((i for i in collector.collected.get(item.path, ()) if i.name == worker.current), None)
     limit = f"{worker.timeout + worker.extended:g} s (--timeout + --prove-timeout)" if worker.extended else \
@@ -192,7 +204,8 @@ def _inline_failure(worker: _Worker, collector: Collector, status: int, timed_ou
         line=info.line if info else None, backward_line=info.backward_line if info else None,
         style=info.style if info else "", cases=[CaseResult(records, "error", why) for records in worker.cases],
         output=_read_output(worker.capture.fileno()), duration=time.monotonic() - worker.check_start)))
-    collector.file_finished(item)
+    if finish:
+        collector.file_finished(item)
 
 
 def _finish(worker: _Worker, collector: Collector, timeout: Optional[float] = None, keep=(),
