@@ -28,6 +28,7 @@ import time
 from typing import Optional
 
 from gradcli.check import warm_parent
+from gradcli.check.check_clock import CheckClock
 from gradcli.check.channels import _capture, _died, _fork, _Frames, _read_output, _send
 from gradcli.check.discovery import imports_torch
 from gradcli.check.reaper import become_subreaper, kill_group, reap_orphans
@@ -73,15 +74,16 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
     os.lseek(out_fd, 0, os.SEEK_SET)
     start = time.perf_counter()
     pid, fd = _fork(body, new_group=True)  # its own group: what user code forks goes with it
-    frames, cases, result, timed_out, extended = _Frames(), [], None, False, 0.0
-    deadline = time.monotonic() + options.timeout
+    frames, cases, result, stopped, extended = _Frames(), [], None, None, 0.0
+    clock = CheckClock(pid, options.timeout)  # the checker's CPU time, a wall cap for a check that waits
     with os.fdopen(fd, "rb", buffering=0) as pipe:
         while result is None:  # not until EOF: a process user code forked may hold the pipe open
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
-                timed_out = True
+            stopped = clock.expired()
+            if stopped:
                 kill_group(pid)
                 break
+            if not select.select([pipe], [], [], clock.wait())[0]:
+                continue
             chunk = pipe.read(1 << 20)
             if not chunk:
                 break
@@ -89,7 +91,7 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
                 if kind == "cases":
                     cases = payload
                 elif kind == "extend":  # --prove's own budget, beyond --timeout
-                    deadline += payload
+                    clock.extend(payload)
                     extended += payload
                 else:
                     result = payload
@@ -98,14 +100,16 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
     reap_orphans()
     if result is not None:
         return result
-    limit = f"{options.timeout + extended:g} s (--timeout + --prove-timeout)" if extended else \
-        f"{options.timeout:g} s (--timeout)"
-    why = f"timed out after {limit}" if timed_out else \
+    why = clock.why(stopped, _limit_name(extended)) if stopped else \
         f"the checking process {_died(status)} without a result (os._exit or a crash in user code?)"
     return FunctionResult(target.file, target.name, target.backend, "error", why, line=target.line,
                           backward_line=target.backward_line, style=target.style,
                           cases=[CaseResult(records, "error", why) for records in cases],
                           output=_read_output(out_fd), duration=time.perf_counter() - start)
+
+
+def _limit_name(extended: float) -> str:
+    return "--timeout + --prove-timeout" if extended else "--timeout"
 
 
 def _worker_start(capture=None):
@@ -166,7 +170,16 @@ class _Worker:
             os.setpgid(self.pid, self.pid)
         except OSError:
             pass
+        self.clock = CheckClock(self.pid, options.timeout)  # until it begins its file
         self.frames = _Frames()
+
+    def timed_out(self) -> bool:
+        """Whether its clock ran out (kept in ``stopped_by``): the check, import or start-up it is in."""
+        self.stopped_by = self.clock.expired()
+        return self.stopped_by is not None
+
+    def why(self) -> str:
+        return self.clock.why(self.stopped_by or "time", _limit_name(self.extended))
 
     def _reset(self, item, attempt: int, options: RunOptions):
         self.item, self.attempt = item, attempt
@@ -180,7 +193,8 @@ class _Worker:
         self.cases: list = []  # the inline check's input sets, once built
         self.extended = 0.0  # the inline check's --prove budget
         self.check_start = 0.0
-        self.deadline = time.monotonic() + options.timeout
+        self.clock = CheckClock(None, options.timeout)  # its start-up: wall time (no pid yet)
+        self.stopped_by = None  # how its clock ran out (CheckClock.expired), when it did
 
     def _body(self, options: RunOptions):
         item = self.item
@@ -195,9 +209,7 @@ def _inline_failure(worker: _Worker, collector: Collector, status: int, timed_ou
     ``_check_in_child`` words a checker's (``finish``: the file is done with it)."""
     item = worker.item
     info = next((i for i in collector.collected.get(item.path, ()) if i.name == worker.current), None)
-    limit = f"{worker.timeout + worker.extended:g} s (--timeout + --prove-timeout)" if worker.extended else \
-        f"{worker.timeout:g} s (--timeout)"
-    why = f"timed out after {limit}" if timed_out else \
+    why = worker.why() if timed_out else \
         f"the checking process {_died(status)} without a result (os._exit or a crash in user code?)"
     collector.handle(item, ("result", FunctionResult(
         item.path, worker.current, info.backend if info else "gradcli", "error", why,
@@ -228,7 +240,7 @@ def _finish(worker: _Worker, collector: Collector, timeout: Optional[float] = No
         if not worker.done:
             collector.file_finished(item)
         return []
-    what = f"timed out after {timeout:g} s" if timeout is not None else _died(status)
+    what = worker.why() if timeout is not None else _died(status)
     if not worker.started:  # it died in gradcli's own start-up code, before the file was touched
         if worker.attempt < START_ATTEMPTS and timeout is None and not collector.stop:
             return [(item, worker.attempt + 1)]

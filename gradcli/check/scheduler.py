@@ -19,6 +19,7 @@ import time
 from contextlib import contextmanager
 
 from gradcli.check import warm_parent
+from gradcli.check.check_clock import WALL_FACTOR, CheckClock
 from gradcli.check.collector import Collector
 from gradcli.check.discovery import imports_torch
 from gradcli.check.plain_files import is_plain
@@ -65,7 +66,7 @@ def run_workers(items, options: RunOptions, collector: Collector, warm_symbolic:
                     active[worker.fd] = worker
             if not active:
                 break
-            timeout = max(0.0, min(w.deadline for w in active.values()) - time.monotonic())
+            timeout = min(w.clock.wait() for w in active.values())
             for fd in select.select(list(active), [], [], timeout)[0]:
                 worker = active[fd]
                 chunk = os.read(fd, 1 << 20)
@@ -76,7 +77,7 @@ def run_workers(items, options: RunOptions, collector: Collector, warm_symbolic:
                 elif worker.done or not chunk:  # done: a process user code forked may still hold the pipe
                     queue[:0] = end(active.pop(fd))
             for fd, worker in list(active.items()):
-                if time.monotonic() > worker.deadline:
+                if worker.timed_out():
                     worker.kill()
                     queue[:0] = end(active.pop(fd), timeout=options.timeout)
             if collector.stop:  # -x: the first fail or error ends the run
@@ -116,21 +117,22 @@ def _pids(active: dict) -> set:
 
 def _relay(worker, message, collector: Collector, options: RunOptions, resumed: set = frozenset()):
     kind = message[0]
-    # the worker times checks itself (--timeout, plus --prove's budget when a checker asks for it)
-    worker.deadline = time.monotonic() + options.timeout + options.symbolic_seconds() + KILL_GRACE
-    if kind == "file":
-        worker.started = True
-        worker.deadline = time.monotonic() + options.timeout  # importing it
-    elif kind == "file_done":
-        worker.done, worker.retired = True, bool(message[1])
-        worker.current = None
-        collector.file_finished(worker.item)
-    elif kind in ("cases", "extend"):  # from an inline check: the parent times it as a checker
+    if kind in ("cases", "extend"):  # from an inline check: the parent times it as a checker
         if kind == "cases":
             worker.cases = message[1]
         else:
             worker.extended += message[1]
-        worker.deadline = worker.check_start + options.timeout + worker.extended
+            worker.clock.extend(message[1])
+        return
+    # the worker times its checkers itself (CPU time, capped at WALL_FACTOR x in wall time): a backstop
+    worker.clock = CheckClock(None, WALL_FACTOR * (options.timeout + options.symbolic_seconds()) + KILL_GRACE)
+    if kind == "file":
+        worker.started = True
+        worker.clock = CheckClock(worker.pid, options.timeout)  # importing it
+    elif kind == "file_done":
+        worker.done, worker.retired = True, bool(message[1])
+        worker.current = None
+        collector.file_finished(worker.item)
     else:
         if kind == "collected":
             worker.inline = worker.shared or len(message[1]) == 1
@@ -138,7 +140,7 @@ def _relay(worker, message, collector: Collector, options: RunOptions, resumed: 
         worker.current = message[1] if kind == "start" else None
         if kind == "start" and worker.inline:
             worker.check_start = time.monotonic()
-            worker.deadline = worker.check_start + options.timeout
+            worker.clock = CheckClock(worker.pid, options.timeout)
         if kind == "result":
             worker.reported.append(message[1].function)
         if kind == "collected" and worker.item.path in resumed:

@@ -113,7 +113,7 @@ def shared_finish(worker: SharedWorker, collector: Collector, timeout: Optional[
         if not worker.started:  # gradcli's own start-up, before the file: as a worker's, once more
             if worker.attempt < START_ATTEMPTS and timeout is None and not collector.stop:
                 return [(item, worker.attempt + 1, "isolated")]
-            what = f"timed out after {timeout:g} s" if timeout is not None else _died(status)
+            what = worker.why() if timeout is not None else _died(status)
             message = f"the worker process {what} before importing the file (started {worker.attempt} times)"
             backend = "torch" if imports_torch(item.abspath) else "gradcli"
             collector.handle(item, ("result", FunctionResult(item.path, None, backend, "error", message)))
