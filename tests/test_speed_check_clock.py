@@ -111,7 +111,13 @@ SPINS_AND_SLEEPS = """
 
 
 @pytest.mark.skipif(not (hasattr(os, "fork") and os.path.exists("/proc/self/stat")), reason="forked checkers, /proc")
-def test_a_spinning_check_runs_out_of_cpu_time_and_a_sleeping_one_into_the_wall_cap(tmp_path):
+def test_a_spinning_check_runs_out_of_cpu_time_and_a_sleeping_one_into_the_wall_cap(tmp_path, monkeypatch):
+    # the checkers' CPU seconds read 100x: the spinning one reaches its 1 s long before the 4 s wall cap even
+    # when the machine lends it 1 % of a core; the sleeping one uses none and meets the wall cap
+    from gradcli.check import check_clock
+
+    real = check_clock.process_cpu_seconds
+    monkeypatch.setattr(check_clock, "process_cpu_seconds", lambda pid: None if real(pid) is None else 100 * real(pid))
     path = tmp_path / "slow.py"
     path.write_text(textwrap.dedent(SPINS_AND_SLEEPS))
     out = tmp_path / "report.json"
@@ -119,7 +125,28 @@ def test_a_spinning_check_runs_out_of_cpu_time_and_a_sleeping_one_into_the_wall_
     assert result.exit_code == 3, result.output
     messages = {r["function"]: (r["status"], r["message"]) for r in json.loads(out.read_text())["results"]}
     assert messages == {
-        "Spins": ("error", "timed out after 1 s of CPU time (--timeout)"),
+        "Spins": ("error", "timed out after 1 s of CPU time (--timeout)"),  # (100x its real CPU time)
         "Sleeps": ("error", "timed out after 4 s of wall time, 4x the CPU-time limit of 1 s (--timeout): it waits "
                             "(a sleep, a lock, a blocking read) or got almost no CPU"),
     }
+
+
+def test_inside_the_check_its_time_is_cpu_time_but_at_least_a_quarter_of_wall_time(monkeypatch):
+    from types import SimpleNamespace
+
+    from gradcli.check import check_clock
+
+    now = {"cpu": 10.0, "wall": 50.0}
+    monkeypatch.setattr(check_clock, "time", SimpleNamespace(process_time=lambda: now["cpu"],
+                                                             monotonic=lambda: now["wall"]))
+    watch = check_clock.Stopwatch()
+    now.update(cpu=13.0, wall=58.0)  # computing on a loaded machine: CPU time counts
+    assert watch.elapsed() == 3.0
+    now.update(cpu=13.5, wall=70.0)  # then waiting: a quarter of the wall time counts
+    assert watch.elapsed() == 5.0
+
+
+def test_a_forwards_measured_cost_follows_the_same_rule():
+    from gradcli.numeric import function
+
+    assert function.WALL_SHARE == 1 / WALL_FACTOR

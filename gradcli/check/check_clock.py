@@ -7,6 +7,10 @@ time is the CPU time of the process running it (user + system, its finished chil
 read from ``/proc/PID/stat``), and a wall-time cap of WALL_FACTOR x the limit stops a check that
 waits instead of computing (a ``sleep``, a lock, a blocking read), which uses no CPU. Where
 ``/proc`` cannot be read (not Linux) the limit is wall time, as it was.
+
+Seen from inside the check (``Stopwatch``: the exact check's share of --timeout, full mode's time
+budget, a forward's measured cost in numeric/function.py), the same rule reads: a check's time is
+its CPU time, but at least 1/WALL_FACTOR of its wall time.
 """
 from __future__ import annotations
 
@@ -40,10 +44,11 @@ class CheckClock:
     """The time limit of one check running in process ``pid`` (``pid=None``: wall time only, a
     backstop). ``cpu`` and ``wall`` are the clocks (tests give fake ones)."""
 
-    def __init__(self, pid: Optional[int], limit: float, cpu: Callable = process_cpu_seconds,
+    def __init__(self, pid: Optional[int], limit: float, cpu: Optional[Callable] = None,
                  wall: Callable = time.monotonic):
-        self.pid, self.limit, self._cpu, self._wall = pid, limit, cpu, wall
-        self.cpu_start = None if pid is None else cpu(pid)
+        self.pid, self.limit, self._wall = pid, limit, wall
+        self._cpu = cpu or (lambda pid: process_cpu_seconds(pid))  # looked up when read: a test may scale it
+        self.cpu_start = None if pid is None else self._cpu(pid)
         self.wall_start = wall()
 
     def extend(self, seconds: float):
@@ -80,3 +85,14 @@ class CheckClock:
         if how == "cpu":
             return f"timed out after {self.limit:g} s of CPU time ({what})"
         return f"timed out after {self.limit:g} s ({what})"
+
+
+class Stopwatch:
+    """A check's time since this was made, as CheckClock counts it, in the checking process itself:
+    this process's CPU seconds, but at least 1/WALL_FACTOR of the wall seconds (a forward that waits)."""
+
+    def __init__(self):
+        self.cpu, self.wall = time.process_time(), time.monotonic()
+
+    def elapsed(self) -> float:
+        return max(time.process_time() - self.cpu, (time.monotonic() - self.wall) / WALL_FACTOR)

@@ -19,6 +19,7 @@ from gradcli.check import determinism as _determinism
 from gradcli.check import value_phases as _phases
 from gradcli.check.analytic import Analytic, BackwardFailed
 from gradcli.check.backward_records import recording_backward
+from gradcli.check.check_clock import Stopwatch
 from gradcli.check.function_features import add_feature_checks
 from gradcli.check.compare import compare_elements, settled_elements, values_check
 from gradcli.check.too_large import probe_too_large
@@ -139,7 +140,7 @@ class _Session:
                  nondet_tol=0.0, strict_shapes=False, strategy="auto", function=None, name=None, eps=None,
                  unconnected_as_zero=False, time_budget=None, reseed=False):
         self.started = time.perf_counter()
-        self.started_cpu = time.process_time()  # time_budget is CPU time: the same on a busy machine
+        self.watch = Stopwatch()  # time_budget is check time (CPU time, check_clock.py): the same on a busy machine
         self.args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
         self.cls = function or _backends.function_class(fn)
         self.call = fn.apply if isinstance(fn, type) else fn
@@ -350,7 +351,7 @@ class _Session:
             start = time.perf_counter()
             # method="auto": Richardson only where the cheaper estimate leaves the verdict open
             settled = settled_elements(analytic, self.tolerance, len(cotangents)) if self.method == "auto" else None
-            budget = None if self.time_budget is None else self.time_budget - (time.process_time() - self.started_cpu)
+            budget = None if self.time_budget is None else self.time_budget - self.watch.elapsed()
             try:
                 numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed, settled,
                                               budget)
