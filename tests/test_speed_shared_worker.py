@@ -167,7 +167,13 @@ def test_a_file_that_changes_the_process_retires_its_worker(tmp_path, monkeypatc
     assert math.tau == 6.283185307179586
 
 
-def test_a_hang_in_a_shared_worker_costs_only_its_function(tmp_path):
+def test_a_hang_in_a_shared_worker_costs_only_its_function(tmp_path, monkeypatch):
+    # CPU seconds read 10x (as in test_speed_check_clock.py): the spinning Function reaches its limit long
+    # before the wall cap, however little CPU a loaded machine lends it
+    from gradcli.check import check_clock
+
+    real = check_clock.process_cpu_seconds
+    monkeypatch.setattr(check_clock, "process_cpu_seconds", lambda pid: None if real(pid) is None else 10 * real(pid))
     folder = tmp_path / "fns"
     folder.mkdir()
     write(folder, "a_first.py", DOUBLE.format(n=0))
@@ -183,3 +189,38 @@ def test_a_hang_in_a_shared_worker_costs_only_its_function(tmp_path):
         ("b_hangs.py", "Double2"): ("pass", ""),  # the rest of the file, in a worker of its own
         ("c_last.py", "Double3"): ("pass", ""),
     }
+
+
+TORCH_THREADS = """
+    import torch
+
+
+    class ScaledByThreads{n}(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * torch.get_num_threads()  # right only on one thread
+"""
+
+
+def test_a_shared_torch_worker_runs_torch_on_one_thread(tmp_path):
+    pytest.importorskip("torch")
+    import os
+    import subprocess
+    import sys
+
+    from gradcli.check.threads import THREAD_VARIABLES
+
+    folder = tmp_path / "fns"
+    folder.mkdir()
+    for n in range(2):
+        write(folder, f"fn{n}.py", TORCH_THREADS.format(n=n))
+    assert is_plain(str(folder / "fn0.py"))
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    done = subprocess.run([sys.executable, "-m", "gradcli", "check", str(folder), "--format", "plain", "--no-exact"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-1].startswith("2 passed in ")
