@@ -224,3 +224,15 @@ def test_a_shared_torch_worker_runs_torch_on_one_thread(tmp_path):
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1].startswith("2 passed in ")
+
+
+def test_a_shared_worker_retires_after_max_files(tmp_path, monkeypatch):
+    folder = tmp_path / "fns"
+    folder.mkdir()
+    for n in range(3):
+        write(folder, f"fn{n}.py", DOUBLE.format(n=n))
+    monkeypatch.setattr(shared_worker, "MAX_FILES", 2)  # inherited by the worker forked here
+    counts = _count_workers(monkeypatch)
+    results = check_json(tmp_path, folder, "-j", "1", "--no-exact")
+    assert results == {(f"fn{n}.py", f"Double{n}"): ("pass", "") for n in range(3)}
+    assert counts == {"started": 2, "assigned": 3}

@@ -193,7 +193,7 @@ class _Worker:
         self.cases: list = []  # the inline check's input sets, once built
         self.extended = 0.0  # the inline check's --prove budget
         self.check_start = 0.0
-        self.clock = CheckClock(None, options.timeout)  # its start-up: wall time (no pid yet)
+        self.clock = CheckClock(None, options.timeout)  # until it begins the file (a shared worker: wall time)
         self.stopped_by = None  # how its clock ran out (CheckClock.expired), when it did
 
     def _body(self, options: RunOptions):

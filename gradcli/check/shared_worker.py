@@ -9,7 +9,7 @@ inline check; a crash or a hang costs only what it was doing, the rest of the fi
 of its own). Before each file the random generators, ``sys.path`` and ``sys.modules`` (but for
 libraries loaded on first use) are put back as they were before its first file; after each file a
 fingerprint of what a file could change (plain_files.fingerprint) is compared, and a file that
-changed anything retires the worker (the next file gets a fresh one).
+changed anything retires the worker (the next file gets a fresh one); so does the MAX_FILES-th file.
 """
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ from gradcli.check.reaper import reap_orphans
 from gradcli.check.results import FunctionResult, RunOptions
 
 LIBRARY_MODULES = ("torch", "numpy", "gradcli", "sympy", "mpmath", "scipy")  # kept between plain files
+# files a shared worker checks before it retires: what libraries keep per call (torch.manual_seed queues a
+# formatted stack for CUDA's lazy init every time) cannot grow without bound; one fork per this many files
+MAX_FILES = 256
 
 
 def _shared_body(options: RunOptions, w: int, commands: int, capture=None):
@@ -38,7 +41,7 @@ def _shared_body(options: RunOptions, w: int, commands: int, capture=None):
     _worker_start(capture)
     states, python_random = warm_parent._random_states(), random.getstate()
     path, modules = list(sys.path), set(sys.modules)
-    inline, frames = _check_inline(w), _Frames()
+    inline, frames, checked = _check_inline(w), _Frames(), 0
     while True:
         items: list = []
         while not items:
@@ -53,10 +56,11 @@ def _shared_body(options: RunOptions, w: int, commands: int, capture=None):
             retire: list = []
 
             def changed() -> bool:
-                retire.append(not unchanged(before, fingerprint()))
+                retire.append(checked + 1 >= MAX_FILES or not unchanged(before, fingerprint()))
                 return retire[0]
 
             _send_file(item, options, w, inline, retire=changed)
+            checked += 1
             if retire and retire[0]:
                 return
             for name in set(sys.modules) - modules:
