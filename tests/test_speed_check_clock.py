@@ -112,21 +112,22 @@ SPINS_AND_SLEEPS = """
 
 @pytest.mark.skipif(not (hasattr(os, "fork") and os.path.exists("/proc/self/stat")), reason="forked checkers, /proc")
 def test_a_spinning_check_runs_out_of_cpu_time_and_a_sleeping_one_into_the_wall_cap(tmp_path, monkeypatch):
-    # the checkers' CPU seconds read 100x: the spinning one reaches its 1 s long before the 4 s wall cap even
-    # when the machine lends it 1 % of a core; the sleeping one uses none and meets the wall cap
+    # the checkers' CPU seconds read 10x: the spinning one reaches its 2 s (0.2 s real) long before the 8 s wall
+    # cap even when the machine lends it 3 % of a core; the sleeping one uses ~20 ms before it sleeps (0.2 s read)
+    # and meets the wall cap
     from gradcli.check import check_clock
 
     real = check_clock.process_cpu_seconds
-    monkeypatch.setattr(check_clock, "process_cpu_seconds", lambda pid: None if real(pid) is None else 100 * real(pid))
+    monkeypatch.setattr(check_clock, "process_cpu_seconds", lambda pid: None if real(pid) is None else 10 * real(pid))
     path = tmp_path / "slow.py"
     path.write_text(textwrap.dedent(SPINS_AND_SLEEPS))
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(main, ["check", str(path), "--timeout", "1", "--no-exact", "--json", str(out)])
+    result = CliRunner().invoke(main, ["check", str(path), "--timeout", "2", "--no-exact", "--json", str(out)])
     assert result.exit_code == 3, result.output
     messages = {r["function"]: (r["status"], r["message"]) for r in json.loads(out.read_text())["results"]}
     assert messages == {
-        "Spins": ("error", "timed out after 1 s of CPU time (--timeout)"),  # (100x its real CPU time)
-        "Sleeps": ("error", "timed out after 4 s of wall time, 4x the CPU-time limit of 1 s (--timeout): it waits "
+        "Spins": ("error", "timed out after 2 s of CPU time (--timeout)"),  # (10x its real CPU time)
+        "Sleeps": ("error", "timed out after 8 s of wall time, 4x the CPU-time limit of 2 s (--timeout): it waits "
                             "(a sleep, a lock, a blocking read) or got almost no CPU"),
     }
 
