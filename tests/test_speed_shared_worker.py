@@ -106,7 +106,7 @@ def _count_workers(monkeypatch) -> dict:
 
     def counted_assign(self, *args, **kwargs):
         counts["assigned"] += 1
-        assign(self, *args, **kwargs)
+        return assign(self, *args, **kwargs)
 
     monkeypatch.setattr(shared_worker.SharedWorker, "__init__", counted_start)
     monkeypatch.setattr(shared_worker.SharedWorker, "assign", counted_assign)
@@ -236,3 +236,31 @@ def test_a_shared_worker_retires_after_max_files(tmp_path, monkeypatch):
     results = check_json(tmp_path, folder, "-j", "1", "--no-exact")
     assert results == {(f"fn{n}.py", f"Double{n}"): ("pass", "") for n in range(3)}
     assert counts == {"started": 2, "assigned": 3}
+
+
+@pytest.mark.skipif(not (hasattr(__import__("os"), "fork") and hasattr(__import__("os"), "waitid")), reason="forked workers")
+def test_an_idle_shared_worker_that_died_refuses_its_next_file(tmp_path):
+    import os
+    import signal
+
+    from gradcli.check.channels import _Frames
+    from gradcli.check.discovery import expand_paths
+    from gradcli.check.results import RunOptions
+
+    folder = tmp_path / "fns"
+    folder.mkdir()
+    for n in range(2):
+        write(folder, f"fn{n}.py", DOUBLE.format(n=n))
+    items = expand_paths([str(folder)])
+    options = RunOptions(gradcheck={"seed": 0}, exact="off")
+    worker = shared_worker.SharedWorker(items[0], options, False)
+    frames, kinds = _Frames(), []
+    while "file_done" not in kinds:
+        kinds += [message[0] for message in frames.feed(os.read(worker.fd, 1 << 20))]
+    assert kinds == ["file", "collected", "start", "cases", "result", "file_done"]
+    os.kill(worker.pid, signal.SIGKILL)  # dies while idle
+    while os.read(worker.fd, 1 << 20):
+        pass
+    os.waitid(os.P_PID, worker.pid, os.WEXITED | os.WNOWAIT)  # dead (its descriptors closed), not yet reaped
+    assert worker.assign(items[1], options) is False  # the scheduler then discards it and forks a fresh one
+    worker.discard()

@@ -54,11 +54,14 @@ def run_workers(items, options: RunOptions, collector: Collector, warm_symbolic:
                 warm_parent.prepare(torch_file, options, symbolic=warm_symbolic)
                 with _interrupt_deferred():  # Ctrl-C between the fork and here would leave a worker unkilled
                     if not how and len(items) > 1 and is_plain(item.abspath):
-                        worker = idle[torch_file].pop() if idle[torch_file] else None
+                        worker = None
+                        while idle[torch_file] and worker is None:
+                            worker = idle[torch_file].pop()
+                            if not worker.assign(item, options):
+                                worker.discard()  # it died while idle: a fresh one takes the file
+                                worker = None
                         if worker is None:
                             worker = SharedWorker(item, options, torch_file)
-                        else:
-                            worker.assign(item, options)
                     else:
                         worker = _Worker(item, options, attempt)
                         if how == "resumed":
@@ -87,11 +90,12 @@ def run_workers(items, options: RunOptions, collector: Collector, warm_symbolic:
                     end(active.pop(fd), stopped=True)
     finally:
         for worker in list(active.values()) + [w for ws in idle.values() for w in ws]:
-            worker.kill()  # interrupted (or idle at the end): kill what still runs
+            if worker.shared:  # interrupted (or idle at the end): kill what still runs
+                worker.discard()
+                continue
+            worker.kill()
             os.waitpid(worker.pid, 0)
             os.close(worker.fd)
-            if worker.shared:
-                worker.close()
             worker.capture.close()
         reap_orphans(keep=before)  # what a killed worker's checkers left (gradcli is their subreaper)
 

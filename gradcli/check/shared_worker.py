@@ -80,18 +80,31 @@ class SharedWorker(_Worker):
         super().__init__(item, options)
         os.close(self.commands)
         self.commands = commands_w
-        self.assign(item, options)
+        self.assign(item, options)  # a worker that died at once reads as dead from its pipe
 
     def _body(self, options: RunOptions):
         commands = self.commands
         return lambda w: _shared_body(options, w, commands, self.capture)
 
-    def assign(self, item, options: RunOptions):
+    def assign(self, item, options: RunOptions) -> bool:
+        """Hand it ``item``; False when it cannot take it (it died while idle: discard it)."""
         self._reset(item, 1, options)
-        _send(self.commands, item)
+        try:
+            _send(self.commands, item)
+        except OSError:
+            return False
+        return True
 
     def close(self):
         os.close(self.commands)
+
+    def discard(self):
+        """Reap an idle worker that died or is no longer wanted."""
+        self.kill()
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        self.close()
+        self.capture.close()
 
 
 def shared_finish(worker: SharedWorker, collector: Collector, timeout: Optional[float] = None, keep=(),
