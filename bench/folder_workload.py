@@ -71,10 +71,10 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(command: list, env: dict) -> tuple:
+def timed(command: list, env: dict, cwd: Path = ROOT) -> tuple:
     """(wall seconds, CPU seconds of all its processes, its summary line)."""
     start, cpu = time.perf_counter(), cpu_seconds()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     lines = [ln for ln in done.stdout.strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
@@ -129,12 +129,14 @@ def main():
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gradcli-workload-"))
     torch_dir = build(base / "torch_fns", "torch", args.torch_files)
     engine_dir = build(base / "engine_fns", "gradcli", args.engine_files)
-    configs = {name: (command, env) for name, command in configurations(torch_dir, engine_dir).items()}
+    here = Path(args.gradcli).resolve() if args.gradcli else ROOT
+    configs = {name: (command, env, here) for name, command in configurations(torch_dir, engine_dir).items()}
     if args.compare:
+        # run from the other checkout too: `python -m` puts the working directory first on sys.path
         other = dict(env, PYTHONPATH=os.path.abspath(args.compare) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         for name, command in configurations(torch_dir, engine_dir).items():
             if name.startswith("gradcli check"):
-                configs[name + " [compare]"] = (command, other)
+                configs[name + " [compare]"] = (command, other, Path(args.compare).resolve())
     if args.only:
         configs = {k: v for k, v in configs.items() if any(s in k for s in args.only)}
     times = {name: [] for name in configs}
@@ -142,8 +144,8 @@ def main():
     summaries = {name: [] for name in configs}
     load_before = os.getloadavg()
     for _ in range(args.runs):
-        for name, (command, command_env) in configs.items():
-            wall, cpu, summary = timed(command, command_env)
+        for name, (command, command_env, cwd) in configs.items():
+            wall, cpu, summary = timed(command, command_env, cwd)
             times[name].append(wall)
             cpus[name].append(cpu)
             summaries[name].append(summary)

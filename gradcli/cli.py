@@ -127,7 +127,8 @@ class GroupedCommand(click.Command):
 @click.option("--layouts/--no-layouts", "layouts", default=True, show_default=True,
               help="Also try each input non-contiguous and expanded (stride 0).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
-              help="Seconds per Function (gradcheck and the exact check; --prove has its own).")
+              help="CPU seconds per Function (gradcheck and the exact check; --prove has its own); a check "
+                   "that waits instead is stopped at 4x this in wall time.")
 @click.option("--max-memory", "max_memory", type=MemoryParam(), metavar="SIZE",
               help="Refuse a check estimated to need more memory than SIZE (e.g. 2G, 512M), saying what it needs "
                    "and what fast mode needs [default: half the memory available].")

@@ -349,7 +349,7 @@ def test_a_files_only_function_checked_in_its_worker_fails_as_it_would_in_a_chec
     write(together, "both.py", "import os\n" + textwrap.dedent(HANGS) + textwrap.dedent(EXITS).split("\n", 3)[3])
     _, doc_alone = check_json(tmp_path, alone, "--timeout", "3")
     _, doc_together = check_json(tmp_path, together, "--timeout", "3")
-    expected = {"Hangs": "timed out after 3 s (--timeout)",
+    expected = {"Hangs": "timed out after 12 s of wall time, 4x the CPU-time limit of 3 s (--timeout): it waits (a sleep, a lock, a blocking read) or got almost no CPU",  # it sleeps
                 "Exits": "the checking process exited with code 5 without a result (os._exit or a crash in user code?)"}
     for doc in (doc_alone, doc_together):
         by_name = {r["function"]: r for r in doc["results"]}

@@ -9,9 +9,10 @@ error. Read from the methods' source (``ast``); nothing is run.
 from __future__ import annotations
 
 import ast
-import inspect
 import textwrap
 from typing import Callable, Optional
+
+from gradcli.check import source_code
 
 
 def abstract_reason(cls, subclasses: list, own: Callable) -> Optional[str]:
@@ -40,7 +41,7 @@ def _parse(raw) -> tuple:
     """(the method's FunctionDef, the name of its class/instance parameter or None)."""
     func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        tree = ast.parse(textwrap.dedent(source_code.source(func)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None, None
     node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)

@@ -24,6 +24,7 @@ import weakref
 from typing import Optional
 
 from gradcli.check.report import Check
+from gradcli.check import source_code
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # class -> assignments (read once)
 KIND_WORDS = {"input": "an input", "output": "an output", "intermediate": "an intermediate computed from the inputs"}
@@ -59,7 +60,7 @@ def _own(cls, name):
 
 def _scan(func, method_name, setup_style) -> list:
     try:
-        lines, start = inspect.getsourcelines(func)
+        lines, start = source_code.source_lines(func)
         tree = ast.parse(textwrap.dedent("".join(lines)))
         filename = inspect.getsourcefile(func) or ""
     except (OSError, TypeError, SyntaxError, IndentationError):

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from gradcli.check.abstract import abstract_reason
 from gradcli.check.paths import FileItem, UsageError, display as _display, expand_paths  # noqa: F401 (API)
+from gradcli.check import source_code
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../gradcli
 # where the framework's own Function classes live: a class defined there is no user's (gradcli's own
@@ -297,7 +298,7 @@ def _line(obj) -> Optional[int]:
     if obj is None:
         return None
     try:
-        lines, start = inspect.getsourcelines(obj)
+        lines, start = source_code.source_lines(obj)
     except (OSError, TypeError):
         return None
     keywords = ("class ",) if isinstance(obj, type) else ("def ", "async def ")

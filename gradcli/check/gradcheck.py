@@ -16,18 +16,18 @@ from gradcli.check import backends as _backends
 from gradcli.check import checks as _checks
 from gradcli.check import complex_view as _complex
 from gradcli.check import determinism as _determinism
+from gradcli.check import value_phases as _phases
 from gradcli.check.analytic import Analytic, BackwardFailed
 from gradcli.check.backward_records import recording_backward
+from gradcli.check.check_clock import Stopwatch
 from gradcli.check.function_features import add_feature_checks
-from gradcli.check.compare import compare_elements, compare_probes, probe_good_enough, settled_elements, values_check
+from gradcli.check.compare import compare_elements, settled_elements, values_check
 from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
-from gradcli.check.undefined_grads import undefined_grads_check
 from gradcli.check.tolerances import EPS_BY_DTYPE, tolerance_for, widest
-from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, directional, element_derivatives, user_step
+from gradcli.numeric import EPS64, METHODS, NumericFunction, Projector, element_derivatives, user_step
 from gradcli.numeric.time_budget import OverBudget
-from gradcli.numeric.vjp import step_exponents
 
 MODES = ("auto", "full", "fast")
 AUTO_FULL_ELEMENTS = 4096  # auto runs full mode up to this many differentiable input elements
@@ -140,6 +140,7 @@ class _Session:
                  nondet_tol=0.0, strict_shapes=False, strategy="auto", function=None, name=None, eps=None,
                  unconnected_as_zero=False, time_budget=None, reseed=False):
         self.started = time.perf_counter()
+        self.watch = Stopwatch()  # time_budget is check time (CPU time, check_clock.py): the same on a busy machine
         self.args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
         self.cls = function or _backends.function_class(fn)
         self.call = fn.apply if isinstance(fn, type) else fn
@@ -350,7 +351,7 @@ class _Session:
             start = time.perf_counter()
             # method="auto": Richardson only where the cheaper estimate leaves the verdict open
             settled = settled_elements(analytic, self.tolerance, len(cotangents)) if self.method == "auto" else None
-            budget = None if self.time_budget is None else self.time_budget - (time.perf_counter() - self.started)
+            budget = None if self.time_budget is None else self.time_budget - self.watch.elapsed()
             try:
                 numeric = element_derivatives(self.nf, p, projector, self.method, strategy, self.seed, settled,
                                               budget)
@@ -370,65 +371,13 @@ class _Session:
             probe_too_large(self, projector, cotangents, too_large)
 
     def _fast(self, projector, cotangents, rng) -> Check:
-        # Directions carry each element's step scale (a power of two, exact in float32).
-        directions = [np.ldexp(rng.standard_normal(x.shape, dtype=np.float32), step_exponents(x))
-                      for x in self.nf.inputs]
-        dots = np.zeros(len(cotangents))
-        magnitudes = np.zeros(len(cotangents))
-
-        def reduce(c, grads):  # keep uᵀJᵀv and its scale, not the gradients
-            for g, w in zip(grads, directions):
-                if g is not None:
-                    product = np.multiply(g, w, out=np.empty(np.shape(g)))
-                    dots[c] += float(product.sum())
-                    magnitudes[c] += float(np.abs(product, out=product).sum())
-
-        self.summary = self.analytic.probe(cotangents, reduce, self.nondet_tol)
-        self.failed_cotangents = []
-        start = time.perf_counter()
-        # method="auto" only: an explicitly requested method is honoured in full.
-        good_enough = probe_good_enough(self.tolerance, magnitudes) if self.method == "auto" else None
-        estimate = directional(self.nf, directions, projector, self.method, good_enough)
-        self.timing["numeric_s"] += time.perf_counter() - start
-        for p, i in enumerate(self.diff):
-            self.report.inputs.append(InputResult(self.names[i], i, tuple(self.nf.inputs[p].shape),
-                                                  self.report.dtypes[i], status="skip", method=estimate.method,
-                                                  message="fast mode: not localised (the random probes passed)"))
-        if np.any(estimate.kink):
-            # A random line through a point at (or within a step of) a kink is not differentiable
-            # there; a new direction would cross the same kink. Per-element checking handles it.
-            return Check("values", "skip", "the random probe crossed a kink (one-sided derivatives differ); "
-                         "checked element by element instead", None, {"kink": True})
-        check = compare_probes(dots, magnitudes, estimate, self.tolerance)
-        if check.status == "fail":
-            self.failed_cotangents = [check.details["worst_probe"]]
-        return check
+        return _phases.fast_values(self, projector, cotangents, rng)
 
     def _after_values(self):
-        report, summary = self.report, self.summary
-        outputs_finite = [bool(np.all(np.isfinite(self.backend.to_numpy(self.analytic.outputs[j]))))
-                          for j in self.analytic.compared_outputs]
-        report.checks.append(_checks.finite_check(outputs_finite, summary.finite))
-        report.checks.append(_checks.cotangents_check(report.cotangent_kinds, self.failed_cotangents,
-                                                      summary.zero_ok, summary.zero_worst))
-        if summary.reentrant is not None:
-            report.checks.append(summary.reentrant)
-        report.checks.append(_checks.kinks_check(report.inputs, self.names))
-        if not self.unconnected_as_zero:
-            undefined = undefined_grads_check(self.analytic, report.cotangents[-1], self.tolerance, self.cls)
-            if undefined is not None:
-                report.checks.append(undefined)
+        _phases.after_values(self)
 
     def _inplace_check(self) -> Check:
-        modified = self.analytic.modified_inputs
-        if modified:
-            return Check("inplace", "fail", f"forward modified its input(s) {', '.join(modified)} in place "
-                         f"(use .clone(), or ctx.mark_dirty for a deliberate in-place op)", None,
-                         {"inputs": modified})
-        return Check("inplace", "pass", "no saved tensor or input was modified in place", None, {})
+        return _phases.inplace_check(self)
 
     def _invoked_check(self) -> Check:
-        expected = [self.cls] if self.cls is not None else _checks.referenced_functions(
-            self.call, _backends.is_user_function)
-        in_graph = self.backend.graph_functions([self.analytic.outputs[j] for j in self.diff_outputs])
-        return _checks.backward_invoked_check(expected, in_graph, self.records.calls, explicit=self.cls is not None)
+        return _phases.invoked_check(self)

@@ -10,7 +10,6 @@ verdict.
 from __future__ import annotations
 
 import ast
-import inspect
 import textwrap
 import typing
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Optional
 
 from gradcli.check import infer_calls, infer_flow, infer_matmul
 from gradcli.check.infer_shapes import _conjuncts, _ndim_of, _size_of
+from gradcli.check import source_code
 
 # positional argument index of `dim` for methods/functions taking (dim, ...) or (x, dim)
 _DIM_METHODS = {"sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod", "argmax", "argmin",
@@ -91,7 +91,7 @@ def read_hints(target, names: list) -> dict:
 def _function_node(fn) -> Optional[ast.AST]:
     fn = getattr(fn, "__func__", fn)
     try:
-        source = textwrap.dedent(inspect.getsource(fn))
+        source = textwrap.dedent(source_code.source(fn))
         tree = ast.parse(source)
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None

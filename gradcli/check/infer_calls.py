@@ -21,6 +21,8 @@ import inspect
 import textwrap
 from typing import Optional
 
+from gradcli.check import source_code
+
 _SIZE_FUNCTIONS = {"randn", "rand", "zeros", "ones", "empty", "full", "Size"}
 _SIZE_METHODS = {"new_empty", "new_zeros", "new_ones", "new_full", "expand", "view", "reshape", "repeat"}
 _SYMMETRIC = {"eigh": "sym", "eigvalsh": "sym", "symeig": "sym", "cholesky": "spd", "cholesky_ex": "spd"}
@@ -294,7 +296,7 @@ def _resolve(func, fn):
 
 def _source_node(fn) -> Optional[ast.AST]:
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = ast.parse(textwrap.dedent(source_code.source(fn)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None
     node = tree.body[0] if tree.body else None

@@ -28,6 +28,7 @@ import time
 from typing import Optional
 
 from gradcli.check import warm_parent
+from gradcli.check.check_clock import CheckClock
 from gradcli.check.channels import _capture, _died, _fork, _Frames, _read_output, _send
 from gradcli.check.discovery import imports_torch
 from gradcli.check.reaper import become_subreaper, kill_group, reap_orphans
@@ -73,15 +74,16 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
     os.lseek(out_fd, 0, os.SEEK_SET)
     start = time.perf_counter()
     pid, fd = _fork(body, new_group=True)  # its own group: what user code forks goes with it
-    frames, cases, result, timed_out, extended = _Frames(), [], None, False, 0.0
-    deadline = time.monotonic() + options.timeout
+    frames, cases, result, stopped, extended = _Frames(), [], None, None, 0.0
+    clock = CheckClock(pid, options.timeout)  # the checker's CPU time, a wall cap for a check that waits
     with os.fdopen(fd, "rb", buffering=0) as pipe:
         while result is None:  # not until EOF: a process user code forked may hold the pipe open
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
-                timed_out = True
+            stopped = clock.expired()
+            if stopped:
                 kill_group(pid)
                 break
+            if not select.select([pipe], [], [], clock.wait())[0]:
+                continue
             chunk = pipe.read(1 << 20)
             if not chunk:
                 break
@@ -89,7 +91,7 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
                 if kind == "cases":
                     cases = payload
                 elif kind == "extend":  # --prove's own budget, beyond --timeout
-                    deadline += payload
+                    clock.extend(payload)
                     extended += payload
                 else:
                     result = payload
@@ -98,14 +100,16 @@ def _check_in_child(target, options: RunOptions) -> FunctionResult:
     reap_orphans()
     if result is not None:
         return result
-    limit = f"{options.timeout + extended:g} s (--timeout + --prove-timeout)" if extended else \
-        f"{options.timeout:g} s (--timeout)"
-    why = f"timed out after {limit}" if timed_out else \
+    why = clock.why(stopped, _limit_name(extended)) if stopped else \
         f"the checking process {_died(status)} without a result (os._exit or a crash in user code?)"
     return FunctionResult(target.file, target.name, target.backend, "error", why, line=target.line,
                           backward_line=target.backward_line, style=target.style,
                           cases=[CaseResult(records, "error", why) for records in cases],
                           output=_read_output(out_fd), duration=time.perf_counter() - start)
+
+
+def _limit_name(extended: float) -> str:
+    return "--timeout + --prove-timeout" if extended else "--timeout"
 
 
 def _worker_start(capture=None):
@@ -120,8 +124,9 @@ def _worker_start(capture=None):
         inherited.set_num_threads(1)
 
 
-def _send_file(item, options: RunOptions, w: int, check, seen=lambda message: None):
-    """Check one file, sending its messages from ``file`` to ``file_done`` (``seen`` sees each first)."""
+def _send_file(item, options: RunOptions, w: int, check, seen=lambda message: None, retire=lambda: False):
+    """Check one file, sending its messages from ``file`` to ``file_done`` (``seen`` sees each first;
+    ``retire()``, asked at the end, goes with ``file_done``: whether this worker takes no further file)."""
     _send(w, ("file", 0))
     for message in file_messages(item, options, check):
         seen(message)
@@ -134,7 +139,7 @@ def _send_file(item, options: RunOptions, w: int, check, seen=lambda message: No
             _send(w, ("result", FunctionResult(result.file, result.function, result.backend, "error",
                                                f"could not transfer the result: {type(e).__name__}: {e}")))
     reap_orphans()  # what the file's import forked, before the parent hears that the file is done
-    _send(w, ("file_done", 0))
+    _send(w, ("file_done", retire()))
 
 
 def _worker_body(item, options: RunOptions, w: int, capture=None):
@@ -152,47 +157,67 @@ def _worker_body(item, options: RunOptions, w: int, capture=None):
 
 
 class _Worker:
-    """A forked process checking one file."""
+    """A forked process checking one file (``shared``: plain files one after another, shared_worker.py)."""
+
+    shared = False
 
     def __init__(self, item, options: RunOptions, attempt: int = 1):
-        self.item = item
-        self.attempt = attempt
-        self.started = False  # it sent "file": it is importing or checking
-        self.done = False  # it sent "file_done"
-        self.current = None  # Function being checked
-        self.inline = False  # the file has one Function: the worker checks it itself (_check_inline)
-        self.cases: list = []  # the inline check's input sets, once built
-        self.extended = 0.0  # the inline check's --prove budget
-        self.check_start = 0.0
         self.timeout = options.timeout
         self.capture = tempfile.TemporaryFile()  # its fds 1 and 2: read here if it dies checking inline
-        self.pid, self.fd = _fork(lambda w: _worker_body(item, options, w, self.capture), new_group=True)
+        self._reset(item, attempt, options)
+        self.pid, self.fd = _fork(self._body(options), new_group=True)
         try:
             os.setpgid(self.pid, self.pid)
         except OSError:
             pass
+        self.clock = CheckClock(self.pid, options.timeout)  # until it begins its file
         self.frames = _Frames()
-        self.deadline = time.monotonic() + options.timeout
+
+    def timed_out(self) -> bool:
+        """Whether its clock ran out (kept in ``stopped_by``): the check, import or start-up it is in."""
+        self.stopped_by = self.clock.expired()
+        return self.stopped_by is not None
+
+    def why(self) -> str:
+        return self.clock.why(self.stopped_by or "time", _limit_name(self.extended))
+
+    def _reset(self, item, attempt: int, options: RunOptions):
+        self.item, self.attempt = item, attempt
+        self.started = False  # it sent "file": it is importing or checking
+        self.done = False  # it sent "file_done"
+        self.retired = False  # a shared worker that will take no further file (the file changed the process)
+        self.current = None  # Function being checked
+        self.inline = self.shared  # the file has one Function (or a shared worker): checked in the worker
+        self.chosen: list = []  # the names of the file's selected Functions, once collected
+        self.reported: list = []  # the names of those whose result came
+        self.cases: list = []  # the inline check's input sets, once built
+        self.extended = 0.0  # the inline check's --prove budget
+        self.check_start = 0.0
+        self.clock = CheckClock(None, options.timeout)  # until it begins the file (a shared worker: wall time)
+        self.stopped_by = None  # how its clock ran out (CheckClock.expired), when it did
+
+    def _body(self, options: RunOptions):
+        item = self.item
+        return lambda w: _worker_body(item, options, w, self.capture)
 
     def kill(self):
         kill_group(self.pid)
 
 
-def _inline_failure(worker: _Worker, collector: Collector, status: int, timed_out: bool):
+def _inline_failure(worker: _Worker, collector: Collector, status: int, timed_out: bool, finish: bool = True):
     """The error result of a Function checked inline whose worker died or was killed: worded as
-    ``_check_in_child`` words a checker's."""
+    ``_check_in_child`` words a checker's (``finish``: the file is done with it)."""
     item = worker.item
     info = next((i for i in collector.collected.get(item.path, ()) if i.name == worker.current), None)
-    limit = f"{worker.timeout + worker.extended:g} s (--timeout + --prove-timeout)" if worker.extended else \
-        f"{worker.timeout:g} s (--timeout)"
-    why = f"timed out after {limit}" if timed_out else \
+    why = worker.why() if timed_out else \
         f"the checking process {_died(status)} without a result (os._exit or a crash in user code?)"
     collector.handle(item, ("result", FunctionResult(
         item.path, worker.current, info.backend if info else "gradcli", "error", why,
         line=info.line if info else None, backward_line=info.backward_line if info else None,
         style=info.style if info else "", cases=[CaseResult(records, "error", why) for records in worker.cases],
         output=_read_output(worker.capture.fileno()), duration=time.monotonic() - worker.check_start)))
-    collector.file_finished(item)
+    if finish:
+        collector.file_finished(item)
 
 
 def _finish(worker: _Worker, collector: Collector, timeout: Optional[float] = None, keep=(),
@@ -215,7 +240,7 @@ def _finish(worker: _Worker, collector: Collector, timeout: Optional[float] = No
         if not worker.done:
             collector.file_finished(item)
         return []
-    what = f"timed out after {timeout:g} s" if timeout is not None else _died(status)
+    what = worker.why() if timeout is not None else _died(status)
     if not worker.started:  # it died in gradcli's own start-up code, before the file was touched
         if worker.attempt < START_ATTEMPTS and timeout is None and not collector.stop:
             return [(item, worker.attempt + 1)]

@@ -60,8 +60,9 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
     from gradcli.check import budget
 
     start = time.perf_counter()
-    # the exact check gets what gradcheck leaves of --timeout, less a margin to hand the result over
-    deadline = time.monotonic() + options.timeout - min(1.0, 0.1 * options.timeout)
+    # the exact check gets what gradcheck leaves of --timeout, less a margin to hand the result over; counted
+    # as the check is timed (check_clock.py: CPU time): what is checked does not depend on the machine's load
+    deadline = _deadline(options.timeout - min(1.0, 0.1 * options.timeout))
     res = FunctionResult(target.file, target.name, target.backend, "pass", line=target.line,
                          backward_line=target.backward_line, style=target.style, backward_file=target.backward_file)
     if target.style == "legacy":
@@ -80,7 +81,7 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
             be = backend_for(target.backend)
             for k, case in enumerate(cases):
                 # full mode may spend about half of each remaining input set's share of --timeout
-                share = (deadline - time.monotonic()) / (len(cases) - k)
+                share = deadline() / (len(cases) - k)
                 out = _check_case(target, case, be, options, abspath, deadline, time_budget=0.5 * max(share, 0.0))
                 retried = _in_backward_shapes(target, case, out, be, options, abspath, deadline)
                 if retried is not None:
@@ -131,6 +132,14 @@ def check_target(target, options: RunOptions, announce: Callable = lambda record
     return res
 
 
+def _deadline(seconds: float) -> Callable[[], float]:
+    """The check time (check_clock.Stopwatch) left of ``seconds``, whenever asked."""
+    from gradcli.check.check_clock import Stopwatch
+
+    watch = Stopwatch()
+    return lambda: seconds - watch.elapsed()
+
+
 def raising_line(check, abspath: str) -> Optional[int]:
     """The line of ``abspath`` where a failed ``backward`` check's exception was raised (innermost frame)."""
     if check is None or check.status != "fail":
@@ -178,7 +187,7 @@ def _declared_surrogate(target, res: FunctionResult):
     res.status, res.message = "surrogate", surrogates.message(res.surrogate)
 
 
-def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: Optional[float] = None,
+def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: Optional[Callable] = None,
                 time_budget: Optional[float] = None) -> CaseResult:
     from gradcli import gradcheck
     from gradcli.check.budget import refusal_for_case
@@ -227,7 +236,7 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
     if options.exact != "off" or options.expr:
         from gradcli.check.symbolic_checks import add_exact
 
-        left = None if deadline is None else deadline - time.monotonic()
+        left = None if deadline is None else deadline()
         add_exact(report, target, case.args, options, left)
         out.status = report.status  # an exact check that fails fails the case
     if getattr(target, "custom_op", None) is not None:  # torch.library.custom_op: its registration tests too
@@ -253,7 +262,7 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
 
 
 def _in_backward_shapes(target, case, out: CaseResult, be, options: RunOptions, abspath: str,
-                        deadline: Optional[float]):
+                        deadline: Optional[Callable]):
     """Automatic inputs are all ``--shape``; a per-feature parameter (a bias, LayerNorm's gamma) is
     then 3x4 and its correct ``[4]`` gradient fails ``structure``. When that is the only structural
     complaint about automatic inputs, check again with those inputs in the shapes their gradients

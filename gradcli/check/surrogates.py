@@ -20,10 +20,10 @@ def declared(cls) -> bool:
     """``surrogate = True`` on the class (or a base), or ``# gradcli: surrogate`` on its class line."""
     if getattr(cls, "surrogate", False) is True:
         return True
-    import inspect
+    from gradcli.check import source_code
 
     try:
-        lines, _ = inspect.getsourcelines(cls)
+        lines, _ = source_code.source_lines(cls)
     except (OSError, TypeError):
         return False
     for line in lines:

@@ -41,12 +41,12 @@ def materializes_grads(backend, outputs, cls=None) -> bool:
 
 
 def _calls_set_materialize(cls) -> bool:
-    import inspect
+    from gradcli.check import source_code
 
     for name in ("forward", "setup_context"):
         method = getattr(cls, name, None) if cls is not None else None
         try:
-            if method is not None and "set_materialize_grads" in inspect.getsource(method):
+            if method is not None and "set_materialize_grads" in source_code.source(method):
                 return True
         except (OSError, TypeError):
             continue

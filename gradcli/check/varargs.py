@@ -20,6 +20,8 @@ import inspect
 import textwrap
 from typing import Optional
 
+from gradcli.check import source_code
+
 MAX_EXTRA = 6  # a count above this from the source is ignored (a generic wrapper, not this Function's use)
 
 
@@ -69,7 +71,7 @@ def aliases(target) -> dict:
 def _function_node(fn) -> Optional[ast.AST]:
     fn = getattr(fn, "__func__", fn)
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = ast.parse(textwrap.dedent(source_code.source(fn)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None
     node = tree.body[0] if tree.body else None

@@ -16,6 +16,9 @@ import numpy as np
 
 from gradcli.numeric.estimators import COMPLEX_STEP, EPS64
 
+# a call's cost for time budgets: its CPU seconds, but at least this share of its wall seconds (the inverse of
+# gradcli.check.check_clock.WALL_FACTOR: --timeout counts a check's CPU time, capped at 4x in wall time)
+WALL_SHARE = 0.25
 COMPLEX_MAX_ELEMENTS = 2**18  # perturbed input elements up to which the complex step is tried
 
 
@@ -90,11 +93,11 @@ class NumericFunction:
         batch = None if inputs is None else next(
             (a.shape[0] for a, x in zip(arrays, inputs) if np.ndim(a) == x.ndim + 1), None)
         self.points += 1 if batch is None else int(batch)
-        start = time.perf_counter()
+        cpu, wall = time.process_time(), time.perf_counter()
         try:
             return self._call(arrays)
-        finally:
-            self.seconds += time.perf_counter() - start
+        finally:  # CPU time, at least WALL_SHARE of wall time: a cost that does not grow with the machine's load
+            self.seconds += max(time.process_time() - cpu, WALL_SHARE * (time.perf_counter() - wall))
 
     def _call(self, arrays: Sequence[np.ndarray]) -> list:
         # Perturbed, complex or batched inputs make forwards warn (casts dropping an imaginary part,
