@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import branch, extras, mutations, named_terms
+from gradcli.check.diagnosis import branch, extras, index_writes, mutations, named_terms
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -43,7 +43,7 @@ NO_PATTERN = "none"
 PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
-            operator.missing_flip, operator.dropped_output, operator.not_accumulated,
+            operator.missing_flip, operator.dropped_output, index_writes.overwritten_writes, operator.not_accumulated,
             operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
@@ -318,6 +318,7 @@ class _Diagnosis:
             ev.backward_names = lazy(lambda ev=ev: extras.backward_names(self, ev))
             ev.backward_rows = lazy(lambda ev=ev: extras.backward_rows(self, ev))
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
+            ev.index_writes = lazy(lambda ev=ev: extras.index_writes_finding(self, ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):

@@ -137,7 +137,10 @@ def substitutions_for(probe, cls, position, rows, executed=None):
 
     if evaluate() is None:
         return None
-    names = sorted({n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - set(args)
+    # a name read only inside comparisons decides a mask: swapping it can move the mask's edge
+    # onto the right one, but then the threshold is the mistake (a region's story)
+    masked = {id(n) for c in ast.walk(expr) if isinstance(c, ast.Compare) for n in ast.walk(c)}
+    names = sorted({n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) not in masked} - set(args)
                    - {"ctx", "self", "torch", "np", "math", "F"})
     return names, evaluate
 

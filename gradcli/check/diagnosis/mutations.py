@@ -92,6 +92,10 @@ def statement_edits(probe, cls, position, rows, executed=None):
             # mask) replaced by the tensor that is needed (the saved one); not a recomputed mask
             # (`m = (x > t).float()`): that is a region's story, its threshold is what is wrong
             edits.append(("variable", value, stmt, None))
+        # a tensor inside a comparison decides a mask: replacing it can move the mask's edge onto
+        # the right one (x by the output, zero exactly where |x| ≤ λ), but the mistake is the
+        # threshold, a region's story — so no tensor is replaced there
+        masked = {id(n) for c in ast.walk(value) if isinstance(c, ast.Compare) for n in ast.walk(c)}
         for node in ast.walk(value):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \
                     and node.func.attr != "unsqueeze":
@@ -109,7 +113,8 @@ def statement_edits(probe, cls, position, rows, executed=None):
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                     and node.id not in ("ctx", "self", "torch", "np", "math", "F"):
                 edits.append(("transpose", node, stmt, None))
-                edits.append(("variable", node, stmt, None))
+                if id(node) not in masked:
+                    edits.append(("variable", node, stmt, None))
             elif (isinstance(node, ast.Attribute) and node.attr in ("T", "mT")) or (
                     isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("t", "transpose", "swapaxes", "swapdims")):
