@@ -16,7 +16,7 @@ import ast
 import numpy as np
 
 from gradcli.check.diagnosis import calls
-from gradcli.check.diagnosis.calls import MORE, Unsupported
+from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported
 from gradcli.check.diagnosis.source import statements
 
 UNARY = {
@@ -80,11 +80,12 @@ class _Evaluator:
                             and len(stmt.value.elts) == len(names):  # `num, den = ctx.num, ctx.den`
                         self.env[name] = self.value(stmt.value.elts[names.index(name)])
                         return self.env[name]
-                    if name in names:  # `n, c = x.shape`
+                    if name in names:  # `n, c = x.shape`, `gx, gy = grad.unbind(1)`
                         shape = self.value(stmt.value)
                         if not isinstance(shape, tuple) or len(shape) != len(names):
                             raise Unsupported(name)
-                        self.env[name] = float(shape[names.index(name)])
+                        part = shape[names.index(name)]
+                        self.env[name] = part if isinstance(shape, Parts) else float(part)
                         return self.env[name]
         if name in self.src.constants:  # a module-level number (`GAMMA = 2.0`)
             return self.src.constants[name]
@@ -133,11 +134,11 @@ class _Evaluator:
             return op(left, right)
         if isinstance(node, ast.Subscript):
             base = self.value(node.value)
-            if isinstance(base, tuple):  # x.shape[-1]
+            if isinstance(base, tuple):  # x.shape[-1], grad.unbind(1)[0]
                 k = self._int(node.slice)
                 if not isinstance(k, int) or not -len(base) <= k < len(base):
                     raise Unsupported("shape index")
-                return float(base[k])
+                return base[k] if isinstance(base, Parts) else float(base[k])
             return np.asarray(base)[self._basic_index(node.slice)]
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "ctx" and node.attr in self.ctx_attrs:
@@ -223,7 +224,7 @@ class _Evaluator:
         raise Unsupported("dim")
 
     def _basic_index(self, node):
-        """Slices, None and Ellipsis only (``g[:, None]``): no tensor indices."""
+        """Slices, None, Ellipsis (``g[:, None]``) and 1-D integer index tensors (``yp[i + 1]``)."""
         parts = node.elts if isinstance(node, ast.Tuple) else [node]
         index = []
         for part in parts:
@@ -233,6 +234,11 @@ class _Evaluator:
                 index.append(Ellipsis)
             elif isinstance(part, ast.Slice) and part.lower is None and part.upper is None and part.step is None:
                 index.append(slice(None))
+            elif isinstance(part, (ast.Name, ast.BinOp)):  # an integer index tensor (`yp[i + 1]`)
+                value = self.value(part)
+                if isinstance(value, tuple) or np.ndim(value) != 1 or np.any(value != np.round(value)):
+                    raise Unsupported("index")
+                index.append(np.asarray(value).astype(np.int64))
             else:
                 raise Unsupported("index")
         return tuple(index)

@@ -171,8 +171,16 @@ def _finding(ev, lines):
                                            "edit": "accumulate"}, confidence=0.9)
 
 
-def overwritten_writes(ev):
-    """The pattern: backward's index writes re-run accumulated (``ev.index_writes``, lazy)."""
-    if getattr(ev, "index_writes", None) is None or ev.support() < 2:
-        return None
-    return ev.index_writes()
+def not_accumulated(ev):
+    """The pattern: the operator's reading (a duplicate's first or last contribution kept, some
+    contributions dropped), located at the write the re-run shows must add; else the re-run's
+    own finding (a reduction inside forward hides the duplicates from the operator)."""
+    from gradcli.check.diagnosis import operator
+
+    rerun = ev.index_writes() if getattr(ev, "index_writes", None) is not None and ev.support() >= 2 else None
+    found = operator.not_accumulated(ev)
+    if found is None:
+        return rerun
+    if rerun is not None:
+        found.params.update(at_line=rerun.params["at_line"], lines=rerun.params["lines"])
+    return found
