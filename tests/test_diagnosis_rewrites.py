@@ -157,3 +157,229 @@ def test_a_wrong_threshold_is_a_region_not_the_output_for_x(name):
     findings = _findings(cls, (B.tensor(x),))
     assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
     assert findings[0].params["source"]["line"] == _line_of(cls, "(x > 0)")
+
+
+# ----- the evaluator reads tuple-returning calls: the sign of one term -----------------------------
+def product_and_difference(B):
+    torch = B.ns  # the module name backward's statements read
+    class ProductAndDifferenceTermSign(B.Function):
+        """out = [a·b, a − b] for the two columns a, b of p."""
+
+        @staticmethod
+        def forward(ctx, p):
+            a, b = p.unbind(1)
+            ctx.save_for_backward(p)
+            return torch.stack([a * b, a - b], dim=1)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (p,) = ctx.saved_tensors
+            a, b = p.unbind(1)
+            g0, g1 = grad.unbind(1)
+            return torch.stack([g0 * b + g1, g0 * a + g1], dim=1)  # b's column needs g0 * a - g1
+
+    return ProductAndDifferenceTermSign
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_unbind_and_stack_are_read_so_one_terms_sign_is_found(name):
+    B = backend(name)
+    p = B.tensor(np.random.default_rng(64).uniform(-1.5, 1.5, size=(4, 2)))
+    cls = product_and_difference(B)
+    findings = _findings(cls, (p,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
+    assert findings[0].params["source"]["line"] == _line_of(cls, "g0 * a + g1")
+
+
+# ----- a dropped term that is a longer product of backward's names ---------------------------------
+def sine_and_cube(B):
+    torch = B.ns  # the module name backward's statements read
+    class SineAndCubeDroppedBlock(B.Function):
+        """out = [sin x, x³] side by side."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.cat([x.sin(), x ** 3], dim=1)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            g_sin, g_cube = grad.chunk(2, dim=1)
+            return g_sin * x.cos()  # the cube block's 3·x²·g_cube is dropped
+
+    return SineAndCubeDroppedBlock
+
+
+def ratio_to_norm(B):
+    torch = B.ns  # the module name backward's statements read
+    class RatioToSquaredNormDroppedTerm(B.Function):
+        """r = (x·a) / (x·x) for vectors x, a; dr/dx = (a − 2·r·x) / (x·x)."""
+
+        @staticmethod
+        def forward(ctx, x, a):
+            xx = x.dot(x)
+            r = x.dot(a) / xx
+            ctx.save_for_backward(x, a, xx, r)
+            return r
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, a, xx, r = ctx.saved_tensors
+            return grad * a / xx, grad * x / xx  # x's gradient drops −2·grad·r·x/xx
+
+    return RatioToSquaredNormDroppedTerm
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_dropped_block_with_a_square_is_a_missing_term_of_backwards_names(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(65).uniform(0.4, 1.6, size=(3, 2)))
+    findings = _findings(sine_and_cube(B), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert params["variant"] == "named" and params["coefficient"] == 3
+    assert sorted(params["term"].split("·")) == ["g_cube", "x", "x"]
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_dropped_term_over_a_0d_normaliser_is_a_missing_term(name):
+    B = backend(name)
+    rng = np.random.default_rng(66)
+    x, a = B.tensor(rng.uniform(-1, 1, size=5)), B.tensor(rng.uniform(-1, 1, size=5))
+    findings = _findings(ratio_to_norm(B), (x, a))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert params["variant"] == "named" and params["coefficient"] == -2
+    assert params["term"].endswith("/xx") and sorted(params["term"][:-3].split("·")) == ["grad", "r", "x"]
+
+
+# ----- grad_output where the gradient through the activation is needed -----------------------------
+def sigmoid_layer(B):
+    torch = B.ns  # the module name backward's statements read
+    class SigmoidLayerWeightSkipsActivation(B.Function):
+        """y = sigmoid(x @ w)."""
+
+        @staticmethod
+        def forward(ctx, x, w):
+            y = (x @ w).sigmoid()
+            ctx.save_for_backward(x, w, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w, y = ctx.saved_tensors
+            d = grad * y * (1 - y)
+            return d @ w.T, x.T @ grad  # w's gradient needs x.T @ d
+
+    return SigmoidLayerWeightSkipsActivation
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_grad_output_used_where_backwards_inner_gradient_is_needed(name):
+    B = backend(name)
+    rng = np.random.default_rng(67)
+    args = (B.tensor(rng.standard_normal((3, 4))), B.tensor(rng.standard_normal((4, 2))))
+    cls = sigmoid_layer(B)
+    findings = _findings(cls, args)
+    assert [(f.input, f.kind) for f in findings] == [(1, "wrong_variable")], findings
+    assert findings[0].params["used"] == "grad" and findings[0].params["needed"] == "d"
+    assert findings[0].params["source"]["line"] == _line_of(cls, "x.T @ grad")
+
+
+# ----- one dropped output shared by two gradients, quoted where they share it ----------------------
+def exp_of_product(B):
+    torch = B.ns  # the module name backward's statements read
+    class ExpOfProductDroppedOutput(B.Function):
+        """returns (exp(a·b), a·b)."""
+
+        @staticmethod
+        def forward(ctx, a, b):
+            s = a * b
+            e = s.exp()
+            ctx.save_for_backward(a, b, e)
+            return e, s
+
+        @staticmethod
+        def backward(ctx, g_exp, g_prod):
+            a, b, e = ctx.saved_tensors
+            ds = g_prod  # needs g_prod + g_exp * e
+            return ds * b, ds * a
+
+    return ExpOfProductDroppedOutput
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_dropped_output_several_gradients_share_is_quoted_where_they_share_it(name):
+    B = backend(name)
+    rng = np.random.default_rng(68)
+    args = (B.tensor(rng.uniform(-1, 1, size=(2, 3))), B.tensor(rng.uniform(-1, 1, size=(2, 3))))
+    cls = exp_of_product(B)
+    findings = _findings(cls, args)
+    assert [(f.input, f.kind, f.params["variant"]) for f in findings] == [
+        (0, "missing_term", "output"), (1, "missing_term", "output")], findings
+    for f in findings:
+        assert f.params["output"] == 0
+        assert f.params["source"]["line"] == _line_of(cls, "ds = g_prod")
+
+
+# ----- a sign set in a gradient built by index writes -----------------------------------------------
+def weighted_difference(B):
+    torch = B.ns  # the module name backward's statements read
+    class WeightedDifferenceNegated(B.Function):
+        """out = 3·x[:, :-1] − x[:, 1:]."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.width = x.shape[1]
+            return 3 * x[:, :-1] - x[:, 1:]
+
+        @staticmethod
+        def backward(ctx, grad):
+            g = torch.zeros(grad.shape[0], ctx.width, dtype=grad.dtype)
+            g[:, :-1] -= 3 * grad  # both taps' signs are swapped
+            g[:, 1:] += grad
+            return g
+
+    return WeightedDifferenceNegated
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_sign_in_a_gradient_built_by_index_writes_is_quoted_at_the_first_write_with_a_minus(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(69).standard_normal((3, 5)))
+    cls = weighted_difference(B)
+    findings = _findings(cls, (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "sign")], findings
+    assert findings[0].params["source"]["line"] == _line_of(cls, "g[:, :-1] -= 3 * grad")
+
+
+# ----- torch's inverse read by the evaluator: a transpose ------------------------------------------
+def inverse_weighted_sum(B):
+    torch = B.ns  # the module name backward's statements read
+    class InverseWeightedSumTransposeMissing(B.Function):
+        """f(a) = sum(inv(a) ∘ c); df/da = −inv(a)ᵀ c inv(a)ᵀ."""
+
+        @staticmethod
+        def forward(ctx, a, c):
+            ctx.save_for_backward(a, c)
+            return (torch.inverse(a) * c).sum()
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, c = ctx.saved_tensors
+            ainv = torch.inverse(a)
+            return -grad * ainv @ c @ ainv.T, grad * ainv  # a's first factor needs ainv.T
+
+    return InverseWeightedSumTransposeMissing
+
+
+def test_inverse_is_read_so_a_missing_transpose_is_found():
+    B = backend("torch")
+    rng = np.random.default_rng(70)
+    a = B.tensor(rng.standard_normal((4, 4)) + 4 * np.eye(4))
+    c = B.tensor(rng.standard_normal((4, 4)))
+    cls = inverse_weighted_sum(B)
+    findings = _findings(cls, (a, c))
+    assert [(f.input, f.kind) for f in findings] == [(0, "transposed")], findings
+    assert findings[0].params["expected"] == "ainv.T"

@@ -143,7 +143,9 @@ def not_accumulated(ev):
         return _contributions_dropped(ev, J, JE, G, significant)
     reads = significant.sum(axis=0)
     duplicated = int(np.count_nonzero(reads > 1))
-    if duplicated == 0:
+    if duplicated == 0 or ev.overwrites is None or not ev.overwrites():
+        # the source must write into the gradient (an index assignment, a scatter): forward reading
+        # x twice (`cat([sin x, x³])`) and a backward dropping one block's term is no overwrite
         return None
     for kept in ("last", "first"):
         candidate = np.zeros_like(J)
