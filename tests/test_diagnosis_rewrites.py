@@ -383,3 +383,59 @@ def test_inverse_is_read_so_a_missing_transpose_is_found():
     findings = _findings(cls, (a, c))
     assert [(f.input, f.kind) for f in findings] == [(0, "transposed")], findings
     assert findings[0].params["expected"] == "ainv.T"
+
+
+# ----- a whole-tensor reduction where a per-axis one is needed -------------------------------------
+def column_max_mask(B):
+    class ColumnMaxMaskFromGlobalMax(B.Function):
+        """out[j] = max_i x[i, j]."""
+
+        @staticmethod
+        def forward(ctx, x):
+            values = x.amax(dim=0)
+            ctx.save_for_backward(x, values)
+            return values
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, values = ctx.saved_tensors
+            mask = (x == x.max()).to(grad.dtype)  # each column's max: x.amax(0, keepdim=True)
+            return mask * grad[None, :]
+
+    return ColumnMaxMaskFromGlobalMax
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_whole_tensor_max_where_a_per_column_max_is_needed_is_a_wrong_axis(name):
+    B = backend(name)
+    x = np.array([[0.3, -1.2, 2.5, 0.1], [1.7, 0.4, -0.6, 0.9], [-0.8, 1.1, 0.2, 1.4]])
+    cls = column_max_mask(B)
+    findings = _findings(cls, (B.tensor(x),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "wrong_axis")], findings
+    assert findings[0].params["expected_dims"] == [0]
+    assert findings[0].params["source"]["line"] == _line_of(cls, "x == x.max()")
+
+
+# ----- values right, laid out by tiling where interleaving is needed -------------------------------
+def pair_average(B):
+    class PairAverageTiledGradient(B.Function):
+        """out[:, j] = (x[:, 2j] + x[:, 2j + 1]) / 2."""
+
+        @staticmethod
+        def forward(ctx, x):
+            return (x[:, 0::2] + x[:, 1::2]) / 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.repeat(1, 2) / 2  # tiles [g0, g1, g0, g1]; needs repeat_interleave(2, dim=1)
+
+    return PairAverageTiledGradient
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_tiled_gradient_of_a_window_average_is_a_missing_reshape(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(71).standard_normal((2, 6)))
+    findings = _findings(pair_average(B), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_reshape")], findings
+    assert findings[0].params["side"] == "result"

@@ -41,7 +41,12 @@ DIM_OPS = {
     "sum": lambda z, d, k: np.sum(z, axis=d, keepdims=k), "mean": lambda z, d, k: np.mean(z, axis=d, keepdims=k),
     "softmax": lambda z, d, k: _softmax(z, d), "log_softmax": lambda z, d, k: np.log(_softmax(z, d)),
     "unsqueeze": lambda z, d, k: np.expand_dims(z, d), "cumsum": lambda z, d, k: np.cumsum(z, axis=d),
+    "amax": lambda z, d, k: np.max(z, axis=d, keepdims=k), "amin": lambda z, d, k: np.min(z, axis=d, keepdims=k),
+    # max/min only as a whole-tensor reduction (with a dim torch returns values and indices); an
+    # edit giving one a dim makes it the per-axis amax/amin
+    "max": lambda z, d, k: np.max(z, axis=d, keepdims=k), "min": lambda z, d, k: np.min(z, axis=d, keepdims=k),
 }
+WHOLE_ONLY = ("max", "min")
 CONSTANTS = {"pi": np.pi, "e": np.e}
 COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal,
            ast.Eq: np.equal, ast.NotEq: np.not_equal}
@@ -260,8 +265,12 @@ class _Evaluator:
                 keepdim = bool(keyword.value.value)
             else:
                 raise Unsupported(keyword.arg)
+        if attr in WHOLE_ONLY and (dim is not None or node.keywords):
+            raise Unsupported(attr)
+        if id(node) in self.dim_overrides and dim is None:
+            keepdim = True  # a whole-tensor reduction made per-axis keeps its dims, to broadcast back
         dim = self.dim_overrides.get(id(node), dim)
-        if dim is None and attr not in ("sum", "mean"):
+        if dim is None and attr not in ("sum", "mean", "amax", "amin") + WHOLE_ONLY:
             raise Unsupported(attr)
         return DIM_OPS[attr](np.asarray(base, dtype=float), dim, keepdim)
 

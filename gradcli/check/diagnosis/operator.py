@@ -188,14 +188,21 @@ def _contributions_dropped(ev, J, JE, G, significant):
                    input=ev.index, params={"kept": "some", "duplicates": count}, confidence=0.8)
 
 
-def _match_permutation(ev, G, J, JE):
-    """σ with G[i] fitting J[σ(i)] for every row i, each row of J used once; None otherwise."""
-    sigma = []
+def _match_permutation(ev, G, J, JE, equal_rows=False):
+    """σ with G[i] fitting J[σ(i)] for every row i, each row of J used once; None otherwise. With
+    ``equal_rows``, rows of J that are equal (a pooling window's inputs) are interchangeable: each
+    G row takes the first unused one it fits, every fit among equal rows."""
+    sigma, used = [], set()
     for i in range(G.shape[0]):
         hits = [k for k in range(J.shape[0]) if ev.fits(G[i], J[k], JE[k])]
-        if len(hits) != 1:
+        if not hits or (len(hits) > 1 and not equal_rows) or any(
+                not ev.fits(J[k], J[hits[0]], JE[k] + JE[hits[0]]) for k in hits[1:]):
             return None
-        sigma.append(hits[0])
+        free = [k for k in hits if k not in used]
+        if not free:
+            return None
+        sigma.append(free[0])
+        used.add(free[0])
     return sigma if sorted(sigma) == list(range(J.shape[0])) else None
 
 
@@ -219,7 +226,10 @@ def missing_reshape(ev):
     if ev.fits(G, J, JE) or ev.support() < 3:
         return None
     for side, (g, j, e) in (("grad_output", (G, J, JE)), ("result", (G.T, J.T, JE.T))):
-        sigma = _match_permutation(ev, g, j, e)
+        # equal columns of J are a window's inputs (a pooling gradient tiled where it must be
+        # interleaved); equal rows are a broadcast, whose permuted cotangent is a reduction over the
+        # wrong dim, the simpler story the statement edits tell
+        sigma = _match_permutation(ev, g, j, e, equal_rows=side == "result")
         if sigma is None or sigma == list(range(len(sigma))):
             continue
         layout = _layout(sigma, ev.shape)
