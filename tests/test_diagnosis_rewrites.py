@@ -212,7 +212,6 @@ def sine_and_cube(B):
 
 
 def ratio_to_norm(B):
-    torch = B.ns  # the module name backward's statements read
     class RatioToSquaredNormDroppedTerm(B.Function):
         """r = (x·a) / (x·x) for vectors x, a; dr/dx = (a − 2·r·x) / (x·x)."""
 
@@ -256,7 +255,6 @@ def test_a_dropped_term_over_a_0d_normaliser_is_a_missing_term(name):
 
 # ----- grad_output where the gradient through the activation is needed -----------------------------
 def sigmoid_layer(B):
-    torch = B.ns  # the module name backward's statements read
     class SigmoidLayerWeightSkipsActivation(B.Function):
         """y = sigmoid(x @ w)."""
 
@@ -289,7 +287,6 @@ def test_grad_output_used_where_backwards_inner_gradient_is_needed(name):
 
 # ----- one dropped output shared by two gradients, quoted where they share it ----------------------
 def exp_of_product(B):
-    torch = B.ns  # the module name backward's statements read
     class ExpOfProductDroppedOutput(B.Function):
         """returns (exp(a·b), a·b)."""
 
@@ -471,3 +468,61 @@ def test_three_of_six_elements_beside_a_threshold_at_no_simple_number_are_no_reg
     assert y[[1, 3, 4]].min() < y[[0, 2, 5]].max() and y[[1, 3, 4]].max() > y[[0, 2, 5]].min()
     findings = _findings(fixed_weights(B), (B.tensor(x),))
     assert [(f.input, f.kind) for f in findings] == [(0, "none")], findings
+
+
+# ----- twice one term: its sign, even where the statement cannot be read ---------------------------
+def _sine_minus_log_derivative(x):
+    return x.cos() + 1 / x  # d/dx (sin x − log x) = cos x − 1/x
+
+
+def sine_minus_log(B):
+    class SineMinusLogTermSign(B.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin() - x.log()
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * _sine_minus_log_derivative(x)  # a helper the evaluator does not read
+
+    return SineMinusLogTermSign
+
+
+def columns_unreadable(B):
+    class ProductAndDifferenceUnreadable(B.Function):
+        """out = [a·b, a − b]; backward written through an attribute chain the evaluator does not read."""
+
+        @staticmethod
+        def forward(ctx, p):
+            a, b = p.unbind(1)
+            ctx.save_for_backward(p)
+            return B.ns.stack([a * b, a - b], dim=1)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (p,) = ctx.saved_tensors
+            a, b = p.unbind(1)
+            g0, g1 = grad.unbind(1)
+            return B.ns.stack([g0 * b + g1, g0 * a + g1], dim=1)  # b's column needs g0 * a - g1
+
+    return ProductAndDifferenceUnreadable
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_twice_one_elementwise_term_is_its_sign_not_an_extra_term(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(72).uniform(0.5, 2.5, size=(3, 4)))
+    findings = _findings(sine_minus_log(B), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
+    assert findings[0].params["term"] == "grad_output·1/x"
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_twice_one_term_in_one_region_is_its_sign_there(name):
+    B = backend(name)
+    p = B.tensor(np.random.default_rng(64).uniform(-1.5, 1.5, size=(4, 2)))
+    findings = _findings(columns_unreadable(B), (p,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
+    assert findings[0].params["term"] == "grad_output" and "column" in findings[0].params["region"]
