@@ -54,7 +54,7 @@ class _Writes:
 
     def __enter__(self):
         _LOCK.acquire()
-        self.saved = self.cls.__dict__.get("__setitem__")
+        self.saved = self.cls.__dict__.get("__setitem__")  # None: inherited (torch.Tensor's C base)
         original = self.cls.__setitem__
         patched = self
 
@@ -82,7 +82,11 @@ class _Writes:
             np.add.at(new, flat, contribution)
             return original(tensor, Ellipsis, patched._tensor(new.reshape(old.shape), tensor))
 
-        self.cls.__setitem__ = setitem
+        try:
+            self.cls.__setitem__ = setitem
+        except BaseException:
+            _LOCK.release()
+            raise
         return self
 
     def _tensor(self, array, like):
