@@ -7,10 +7,12 @@ backends:
   rule would call "x where the output is needed" although no tensor is swapped;
 - a row-min mask taken from the global minimum: of the three elements that carry a gradient,
   the two wrong ones happen to lie on one side of a threshold (any three values split 2:1 at an
-  extreme by chance two times in three), which is no evidence of a region.
+  extreme by chance two times in three), which is no evidence of a region (since the sixth
+  pass it is the whole-tensor reduction given a dim: `wrong_axis`).
 """
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
@@ -82,10 +84,16 @@ def row_min_global_mask(B):
 def test_two_of_three_informative_elements_beside_a_threshold_are_no_region(name):
     B = backend(name)
     x = np.array([[0.4, 1.3, -2.6, 0.9], [1.8, -0.5, 0.7, 2.2], [-0.6, 1.1, 0.3, 1.6]])
-    findings = _findings(row_min_global_mask(B), (B.tensor(x),))
+    cls = row_min_global_mask(B)
+    findings = _findings(cls, (B.tensor(x),))
     # the wrong elements are the row minima -0.5 and -0.6, the right one -2.6: "x > -1" would
-    # separate them, with one element on its side among three
-    assert [f.kind for f in findings] == ["none"], findings
+    # separate them, with one element on its side among three. Never a region: since the sixth
+    # pass the mistake is named for what it is, `x.min()` where the per-row minimum is needed
+    assert [f.kind for f in findings] == ["wrong_axis"], findings
+    assert findings[0].params["expected_dims"] in ([1], [-1])
+    lines, first = inspect.getsourcelines(cls)
+    assert findings[0].params["source"]["line"] == next(
+        first + k for k, line in enumerate(lines) if "x == x.min()" in line)
 
 
 # ----- a factor two gradients share is quoted where they share it ---------------------------------

@@ -135,14 +135,22 @@ def test_wrong_axis_needs_a_coupling_along_another_axis():
     assert operator.wrong_axis(operator_evidence(J, 2 * J, shape)) is None  # wrong, but along the right axis
 
 
-def test_not_accumulated_needs_a_gather():
+def test_not_accumulated_needs_a_gather_and_a_write_into_the_gradient():
     J = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     kept_last = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     ev = operator_evidence(J, kept_last, (2,))
     ev.shape = (2,)
+    ev.overwrites = lambda: True  # the source assigns into the gradient (`g[idx] = ...`)
     assert operator.not_accumulated(ev).params == {"kept": "last", "duplicates": 1}
     mixing = np.array([[1.0, 0.5], [1.0, 0.0], [0.0, 1.0]])  # an output reads two inputs: not a gather
-    assert operator.not_accumulated(operator_evidence(mixing, kept_last, (2,))) is None
+    ev = operator_evidence(mixing, kept_last, (2,))
+    ev.overwrites = lambda: True
+    assert operator.not_accumulated(ev) is None
+    # the same operators without a write into the gradient in the source (forward reads x twice,
+    # `cat([sin x, x**3])`, and backward drops one block's term): no overwrite story
+    ev = operator_evidence(J, kept_last, (2,))
+    ev.overwrites = lambda: False
+    assert operator.not_accumulated(ev) is None
 
 
 # ----- the CLI as a user meets it ----------------------------------------------------------------------

@@ -17,17 +17,18 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import branch, extras, mutations, named_terms
+from gradcli.check.diagnosis import branch, extras, index_writes, mutations, named_terms
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
-from gradcli.check.diagnosis import relayout
+from gradcli.check.diagnosis import relayout, separable
 from gradcli.check.diagnosis import surrogate
 from gradcli.check.diagnosis import terms
 from gradcli.check.diagnosis.evidence import Evidence, lazy
 from gradcli.check.diagnosis.function_wide import function_wide
 from gradcli.check.diagnosis.hints import hint
-from gradcli.check.diagnosis.source import FACTOR_OPS, SIGN_OPS, backward_code, backward_source, shared_statement
+from gradcli.check.diagnosis.shared import shared_mistake
+from gradcli.check.diagnosis.source import backward_code
 from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
 from gradcli.check.report import CheckReport, Finding
 
@@ -43,12 +44,12 @@ NO_PATTERN = "none"
 PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
-            operator.missing_flip, operator.dropped_output, operator.not_accumulated,
+            operator.missing_flip, operator.dropped_output, index_writes.not_accumulated,
             operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute,
-            operator.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
+            separable.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
             terms.missing_reduction_term, named_terms.missing_named_term, mutations.edited_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
@@ -119,7 +120,7 @@ class _Diagnosis:
                     finding = candidate
                     break
             findings.append((finding or self._no_pattern(ev), ev))
-        self._shared_sign(findings)
+        shared_mistake(self, findings)
         findings = [self._finish(f, ev) for f, ev in findings]
         structure = self.report.check("structure")
         forward_level = structure is not None and structure.status == "fail" and all(
@@ -131,23 +132,6 @@ class _Diagnosis:
             # failures (backward raised, never invoked, non-finite) are explained by their check.
             findings = [self._finish(Finding(NO_PATTERN, "no simple pattern found", confidence=0.0))]
         return findings
-
-    def _shared_sign(self, found):
-        """Several gradients negated or scaled by one factor: the mistake is in a statement they
-        share (a softmax backward's score gradient feeding dq and dk), which the hints then quote."""
-        scaled = [f for f, _ in found if f.kind in ("sign", "scale") and f.input is not None]
-        factors = {round(float(f.params.get("factor", -1.0)), 9) for f in scaled}
-        if len(scaled) < 2 or len(factors) != 1:  # one factor shared by all, a sign or another
-            return
-        ops = SIGN_OPS if factors == {-1.0} else FACTOR_OPS
-        right = [self.positions.get(i, i) for i in self.indices if i not in {f.input for f, _ in found}]
-        try:
-            src = backward_source(self.cls, self.executed)
-            stmt = src and shared_statement(src, [self.positions.get(f.input, f.input) for f in scaled], right, ops)
-        except Exception:  # unparsable source: each hint quotes its own statement
-            return
-        for f in scaled if stmt is not None else ():
-            f.params.setdefault("at_line", src.line_of(stmt))
 
     def _failed(self, ev: Evidence) -> bool:
         result = self.results.get(ev.index)
@@ -318,6 +302,7 @@ class _Diagnosis:
             ev.backward_names = lazy(lambda ev=ev: extras.backward_names(self, ev))
             ev.backward_rows = lazy(lambda ev=ev: extras.backward_rows(self, ev))
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
+            ev.index_writes = lazy(lambda ev=ev: extras.index_writes_finding(self, ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):

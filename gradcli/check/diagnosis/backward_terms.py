@@ -137,7 +137,10 @@ def substitutions_for(probe, cls, position, rows, executed=None):
 
     if evaluate() is None:
         return None
-    names = sorted({n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - set(args)
+    # a name read only inside comparisons decides a mask: swapping it can move the mask's edge
+    # onto the right one, but then the threshold is the mistake (a region's story)
+    masked = {id(n) for c in ast.walk(expr) if isinstance(c, ast.Compare) for n in ast.walk(c)}
+    names = sorted({n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) not in masked} - set(args)
                    - {"ctx", "self", "torch", "np", "math", "F"})
     return names, evaluate
 
@@ -148,13 +151,14 @@ def backward_names_for(probe, cls, position, rows, executed=None):
     (``ds = s * (1 - s)``) — evaluated over the closed vocabulary; the terms a product rule's
     missing half is made of. [] when the statement's context is unavailable."""
     return [(name, values[0]) for name, values in backward_rows_for(probe, cls, position, rows, executed)
-            if all(v.shape == values[0].shape and np.array_equal(v, values[0]) for v in values[1:])]
+            if values[0].ndim and all(v.shape == values[0].shape and np.array_equal(v, values[0]) for v in values[1:])]
 
 
 def backward_rows_for(probe, cls, position, rows, executed=None):
     """(name, [value per cotangent row]) of the tensors backward has at hand before the gradient
-    statement, those that depend on grad_output too (``w = mask * grad_out / n``). []
-    when the statement's context is unavailable."""
+    statement, those that depend on grad_output too (``w = mask * grad_out / n``), 0-d ones (a
+    saved ``r = x·Mx / x·x``) and the grad_output arguments themselves included. [] when the
+    statement's context is unavailable."""
     context = statement_context(probe, cls, position, rows, executed)
     if context is None:
         return []
@@ -173,8 +177,7 @@ def backward_rows_for(probe, cls, position, rows, executed=None):
                 values = [np.asarray(e.name(name), dtype=float) for e in evaluators]
         except (Unsupported, ValueError, TypeError, IndexError, ArithmeticError):
             continue
-        first = values[0]
-        if first.ndim == 0 or not all(np.all(np.isfinite(v)) for v in values):
-            continue  # a number
+        if not all(np.all(np.isfinite(v)) for v in values):
+            continue
         found.append((name, values))
-    return found
+    return found + [(name, [np.asarray(row[k], dtype=float) for row in shaped]) for k, name in enumerate(args)]

@@ -10,7 +10,8 @@ import numpy as np
 
 from gradcli.check.diagnosis import region as regions
 from gradcli.check.diagnosis.evidence import Evidence
-from gradcli.check.diagnosis.terms import _backward_variables, _cosine, _term_library, _variables, term_words
+from gradcli.check.diagnosis.fitted import sign_of_term, term_words
+from gradcli.check.diagnosis.terms import _backward_variables, _cosine, _term_library, _variables
 from gradcli.check.report import Finding
 
 
@@ -34,6 +35,8 @@ def branch_missing_term(ev: Evidence):
             continue
         nice, coefficient, text, what = term_words(alpha, description)
         where = found.params["description"]
+        if nice == -2.0:
+            return sign_of_term(ev, text[2:], where)
         return Finding("missing_term",
                        f"backward for input {ev.name} {what} {text} where {where} (numeric − analytic fits it "
                        "exactly there, and backward is right elsewhere)",

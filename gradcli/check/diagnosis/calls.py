@@ -13,12 +13,19 @@ import math
 import numpy as np
 
 MORE = ("where", "ones_like", "zeros_like", "clamp", "clip", "erf", "softplus", "reshape", "view", "squeeze",
-        "expand_as", "type_as", "to", "transpose", "swapaxes", "swapdims", "permute", "einsum", "one_hot", "eye")
+        "expand_as", "type_as", "to", "transpose", "swapaxes", "swapdims", "permute", "einsum", "one_hot", "eye",
+        "unbind", "chunk", "split", "stack", "cat", "outer", "dot", "inverse", "cholesky_inverse", "diagonal",
+        "index_add", "index_add_")
 _SUBSCRIPT_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,->. ")
 
 
 class Unsupported(Exception):
     pass
+
+
+class Parts(tuple):
+    """The tensors one call returns several of (``unbind``, ``chunk``, ``split``): unpacked by a
+    tuple assignment (``gx, gy = grad.unbind(1)``) or indexed, never used in arithmetic."""
 
 
 def more(evaluator, node):
@@ -29,6 +36,8 @@ def more(evaluator, node):
     module = evaluator._is_module(owner)
     if attr == "einsum" and module:
         return _einsum(evaluator, args, node.keywords)
+    if attr in ("stack", "cat") and module:  # torch.stack([a, b], dim=1)
+        return _joined(evaluator, attr, args, node.keywords)
     if attr == "eye" and module:  # torch.eye(n[, m], dtype=..., device=...): an identity matrix
         sizes = [evaluator.value(a) for a in args]
         if not 1 <= len(sizes) <= 2 or {k.arg for k in node.keywords} - {"dtype", "device"} or any(
@@ -59,8 +68,13 @@ def more(evaluator, node):
         if set(keywords) - {"min", "max"} or (low is None and high is None):
             raise Unsupported(attr)
         return np.clip(np.asarray(base, dtype=float), low, high)
+    if attr in SEVERAL:
+        return _several(evaluator, attr, np.asarray(base, dtype=float), args, keywords)
     if keywords:
         raise Unsupported(attr)
+    if attr in LINALG and len(args) == LINALG[attr][0]:
+        return LINALG[attr][1](np.asarray(base, dtype=float), *[np.asarray(evaluator.value(a), dtype=float)
+                                                                 for a in args])
     if attr == "erf" and not args:
         return np.vectorize(math.erf, otypes=[float])(np.asarray(base, dtype=float))
     if attr == "softplus" and not args:
@@ -102,3 +116,68 @@ def _einsum(evaluator, args, keywords):
         raise Unsupported("einsum")
     operands = [np.asarray(evaluator.value(a), dtype=float) for a in args[1:]]
     return np.einsum(subscripts, *operands)
+
+
+def _dim_keyword(evaluator, keywords, default=0):
+    if set(keywords) - {"dim"}:
+        raise Unsupported("keyword")
+    return evaluator._int(keywords["dim"]) if "dim" in keywords else default
+
+
+def _joined(evaluator, attr, args, keywords):
+    """``torch.stack(list, dim)`` / ``torch.cat(list, dim)`` of evaluated tensors."""
+    if not args or not isinstance(args[0], (ast.List, ast.Tuple)) or len(args) > 2:
+        raise Unsupported(attr)
+    arrays = [np.asarray(evaluator.value(e), dtype=float) for e in args[0].elts]
+    dim = evaluator._int(args[1]) if len(args) == 2 else _dim_keyword(evaluator, {k.arg: k.value for k in keywords})
+    return np.stack(arrays, axis=dim) if attr == "stack" else np.concatenate(arrays, axis=dim)
+
+
+def _several(evaluator, attr, base, args, keywords):
+    """unbind(dim) / chunk(n, dim) / split(size or sizes, dim) as ``Parts``; index_add(dim, index, source)
+    and diagonal() as one array."""
+    if attr == "diagonal" and not args and not keywords and base.ndim >= 2:
+        return np.diagonal(base, 0, 0, 1)
+    if attr in ("index_add", "index_add_"):
+        if len(args) != 3 or keywords:
+            raise Unsupported(attr)
+        dim, index = evaluator._int(args[0]), np.asarray(evaluator.value(args[1]))
+        source = np.asarray(evaluator.value(args[2]), dtype=float)
+        if index.ndim != 1 or np.any(index != np.round(index)):
+            raise Unsupported(attr)
+        out = np.array(base, dtype=float)
+        np.add.at(np.moveaxis(out, dim, 0), index.astype(np.int64), np.moveaxis(source, dim, 0))
+        return out
+    if attr == "unbind":
+        dim = evaluator._int(args[0]) if args else _dim_keyword(evaluator, keywords)
+        return Parts(np.moveaxis(base, dim, 0))
+    if not args:
+        raise Unsupported(attr)
+    dim = evaluator._int(args[1]) if len(args) > 1 else _dim_keyword(evaluator, keywords)
+    size = base.shape[dim]
+    if attr == "chunk":
+        count = evaluator._int(args[0])
+        step = -(-size // count) if isinstance(count, int) and count > 0 else 0
+        if not step:
+            raise Unsupported(attr)
+        return Parts(np.split(base, list(range(step, size, step)), axis=dim))
+    sizes = evaluator._int(args[0])
+    if isinstance(sizes, int):
+        sizes = [sizes] * (-(-size // sizes)) if sizes > 0 else None
+    if not sizes or sum(sizes) < size:
+        raise Unsupported(attr)
+    return Parts(np.split(base, list(np.cumsum(sizes)[:-1]), axis=dim))
+
+
+SEVERAL = ("unbind", "chunk", "split", "diagonal", "index_add", "index_add_")
+# name -> (number of further arguments, function): linear algebra on evaluated tensors
+LINALG = {
+    "outer": (1, lambda a, b: np.multiply.outer(a, b) if a.ndim == b.ndim == 1 else _refuse("outer")),
+    "dot": (1, lambda a, b: np.dot(a, b) if a.ndim == b.ndim == 1 else _refuse("dot")),
+    "inverse": (0, np.linalg.inv),
+    "cholesky_inverse": (0, lambda lower: np.linalg.inv(lower @ np.swapaxes(lower, -1, -2))),
+}
+
+
+def _refuse(what):
+    raise Unsupported(what)

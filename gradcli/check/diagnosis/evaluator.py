@@ -16,7 +16,7 @@ import ast
 import numpy as np
 
 from gradcli.check.diagnosis import calls
-from gradcli.check.diagnosis.calls import MORE, Unsupported
+from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported
 from gradcli.check.diagnosis.source import statements
 
 UNARY = {
@@ -41,7 +41,12 @@ DIM_OPS = {
     "sum": lambda z, d, k: np.sum(z, axis=d, keepdims=k), "mean": lambda z, d, k: np.mean(z, axis=d, keepdims=k),
     "softmax": lambda z, d, k: _softmax(z, d), "log_softmax": lambda z, d, k: np.log(_softmax(z, d)),
     "unsqueeze": lambda z, d, k: np.expand_dims(z, d), "cumsum": lambda z, d, k: np.cumsum(z, axis=d),
+    "amax": lambda z, d, k: np.max(z, axis=d, keepdims=k), "amin": lambda z, d, k: np.min(z, axis=d, keepdims=k),
+    # max/min only as a whole-tensor reduction (with a dim torch returns values and indices); an
+    # edit giving one a dim makes it the per-axis amax/amin
+    "max": lambda z, d, k: np.max(z, axis=d, keepdims=k), "min": lambda z, d, k: np.min(z, axis=d, keepdims=k),
 }
+WHOLE_ONLY = ("max", "min")
 CONSTANTS = {"pi": np.pi, "e": np.e}
 COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal,
            ast.Eq: np.equal, ast.NotEq: np.not_equal}
@@ -80,11 +85,12 @@ class _Evaluator:
                             and len(stmt.value.elts) == len(names):  # `num, den = ctx.num, ctx.den`
                         self.env[name] = self.value(stmt.value.elts[names.index(name)])
                         return self.env[name]
-                    if name in names:  # `n, c = x.shape`
+                    if name in names:  # `n, c = x.shape`, `gx, gy = grad.unbind(1)`
                         shape = self.value(stmt.value)
                         if not isinstance(shape, tuple) or len(shape) != len(names):
                             raise Unsupported(name)
-                        self.env[name] = float(shape[names.index(name)])
+                        part = shape[names.index(name)]
+                        self.env[name] = part if isinstance(shape, Parts) else float(part)
                         return self.env[name]
         if name in self.src.constants:  # a module-level number (`GAMMA = 2.0`)
             return self.src.constants[name]
@@ -133,11 +139,11 @@ class _Evaluator:
             return op(left, right)
         if isinstance(node, ast.Subscript):
             base = self.value(node.value)
-            if isinstance(base, tuple):  # x.shape[-1]
+            if isinstance(base, tuple):  # x.shape[-1], grad.unbind(1)[0]
                 k = self._int(node.slice)
                 if not isinstance(k, int) or not -len(base) <= k < len(base):
                     raise Unsupported("shape index")
-                return float(base[k])
+                return base[k] if isinstance(base, Parts) else float(base[k])
             return np.asarray(base)[self._basic_index(node.slice)]
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "ctx" and node.attr in self.ctx_attrs:
@@ -223,7 +229,7 @@ class _Evaluator:
         raise Unsupported("dim")
 
     def _basic_index(self, node):
-        """Slices, None and Ellipsis only (``g[:, None]``): no tensor indices."""
+        """Slices, None, Ellipsis (``g[:, None]``) and 1-D integer index tensors (``yp[i + 1]``)."""
         parts = node.elts if isinstance(node, ast.Tuple) else [node]
         index = []
         for part in parts:
@@ -233,6 +239,11 @@ class _Evaluator:
                 index.append(Ellipsis)
             elif isinstance(part, ast.Slice) and part.lower is None and part.upper is None and part.step is None:
                 index.append(slice(None))
+            elif isinstance(part, (ast.Name, ast.BinOp)):  # an integer index tensor (`yp[i + 1]`)
+                value = self.value(part)
+                if isinstance(value, tuple) or np.ndim(value) != 1 or np.any(value != np.round(value)):
+                    raise Unsupported("index")
+                index.append(np.asarray(value).astype(np.int64))
             else:
                 raise Unsupported("index")
         return tuple(index)
@@ -254,8 +265,12 @@ class _Evaluator:
                 keepdim = bool(keyword.value.value)
             else:
                 raise Unsupported(keyword.arg)
+        if attr in WHOLE_ONLY and (dim is not None or node.keywords):
+            raise Unsupported(attr)
+        if id(node) in self.dim_overrides and dim is None:
+            keepdim = True  # a whole-tensor reduction made per-axis keeps its dims, to broadcast back
         dim = self.dim_overrides.get(id(node), dim)
-        if dim is None and attr not in ("sum", "mean"):
+        if dim is None and attr not in ("sum", "mean", "amax", "amin") + WHOLE_ONLY:
             raise Unsupported(attr)
         return DIM_OPS[attr](np.asarray(base, dtype=float), dim, keepdim)
 

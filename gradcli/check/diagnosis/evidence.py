@@ -56,6 +56,7 @@ class Evidence:
     edits: Optional[Callable[[], Any]] = None  # lazily: (edits, evaluate, src) of the gradient's statements
     labels: list = field(default_factory=list)  # (name, values broadcast to the input's shape) of integer inputs
     relayout: Optional[Callable[[], Any]] = None  # lazily: a missing_reshape finding from re-running backward
+    index_writes: Optional[Callable[[], Any]] = None  # lazily: a not_accumulated finding from re-running backward
 
     @property
     def rho(self) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradcli.check.diagnosis import mutations, relayout
+from gradcli.check.diagnosis import index_writes, mutations, relayout
 from gradcli.check.diagnosis.backward_terms import backward_names_for, substitutions_for, terms_for
 from gradcli.check.diagnosis.probe import parameter_name
 from gradcli.check.diagnosis.source import backward_source, overwrite_statement
@@ -66,6 +66,13 @@ def edits(diag, ev):
 def relayout_finding(diag, ev):
     try:
         return relayout.search(diag.probe, diag.cls, ev)
+    except Exception:  # an unusual backward: no re-run evidence
+        return None
+
+
+def index_writes_finding(diag, ev):
+    try:
+        return index_writes.search(diag.probe, diag.cls, ev)
     except Exception:  # an unusual backward: no re-run evidence
         return None
 

@@ -12,7 +12,7 @@ import os
 from typing import Optional
 
 from gradcli.check.diagnosis.evidence import nice_number
-from gradcli.check.diagnosis.source import (backward_source, chain, computed_assignment, constant_line, fed_names,
+from gradcli.check.diagnosis.source import (FACTOR_OPS, SIGN_OPS, backward_source, chain, computed_assignment, constant_line, fed_names,
                                             first_statement_with, forward_source, grad_output_names, gradient_statement, in_chain,
                                             inplace_statement, last_return, local_derivative,
                                             shared_with_right_gradient, statement_at, statements)
@@ -66,7 +66,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
                           src, stmt or statement, "in ")
     if kind in ("scale", "sign"):
         factor = params.get("factor", -1.0)
-        stmt = src and expr is not None and constant_line(src, expr, statement, factor) or statement
+        stmt = src and expr is not None and (constant_line(src, expr, statement, factor) or _written_into(
+            src, statement, expr, SIGN_OPS if factor < 0 else FACTOR_OPS)) or statement
         what = "the sign" if kind == "sign" or (factor < 0 and abs(factor) == 1) else "the factor"
         advice = f"check {what}"
         if "mean" in params.get("note", ""):
@@ -158,6 +159,34 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(f"return a gradient for {name} instead of "
                           f"{'None' if params.get('returned') == 'None' else 'zeros'}", src, statement, "in ")
     return "", None
+
+
+ALLOCATIONS = ("zeros", "zeros_like", "empty", "empty_like", "new_zeros", "new_empty", "full", "full_like")
+
+
+def _written_into(src, statement, expr, ops):
+    """A gradient allocated empty and then written by index (``g = zeros(…)``, ``g[:, 1:] -= grad``):
+    the first of those writes holding one of ``ops`` (``-=`` counts as a subtraction), where a sign
+    or a factor is set; None when the gradient is computed otherwise."""
+    value = getattr(statement, "value", None)
+    written = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+    if isinstance(statement, ast.Assign) and isinstance(value, ast.Call) and isinstance(
+            value.func, (ast.Attribute, ast.Name)) and getattr(value.func, "attr", getattr(value.func, "id", "")) \
+            in ALLOCATIONS:
+        targets = {t.id for t in written if isinstance(t, ast.Name)}
+    else:  # the gradient statement is itself the last index write (`g[:, :-1] += grad`)
+        targets = {t.value.id for t in written if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+    if not targets:
+        return None
+    for stmt in chain(src, statement, expr):
+        written = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        if not any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in targets
+                   for t in written):
+            continue
+        if (isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ops)) or any(
+                isinstance(n, ops) for n in ast.walk(stmt.value)):
+            return stmt
+    return None
 
 
 # kinds whose mistake sits in the local derivative, not in how grad_output is applied

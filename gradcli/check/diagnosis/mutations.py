@@ -69,8 +69,9 @@ def statement_edits(probe, cls, position, rows, executed=None):
                     evaluator.overrides[id(node)] = transpose
                 elif kind == "sign":
                     evaluator.overrides[id(node)] = np.negative
-                else:
-                    evaluator.overrides[id(node)] = _replace(argument[1])
+                else:  # a tensor, or (a name backward computes from grad_output) one value per row
+                    value = argument[1][len(per_row)] if isinstance(argument[1], list) else argument[1]
+                    evaluator.overrides[id(node)] = _replace(value)
             try:
                 with np.errstate(all="ignore"):
                     per_row.append(np.asarray(evaluator.value(expr), dtype=float))
@@ -92,6 +93,10 @@ def statement_edits(probe, cls, position, rows, executed=None):
             # mask) replaced by the tensor that is needed (the saved one); not a recomputed mask
             # (`m = (x > t).float()`): that is a region's story, its threshold is what is wrong
             edits.append(("variable", value, stmt, None))
+        # a tensor inside a comparison decides a mask: replacing it can move the mask's edge onto
+        # the right one (x by the output, zero exactly where |x| ≤ λ), but the mistake is the
+        # threshold, a region's story — so no tensor is replaced there
+        masked = {id(n) for c in ast.walk(value) if isinstance(c, ast.Compare) for n in ast.walk(c)}
         for node in ast.walk(value):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \
                     and node.func.attr != "unsqueeze":
@@ -104,12 +109,15 @@ def statement_edits(probe, cls, position, rows, executed=None):
                         edits.append(("dim", node, stmt, dim))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in cotangents:
                 # a square grad_output used untransposed (a Gram matrix's `x @ g` where `x @ g.T`,
-                # or the product rule's half `x @ g.T` dropped); never replaced by a tensor
+                # or the product rule's half `x @ g.T` dropped); never replaced by a tensor, only
+                # by a name backward computed from it (`h.T @ grad` where `h.T @ d`, d = grad·tanh′)
                 edits.append(("transpose", node, stmt, None))
+                edits.append(("inner", node, stmt, None))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                     and node.id not in ("ctx", "self", "torch", "np", "math", "F"):
                 edits.append(("transpose", node, stmt, None))
-                edits.append(("variable", node, stmt, None))
+                if id(node) not in masked:
+                    edits.append(("variable", node, stmt, None))
             elif (isinstance(node, ast.Attribute) and node.attr in ("T", "mT")) or (
                     isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("t", "transpose", "swapaxes", "swapdims")):
@@ -235,6 +243,8 @@ def _edited(ev, kinds, cotangents=True):
                 variables = _variables(ev) + saved_named if variables is None else variables
                 candidates = [(kind, edit[1], edit[2], v) for v in variables
                               if v[0] != getattr(edit[1], "id", None)]
+            elif kind == "inner":
+                candidates = [(kind, edit[1], edit[2], v) for v in _followers(ev, grad_output_names(src))]
             for candidate in candidates:
                 tried += 1
                 if tried > MAX_EDITS or time.perf_counter() - started > BUDGET_S:
@@ -244,7 +254,19 @@ def _edited(ev, kinds, cotangents=True):
                     yield candidate, changed, src, evaluate.seen.get("ndim", 2) > 2
 
 
-def statement_edit(ev, kinds=("dim", "transpose", "variable", "sign"), cotangents=True):
+def _followers(ev, arguments):
+    """(name, [value per row]) of the names backward computes from grad_output before the gradient
+    statement (``d = grad * (1 - y * y)``), not grad_output itself."""
+    found = []
+    for name, values in (ev.backward_rows() or []) if ev.backward_rows is not None else ():
+        if name in arguments or len(values) != len(ev.kinds) or not np.ndim(values[0]):
+            continue
+        if any(not np.array_equal(values[0], v) for v in values[1:]):
+            found.append((name, list(values)))
+    return found
+
+
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "inner", "sign"), cotangents=True):
     """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
     gradient statements give the numerical gradient exactly."""
     fallback = None
@@ -334,6 +356,12 @@ def _finding(ev, edit, src, batched=False):
                        input=ev.index, params={"term": code, "at_line": line, "statement": statement},
                        confidence=0.9)
     label = argument[0]
+    if kind == "inner":
+        return Finding("wrong_variable",
+                       f"backward for input {ev.name} uses grad_output `{code}` where `{label}` (computed from it "
+                       f"earlier in backward) is needed: with `{label}` in its place the gradient is right, exactly",
+                       input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
+                                               "at_line": line, "statement": statement}, confidence=0.85)
     if isinstance(stmt, ast.Assign) and node is stmt.value:  # the whole value of a recomputed name
         code = ast.unparse(stmt.targets[0])
         return Finding("wrong_variable",

@@ -13,6 +13,7 @@ from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
 from gradcli.check.report import Finding
 
 MAX_NAMES = 16  # names tried (pairs of them: 120 products at most)
+MAX_MONOMIALS = 600  # longer products tried, when no name or pair fits
 
 
 def _cosine(a, b):
@@ -21,7 +22,7 @@ def _cosine(a, b):
 
 
 def _rows(ev: Evidence):
-    """(name, (K, *shape) array, follows the cotangent) for the names broadcastable to the input."""
+    """(name, (K, *shape) array, follows the cotangent, 0-d) for the names broadcastable to the input."""
     found = []
     for name, values in (ev.backward_rows() or [])[:MAX_NAMES] if ev.backward_rows is not None else ():
         if len(values) != len(ev.kinds):
@@ -31,18 +32,53 @@ def _rows(ev: Evidence):
         except ValueError:
             continue
         follows = any(not np.array_equal(stacked[0], row) for row in stacked[1:])
-        found.append((name, stacked, follows))
+        found.append((name, stacked, follows, np.ndim(values[0]) == 0))
     return found
+
+
+def _monomials(names):
+    """The longer products, tried only when no name or pair fits: a term that follows grad_output
+    times one or two names that do not (a square among them: ``3·x·x·g3``), over at most one 0-d name
+    that does not (a normaliser: ``−2·grad·r·x / xx``)."""
+    followers = [(n, z) for n, z, follows, _ in names if follows]
+    others = [(n, z) for n, z, follows, _ in names if not follows]
+    scalars = [(n, z) for n, z, follows, scalar in names if not follows and scalar]
+    products = [(f"{a}·{b}", za * zb) for (a, za), (b, zb) in itertools.combinations_with_replacement(others, 2)]
+    for f, zf in followers:
+        for p, zp in products + [(n, z) for n, z in others]:
+            yield f"{f}·{p}", zf * zp
+            for d, zd in scalars:
+                if d not in p.split("·") and np.all(zd != 0):
+                    yield f"{f}·{p}/{d}", zf * zp / zd
 
 
 def missing_named_term(ev: Evidence):
     if ev.analytic is None or ev.numeric is None or ev.support() < 3:
         return None
-    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
     names = _rows(ev)
-    candidates = [(n, z) for n, z, follows in names if follows]
-    candidates += [(f"{n1}·{n2}", z1 * z2) for (n1, z1, f1), (n2, z2, f2) in itertools.combinations(names, 2)
+    plain = [(n, z, follows) for n, z, follows, scalar in names if not scalar]
+    candidates = [(n, z) for n, z, follows in plain if follows]
+    candidates += [(f"{n1}·{n2}", z1 * z2) for (n1, z1, f1), (n2, z2, f2) in itertools.combinations(plain, 2)
                    if f1 != f2]  # grad_output enters once: one factor follows it, the other does not
+    found = _fitting(ev, candidates)
+    if found is None:
+        found = _fitting(ev, itertools.islice(_monomials(names), MAX_MONOMIALS))
+    if found is None:
+        return None
+    description, nice = found
+    sign = "−" if nice < 0 else ""
+    text = sign + ("" if abs(nice) == 1 else f"{short_number(abs(nice))}·") + description
+    return Finding("missing_term",
+                   f"backward for input {ev.name} misses the term {text} (numeric − analytic fits it exactly)",
+                   input=ev.index, params={"variant": "named", "term": description, "coefficient": nice,
+                                           "expression": text},
+                   confidence=0.8)
+
+
+def _fitting(ev, candidates):
+    """(description, simple coefficient) of the candidate term that makes A + c·T = N exactly, the
+    simplest first (coefficient ±1); None when none does."""
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
     residual = N - A
     fitting = []
     for description, T in candidates:
@@ -55,11 +91,4 @@ def missing_named_term(ev: Evidence):
     if not fitting:
         return None
     # the simplest: a term the backward names as it is (coefficient ±1) before a multiple of one
-    description, nice = min(fitting, key=lambda f: abs(f[1]) != 1)
-    sign = "−" if nice < 0 else ""
-    text = sign + ("" if abs(nice) == 1 else f"{short_number(abs(nice))}·") + description
-    return Finding("missing_term",
-                   f"backward for input {ev.name} misses the term {text} (numeric − analytic fits it exactly)",
-                   input=ev.index, params={"variant": "named", "term": description, "coefficient": nice,
-                                           "expression": text},
-                   confidence=0.8)
+    return min(fitting, key=lambda f: abs(f[1]) != 1)

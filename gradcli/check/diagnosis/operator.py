@@ -143,7 +143,9 @@ def not_accumulated(ev):
         return _contributions_dropped(ev, J, JE, G, significant)
     reads = significant.sum(axis=0)
     duplicated = int(np.count_nonzero(reads > 1))
-    if duplicated == 0:
+    if duplicated == 0 or ev.overwrites is None or not ev.overwrites():
+        # the source must write into the gradient (an index assignment, a scatter): forward reading
+        # x twice (`cat([sin x, x³])`) and a backward dropping one block's term is no overwrite
         return None
     for kept in ("last", "first"):
         candidate = np.zeros_like(J)
@@ -186,14 +188,21 @@ def _contributions_dropped(ev, J, JE, G, significant):
                    input=ev.index, params={"kept": "some", "duplicates": count}, confidence=0.8)
 
 
-def _match_permutation(ev, G, J, JE):
-    """σ with G[i] fitting J[σ(i)] for every row i, each row of J used once; None otherwise."""
-    sigma = []
+def _match_permutation(ev, G, J, JE, equal_rows=False):
+    """σ with G[i] fitting J[σ(i)] for every row i, each row of J used once; None otherwise. With
+    ``equal_rows``, rows of J that are equal (a pooling window's inputs) are interchangeable: each
+    G row takes the first unused one it fits, every fit among equal rows."""
+    sigma, used = [], set()
     for i in range(G.shape[0]):
         hits = [k for k in range(J.shape[0]) if ev.fits(G[i], J[k], JE[k])]
-        if len(hits) != 1:
+        if not hits or (len(hits) > 1 and not equal_rows) or any(
+                not ev.fits(J[k], J[hits[0]], JE[k] + JE[hits[0]]) for k in hits[1:]):
             return None
-        sigma.append(hits[0])
+        free = [k for k in hits if k not in used]
+        if not free:
+            return None
+        sigma.append(free[0])
+        used.add(free[0])
     return sigma if sorted(sigma) == list(range(J.shape[0])) else None
 
 
@@ -217,7 +226,10 @@ def missing_reshape(ev):
     if ev.fits(G, J, JE) or ev.support() < 3:
         return None
     for side, (g, j, e) in (("grad_output", (G, J, JE)), ("result", (G.T, J.T, JE.T))):
-        sigma = _match_permutation(ev, g, j, e)
+        # equal columns of J are a window's inputs (a pooling gradient tiled where it must be
+        # interleaved); equal rows are a broadcast, whose permuted cotangent is a reduction over the
+        # wrong dim, the simpler story the statement edits tell
+        sigma = _match_permutation(ev, g, j, e, equal_rows=side == "result")
         if sigma is None or sigma == list(range(len(sigma))):
             continue
         layout = _layout(sigma, ev.shape)
@@ -340,54 +352,3 @@ def operator_matrices(probe, ev, numeric):
             return None
         G[o] = g.ravel()
     return J, JE, G
-
-
-def _separable(M):
-    """(row part, column part) of the additive model M ≈ a_i + b_j fitted by means."""
-    mean = float(M.mean())
-    return M.mean(axis=1, keepdims=True) - mean / 2, M.mean(axis=0, keepdims=True) - mean / 2
-
-
-def _varies(part, size) -> bool:
-    return float(np.ptp(part)) > 1e-6 * max(size, 1e-300)
-
-
-def wrong_axis_separable(ev):
-    """A 2-D input whose gradient is normalized or reduced along the wrong axis, seen in the error
-    itself (for outputs of another shape, where the operator's couplings cannot be compared):
-    A/N = exp(a_i + b_j) (a softmax-like normalization over the other axis), or
-    (A − N)/w = a_i + b_j for w ∈ {1, exp(x)}, both parts varying — an error made of one term
-    per row and one per column is the trace of a sum taken over the wrong dim."""
-    if ev.analytic is None or ev.values is None or len(ev.shape) != 2 or min(ev.shape) < 2:
-        return None
-    rows, cols = ev.shape
-    if (rows - 1) * (cols - 1) < 4 or ev.support() < rows * cols:
-        return None
-    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
-    with np.errstate(all="ignore"):
-        candidates = []
-        if np.all(A * N > 0):
-            L = np.log(A / N)
-            parts = [_separable(L[k]) for k in range(len(L))]
-            candidates.append(("ratio", N * np.exp(np.stack([a + b for a, b in parts])), parts, 1.0))
-        for weight_name, w in (("1", np.ones(ev.shape)), ("exp(x)", np.exp(ev.values))):
-            D = (A - N) / w
-            if not np.all(np.isfinite(D)):
-                continue
-            parts = [_separable(D[k]) for k in range(len(D))]
-            candidates.append((weight_name, N + w * np.stack([a + b for a, b in parts]), parts,
-                               float(np.max(np.abs(D)))))
-    for form, predicted, parts, size in candidates:
-        if not np.all(np.isfinite(predicted)) or not ev.fits(A, predicted, E):
-            continue
-        if not all(_varies(a, size) and _varies(b, size) for a, b in parts):
-            continue
-        expected = None
-        if len(ev.outputs) == 1 and ev.outputs[0].ndim == 1 and ev.outputs[0].shape[0] in ev.shape:
-            expected = [1 if ev.outputs[0].shape[0] == rows else 0] if rows != cols else None
-        message = (f"backward for input {ev.name} is off by one factor per row and one per column"
-                   if form == "ratio" else f"backward for input {ev.name} is off by one term per row and one per "
-                   "column") + ": a softmax, norm, sum or mean taken over the wrong dim"
-        params = {"form": form, "dims": None if expected is None else [1 - expected[0]], "expected_dims": expected}
-        return Finding("wrong_axis", message, input=ev.index, params=params, confidence=0.75)
-    return None

@@ -8,6 +8,7 @@ one separates the two sets, and merely approximate ones need at least two elemen
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -19,6 +20,7 @@ NICE_THRESHOLDS = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0) + tuple(
     float(v) for k in range(3, 11) for v in (k, -k)) + (0.25, -0.25, 0.1, -0.1, 1.5, -1.5, 2.5, -2.5)
 KINK_GAP = 1e-4  # relative gap between one-sided derivatives that counts as a kink
 MIN_LONE_SPLIT = 5  # informative elements a 1-vs-rest split needs to be evidence of a region
+MIN_SPLITS = 40  # C(n, k) an approximate threshold needs: a chance separation has probability 2/C(n, k) ≤ 5 %
 KINK_SAMPLE = 8  # wrong elements whose one-sided derivatives are computed before all of them
 
 
@@ -187,7 +189,10 @@ def region(ev: Evidence):
         for description, nice in _value_predicates(name, z, wrong, info):
             if nice:
                 matches.append((description, (0.9 if own else 0.85) if balanced else 0.8, name))
-            elif balanced and own:
+            elif balanced and own and math.comb(n_wrong + n_right, n_wrong) >= MIN_SPLITS:
+                # a threshold at no simple number is evidence only when few splits of the elements
+                # exist that one could make by chance (two of C(n, k): a random index or mask
+                # separates 3 of 6 values by a threshold one time in ten)
                 matches.append((description + " (approximately)", 0.6, name))
     for name, z in ev.labels:
         # a per-row integer input (a class target): the rows of one value, or of the negative

@@ -276,9 +276,10 @@ def shared_statement(src: Source, positions, right_positions=(), ops=SIGN_OPS):
     shared = {k: s for k, s in chains[0].items() if all(k in c for c in chains[1:len(positions)])}
     for other in chains[len(positions):]:
         shared = {k: s for k, s in shared.items() if k not in other}
-    # only a statement where that mistake can be made is named
+    # only a statement where that mistake can be made is named (``ops``: node types, or a predicate)
+    holds = ops if callable(ops) and not isinstance(ops, tuple) else (lambda n: isinstance(n, ops))
     assignments = [s for s in shared.values() if isinstance(s, ast.Assign) and any(
-        isinstance(n, ops) for n in ast.walk(s.value))]
+        holds(n) for n in ast.walk(s.value))]
     return max(assignments, key=lambda s: s.lineno) if assignments else None
 
 

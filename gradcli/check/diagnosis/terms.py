@@ -11,19 +11,9 @@ import numpy as np
 
 from gradcli.check.diagnosis import mutations
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
+from gradcli.check.diagnosis.fitted import sign_of_term, term_words
 from gradcli.check.diagnosis.patterns import broadcast_dims, sum_to
 from gradcli.check.report import Finding
-
-def term_words(alpha: float, description: str) -> tuple:
-    """(nice number or None, coefficient, "3·grad_output·x", "misses the term" / "has an extra term") for
-    a fitted term: the residual is what is missing, so a negative coefficient is a term too many."""
-    nice = nice_number(alpha)
-    coefficient = nice if nice is not None else float(f"{alpha:.6g}")
-    size = abs(coefficient)
-    text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
-        "" if description == "1" else f"·{description}")
-    return nice, coefficient, text, "misses the term" if coefficient > 0 else "has an extra term"
-
 
 def _variables(ev: Evidence):
     """(name, values) of the inputs and the output that are shaped like this input."""
@@ -97,6 +87,8 @@ def missing_term(ev: Evidence):
         if not ev.fits(A + alpha * T, N, E):
             continue
         nice, coefficient, text, what = term_words(alpha, description)
+        if nice == -2.0:
+            return sign_of_term(ev, text[2:])
         return Finding("missing_term",
                        f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
                        input=ev.index, params={"variant": "missing", "term": description, "coefficient": coefficient,

@@ -1,0 +1,30 @@
+"""How a fitted term is named: numeric − analytic = α·t for one term t is a missing term (α > 0),
+a term too many (α < 0), or — for α = −2 — the sign of that term: the backward has +t where −t is
+needed (issue 17: "extra term 2·grad_output·1/x²" is true arithmetic, but the mistake is the sign).
+"""
+from __future__ import annotations
+
+from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
+from gradcli.check.report import Finding
+
+
+def term_words(alpha: float, description: str) -> tuple:
+    """(nice number or None, coefficient, "3·grad_output·x", "misses the term" / "has an extra term") for
+    a fitted term: the residual is what is missing, so a negative coefficient is a term too many."""
+    nice = nice_number(alpha)
+    coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+    size = abs(coefficient)
+    text = ("" if size == 1 else f"{short_number(size)}·") + "grad_output" + (
+        "" if description == "1" else f"·{description}")
+    return nice, coefficient, text, "misses the term" if coefficient > 0 else "has an extra term"
+
+
+def sign_of_term(ev: Evidence, text: str, where: str = ""):
+    """numeric − analytic = −2·t: the backward has +t where −t is needed — the sign of one term, not
+    "an extra term 2·t" (true arithmetic, but not the mistake), even where the statement cannot be read."""
+    there = f" where {where}" if where else ""
+    params = {"term": text, "expression": text}
+    if where:
+        params["region"] = where
+    return Finding("term_sign", f"backward for input {ev.name} has the wrong sign on the term {text}{there} "
+                   "(numeric = analytic − 2·that term, exactly)", input=ev.index, params=params, confidence=0.85)
