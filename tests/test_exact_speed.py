@@ -147,3 +147,21 @@ def test_the_exact_check_still_fails_a_wrong_backward():
     row = check.details["inputs"][0]
     assert row["failed_elements"] == 3
     assert row["max_rel_error"] == pytest.approx(1e-3, rel=1e-9)
+
+
+_U = x0 * x1 + x2
+SHARED = [  # a subexpression reached along several paths: its adjoint must be complete before it is passed on
+    sympy.Mul(_U, sympy.exp(_U), evaluate=False),
+    sympy.Mul(sympy.exp(_U), _U, evaluate=False),
+    sympy.Add(_U, sympy.sin(_U), sympy.sin(_U) ** 2, evaluate=False),
+    sympy.Add(sympy.sin(_U) ** 2, sympy.sin(_U), _U, evaluate=False),
+    sympy.Max(x2, sympy.Max(x1, sympy.Max(x0, -x0 - 3, evaluate=False), evaluate=False), evaluate=False) * 2 - x2,
+]
+
+
+@pytest.mark.parametrize("expr", SHARED, ids=[str(e)[:40] for e in SHARED])
+def test_shared_subexpressions_whatever_the_order_of_the_arguments(expr):
+    with mpmath.workdps(40):
+        for s, value, _ in PointPartials(AT).partials(expr):
+            exact = by_sympy(expr, s)
+            assert abs(value - exact) <= mpmath.mpf(10) ** -30 * max(abs(exact), 1), (s, value, exact)

@@ -88,18 +88,22 @@ class PointPartials:
         return list(e.args)
 
     def _order(self, expr):
-        """The nodes under ``expr``, each after every node it contains (a post-order without repeats)."""
-        order, seen, stack = [], {expr}, [(expr, False)]
+        """The nodes under ``expr``, each after every node it contains (a depth-first post-order
+        without repeats: a shared subexpression is listed once, after all of its own subexpressions,
+        so that its adjoint is complete before it is passed on)."""
+        order, done, stack = [], set(), [(expr, iter(self._children(expr)))]
+        on_stack = {expr}
         while stack:
-            node, expanded = stack.pop()
-            if expanded:
+            node, children = stack[-1]
+            for child in children:
+                if child not in done and child not in on_stack:
+                    on_stack.add(child)
+                    stack.append((child, iter(self._children(child))))
+                    break
+            else:
+                stack.pop()
+                done.add(node)
                 order.append(node)
-                continue
-            stack.append((node, True))
-            for child in self._children(node):
-                if child not in seen:
-                    seen.add(child)
-                    stack.append((child, False))
         return order
 
     # ---- values ------------------------------------------------------------------------------------
