@@ -15,6 +15,7 @@ The rest are the rewrites every consumer (exact references, proofs) applies befo
 ``almost_everywhere`` (derivatives of kinks: DiracDelta -> 0, Heaviside -> Indicator), and
 ``exact_constants`` (float constants -> the exact numbers they stand for, with a note for each guess).
 """
+import contextlib
 import functools
 
 import numpy as np
@@ -135,8 +136,33 @@ def symbolic_trunc(a, decimals=0):
     return np.asarray(np.frompyfunc(_trunc_element, 1, 1)(a), dtype=object)
 
 
+_UNEVALUATED_UNARY = [False]  # the innermost ``unevaluated_unary()`` is on
+
+
+@contextlib.contextmanager
+def unevaluated_unary():
+    """Unary ops build their SymPy function unevaluated while this is on: ``exp(x)`` is not asked
+    whether x is a multiple of i*pi, ``log`` whether its argument is an exp, ``Abs`` what sign x has
+    (~30 % of tracing a Function, the assumption queries of those ``eval``s). The same function, so
+    the same values and derivatives at every point: the exact reference's trace uses it (it needs
+    numbers, not a simplified formula); proofs, which simplify, do not. Arithmetic stays evaluated."""
+    _UNEVALUATED_UNARY.append(True)
+    try:
+        yield
+    finally:
+        _UNEVALUATED_UNARY.pop()
+
+
+def _unary_element(name, e):
+    e = sympy.sympify(e)
+    if _UNEVALUATED_UNARY[-1]:
+        with sympy.evaluate(False):
+            return elementwise.sympy_expr(name, e)
+    return elementwise.sympy_expr(name, e)
+
+
 def _unary_rule(name):
-    element = np.frompyfunc(lambda e: elementwise.sympy_expr(name, sympy.sympify(e)), 1, 1)
+    element = np.frompyfunc(lambda e: _unary_element(name, e), 1, 1)
 
     def rule(a):
         return np.asarray(element(a), dtype=object)  # frompyfunc returns a bare object for 0-d input
