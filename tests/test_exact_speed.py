@@ -165,3 +165,43 @@ def test_shared_subexpressions_whatever_the_order_of_the_arguments(expr):
         for s, value, _ in PointPartials(AT).partials(expr):
             exact = by_sympy(expr, s)
             assert abs(value - exact) <= mpmath.mpf(10) ** -30 * max(abs(exact), 1), (s, value, exact)
+
+
+@pytest.mark.parametrize("name", sorted(__import__("gradcli.autograd.ops.elementwise", fromlist=["UNARY"]).UNARY))
+def test_every_unary_row_unevaluated_is_the_same_function(name):
+    from gradcli.autograd.ops.elementwise import sympy_expr
+    from gradcli.symbolic.ops import unevaluated_unary_expr
+
+    p, n = sympy.Symbol("p", positive=True), sympy.Symbol("n", negative=True)
+    for x, value in ((p, sympy.Rational(3, 8)), (n, sympy.Rational(-5, 8)), (p, sympy.Rational(17, 8))):
+        if name in ("asin", "acos", "atanh") and abs(value) >= 1 or name == "acosh" and value <= 1 \
+                or name in ("log", "sqrt", "rsqrt") and value <= 0:
+            continue
+        evaluated, unevaluated = sympy_expr(name, x), unevaluated_unary_expr(name, x)
+        a = sympy.N(evaluated.xreplace({x: value}), 40)
+        b = sympy.N(unevaluated.xreplace({x: value}), 40)
+        assert abs(a - b) <= sympy.Float(10) ** -35 * max(abs(a), 1), (name, value, a, b)
+
+
+def test_the_exact_reference_traces_without_clearing_sympys_cache(monkeypatch):
+    import sympy.core.parameters
+
+    cleared = []
+    monkeypatch.setattr(sympy.core.parameters, "clear_cache", lambda: cleared.append(1))
+    x = torch.tensor(np.array([0.3, -1.2, 2.0]), requires_grad=True)
+
+    class Smooth(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.sigmoid(x) * torch.exp(x) + torch.relu(x) + torch.log1p(x * x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            s = torch.sigmoid(x)
+            return g * (s * (1 - s) * torch.exp(x) + s * torch.exp(x) + (x > 0) + 2 * x / (1 + x * x))
+
+    check = exact_check(Smooth, [x], cotangents=(np.ones(3),))
+    assert check.status == "pass" and check.details["source"] == "trace"
+    assert cleared == []
