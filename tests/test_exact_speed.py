@@ -170,7 +170,7 @@ def test_shared_subexpressions_whatever_the_order_of_the_arguments(expr):
 @pytest.mark.parametrize("name", sorted(__import__("gradcli.autograd.ops.elementwise", fromlist=["UNARY"]).UNARY))
 def test_every_unary_row_unevaluated_is_the_same_function(name):
     from gradcli.autograd.ops.elementwise import sympy_expr
-    from gradcli.symbolic.ops import unevaluated_unary_expr
+    from gradcli.symbolic.unevaluated import unary_expr as unevaluated_unary_expr
 
     p, n = sympy.Symbol("p", positive=True), sympy.Symbol("n", negative=True)
     for x, value in ((p, sympy.Rational(3, 8)), (n, sympy.Rational(-5, 8)), (p, sympy.Rational(17, 8))):
