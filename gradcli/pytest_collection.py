@@ -66,7 +66,10 @@ def shared_collection(state) -> dict:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another worker collects: get ready for the checks meanwhile
-            warm_for_checks(state)
+            try:
+                warm_for_checks(state)
+            except Exception:  # noqa: BLE001 -- only an optimisation: the first check loads what it needs
+                pass
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if os.stat(path).st_uid == os.getuid():  # written by this run's first worker (a random name)

@@ -93,3 +93,27 @@ def test_warming_loads_torch_only_for_torch_files_and_prepares_each_kind(tmp_pat
     state = FakeState({engine: None, torch_file: None})
     pytest_collection.warm_for_checks(state)
     assert (state.torch_loads, prepared) == (1, [False, True])
+
+
+def test_a_warm_up_that_fails_still_reads_the_collection(tmp_path, monkeypatch):
+    engine = write(tmp_path, "ops.py", "import gradcli as torch\n")
+    state = FakeState({engine: None})
+    shared = pytest_collection.shared_path(state.run_id)
+    collected = {engine: (["Double"], None)}
+
+    def broken(s):
+        with open(shared, "wb") as f:
+            pickle.dump(collected, f)
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        raise RuntimeError("warm-up broke")
+
+    monkeypatch.setattr(pytest_collection, "warm_for_checks", broken)
+    holder = open(shared + ".lock", "a")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        assert pytest_collection.shared_collection(state) == collected
+    finally:
+        holder.close()
+        for path in (shared, shared + ".lock"):
+            if os.path.exists(path):
+                os.remove(path)
