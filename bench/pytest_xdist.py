@@ -7,14 +7,21 @@ both alike, and prints the median and every run. `gradcli check PATH` is timed a
 reference. CPU seconds (all processes) are printed too: on a busy machine they show the fixed cost of
 each xdist worker better than wall time. The verdict counts of every run must not depend on -n.
 --shape sets the automatic inputs' shape (larger: more work per Function, where xdist can pay off).
+
+--per-process loads a small plugin into every pytest process (the controller and each xdist worker)
+that records, at its end, its own CPU seconds, those of its children (the forked collectors,
+workers and checkers) and how long it lived: where -n N's extra CPU goes (a worker's fixed cost --
+interpreter, pytest, torch -- against its share of the items). Printed as medians per process role.
 """
 import argparse
+import json
 import os
 import re
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,10 +34,22 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(command: list) -> tuple:
+PLUGIN = r"""
+import json, os, resource, time
+_START = time.time()
+def pytest_unconfigure(config):
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    role = getattr(config, "workerinput", {}).get("workerid", "main")
+    with open(os.environ["GRADCLI_BENCH_PROCESSES"], "a") as f:
+        f.write(json.dumps({"role": role, "self": own.ru_utime + own.ru_stime,
+                            "children": kids.ru_utime + kids.ru_stime, "alive": time.time() - _START}) + "\n")
+"""
+
+
+def timed(command: list, env=None) -> tuple:
     """(wall seconds, CPU seconds of all its processes, the closing summary line)."""
     start, cpu = time.perf_counter(), cpu_seconds()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
     counts = re.sub(r" in [\d.]+s.*", "", last.strip("= "))
@@ -43,9 +62,18 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--shape", default="3x4")
+    parser.add_argument("--per-process", action="store_true",
+                        help="CPU seconds and lifetime of each pytest process (controller, each xdist worker)")
     args = parser.parse_args()
+    env, log = None, None
+    if args.per_process:
+        folder = tempfile.mkdtemp(prefix="gradcli-bench-")
+        Path(folder, "gradcli_bench_processes.py").write_text(PLUGIN)
+        log = Path(folder, "processes.jsonl")
+        env = dict(os.environ, GRADCLI_BENCH_PROCESSES=str(log),
+                   PYTHONPATH=os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p))
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "--gradcli", args.path,
-              "--gradcli-shape", args.shape]
+              "--gradcli-shape", args.shape] + (["-p", "gradcli_bench_processes"] if args.per_process else [])
     configs = {
         "pytest --gradcli -n 0": pytest + ["-n", "0"],
         f"pytest --gradcli -n {args.workers}": pytest + ["-n", str(args.workers)],
@@ -54,12 +82,18 @@ def main():
     times = {name: [] for name in configs}
     cpus = {name: [] for name in configs}
     counts = {name: set() for name in configs}
+    processes = {name: {} for name in configs}  # role -> [(self, children, alive)] over the runs
     for _ in range(args.runs):
         for name, command in configs.items():
-            wall, cpu, summary = timed(command)
+            if log is not None and log.exists():
+                log.unlink()
+            wall, cpu, summary = timed(command, env)
             times[name].append(wall)
             cpus[name].append(cpu)
             counts[name].add(summary)
+            for line in (log.read_text().splitlines() if log is not None and log.exists() else ()):
+                row = json.loads(line)
+                processes[name].setdefault(row["role"], []).append((row["self"], row["children"], row["alive"]))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{args.path} (shape {args.shape}): {args.runs} runs each, {os.cpu_count()} CPUs, "
           f"load average {load:.1f} at the end")
@@ -67,6 +101,9 @@ def main():
         runs = ", ".join(f"{t:.1f}" for t in times[name])
         print(f"  {name:<24} median {statistics.median(times[name]):5.1f} s wall, "
               f"{statistics.median(cpus[name]):5.1f} s CPU   (wall runs: {runs})   {' | '.join(counts[name])}")
+        for role, rows in sorted(processes[name].items()):
+            own, kids, alive = (statistics.median(column) for column in zip(*rows))
+            print(f"      {role:<6} itself {own:5.2f} s CPU, its children {kids:5.2f} s CPU, alive {alive:5.1f} s")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ Every file is collected by the runner's ``--collect-only`` in a forked worker of
 never runs in the pytest process). All files at once, several at a time (as ``gradcli check -j``):
 one call per file would fork and wait for each in turn. Under pytest-xdist every worker collects the
 same files: the first to take a lock collects them while the others wait, and leaves the result in
-a file named by the run's testrunuid for the others to read (the plugin removes it at the end).
+a file named by the run's testrunuid for the others to read (the plugin removes it at the end). A
+worker that finds the lock taken imports torch and warms up for its checks while it waits.
 """
 import fcntl
 import os
@@ -43,11 +44,33 @@ def collect_all(state, paths=None) -> dict:
     return found
 
 
+def warm_for_checks(state) -> None:
+    """What this process loads before its first check anyway (torch when a file imports it, then
+    warm_parent.prepare: gradcli's checking modules, SymPy where the exact check needs it, one
+    warm-up check), done while another xdist worker collects: beside that worker's work on the
+    other core, instead of after it on this worker's critical path."""
+    from gradcli.check import warm_parent
+    from gradcli.check.discovery import imports_torch
+
+    kinds = {imports_torch(p) for p in state.files}
+    if True in kinds:
+        state._load_torch()
+    for torch_file in sorted(kinds):
+        warm_parent.prepare(torch_file, state.options)
+
+
 def shared_collection(state) -> dict:
     """``collect_all`` once for all the xdist workers of one run (``state.run_id``)."""
     path = shared_path(state.run_id)
     with open(path + ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another worker collects: get ready for the checks meanwhile
+            try:
+                warm_for_checks(state)
+            except Exception:  # noqa: BLE001 -- only an optimisation: the first check loads what it needs
+                pass
+            fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if os.stat(path).st_uid == os.getuid():  # written by this run's first worker (a random name)
                 with open(path, "rb") as f:

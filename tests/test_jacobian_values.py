@@ -132,7 +132,7 @@ def test_a_kink_is_flagged_exactly_where_the_switch_is_zero():
     assert kinks[0].tolist() == [False, True, False]
 
 
-def test_each_distinct_formula_is_differentiated_and_compiled_once(monkeypatch):
+def test_each_distinct_formula_is_differentiated_and_compiled_once_on_sympys_route(monkeypatch):
     built = []
     original = jacobian_values._Partials.__init__
 
@@ -143,18 +143,22 @@ def test_each_distinct_formula_is_differentiated_and_compiled_once(monkeypatch):
     monkeypatch.setattr(jacobian_values._Partials, "__init__", counting)
     # 12 elements, all positive: one formula for the whole sum
     trace, point = traced(SumSqrt, np.linspace(1.5, 4.0, 12))
-    exact_vjp_values(trace, point, [(np.array(1.0),)])
+    exact_vjp_values(trace, point, [(np.array(1.0),)], by_sympy=True)
     assert len(built) == 1
     # mixed signs give the symbols different assumptions, but the formula is the same: one
     built.clear()
     trace, point = traced(SumSqrt, np.array([1.5, -2.0, 3.0, -4.0]))
-    exact_vjp_values(trace, point, [(np.array(1.0),)])
+    exact_vjp_values(trace, point, [(np.array(1.0),)], by_sympy=True)
     assert len(built) == 1
     # where SymPy wrote the forward differently by sign (|x| is x or -x), one formula per sign
     built.clear()
     trace, point = traced(AbsTimesExp, np.array([-1.5, 2.0, -0.5, 3.0]))
-    exact_vjp_values(trace, point, [(np.ones(4),)])
+    exact_vjp_values(trace, point, [(np.ones(4),)], by_sympy=True)
     assert len(built) == 2
+    # by default the chain rule runs on numbers (point_partials.py): no SymPy derivative at all
+    built.clear()
+    exact_vjp_values(trace, point, [(np.ones(4),)])
+    assert built == []
 
 
 def test_one_formula_for_both_signs_gives_the_derivative_at_each_point():

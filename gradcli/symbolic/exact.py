@@ -20,6 +20,7 @@ import sympy
 from gradcli.symbolic.jacobian_values import exact_vjp_values
 from gradcli.symbolic.evaluation import DPS, MpEvaluator, as_mp, exact_float
 from gradcli.symbolic.ops import almost_everywhere
+from gradcli.symbolic.unevaluated import unevaluated_unary
 from gradcli.symbolic.trace import (NotTraceable, callable_of, differentiable_positions, function_class,
                                     parameter_names, trace_function)
 
@@ -170,7 +171,8 @@ def _from_trace(fn, inputs, cotangent_sets):
     signs = {i: {idx: ("positive" if v > 0 else "negative" if v < 0 else "real")
                  for idx, v in np.ndenumerate(inputs[i].data.astype(np.float64))} for i in positions}
     try:
-        trace = trace_function(fn, inputs, signs=signs, with_backward=False)
+        with unevaluated_unary():  # values are all it needs of the trace (unevaluated.py)
+            trace = trace_function(fn, inputs, signs=signs, with_backward=False)
     except NotTraceable as error:
         raise ExactUnavailable(f"not traceable: {error.reason}") from None
     point = {}

@@ -3,8 +3,12 @@
 ``Trace.exact_vjp`` builds Jᵀv as expressions (a sum over outputs per input element) and the
 proofs need that. A reference value needs less: the Jacobian entries ∂y_k/∂x_i at one point, then
 Σ_k v_k ∂y_k/∂x_i in arithmetic, for each cotangent set. Elementwise, broadcast and matmul code
-gives every output element the same formula up to the names of its symbols, so each distinct
-formula (``canonical_real``) is differentiated by SymPy and compiled for mpmath once (mp_compile.py:
+gives every output element the same formula up to the names of its symbols. The partials of each
+term come from the chain rule run on numbers (``point_partials.PointPartials``: the tree evaluated
+once in mpmath, adjoints accumulated from the root), without SymPy's ``diff``: 5-10x cheaper in a
+forked checker, where SymPy's derivatives and their assumption queries were most of the exact check.
+A term with a node it has no rule for (or that it cannot evaluate) is differentiated by SymPy as
+before: each distinct formula (``canonical_real``) once, compiled for mpmath (mp_compile.py:
 closures over the tree, not lambdify's printed source), all its partial derivatives in one
 function, and every element with that formula costs one call. Derivatives
 are taken "almost everywhere" (``almost_everywhere``), and an element is flagged as a kink where
@@ -17,6 +21,7 @@ import sympy
 from gradcli.symbolic.evaluation import _MODULES, DPS, _is_zero, switch_arguments
 from gradcli.symbolic.mp_compile import mp_function
 from gradcli.symbolic.ops import almost_everywhere, indicators_as_piecewise
+from gradcli.symbolic.point_partials import PointPartials
 from gradcli.symbolic.trace import symbol_order
 
 _REAL: list = []  # _c0, _c1, ... as real symbols
@@ -64,14 +69,28 @@ class _Partials:
         return list(zip(values, kinks))
 
 
-def exact_vjp_values(trace, point, cotangent_sets, dps=DPS):
+def _real(value):
+    value = mpmath.mpmathify(value)
+    return value.real if isinstance(value, mpmath.mpc) and value.imag == 0 else value
+
+
+def _by_chain_rule(numbers, term):
+    """[(symbol, ∂term/∂symbol, at_kink)] from PointPartials, or None where it cannot (SymPy then)."""
+    try:
+        return [(s, _real(v), kink) for s, v, kink in numbers.partials(term)]
+    except Exception:  # noqa: BLE001 -- Unsupported, or a value it cannot compute (1/0): SymPy decides
+        return None
+
+
+def exact_vjp_values(trace, point, cotangent_sets, dps=DPS, by_sympy=False):
     """({input index: [mpmath object array of Jᵀv, one per cotangent set]}, {input index: kink mask},
     {input index: [float array of Σₖ |vₖ ∂yₖ/∂xᵢ|, one per set]}: the size of the terms a backward
     adds up, so the rounding it may make where they cancel).
 
     ``point``: {input symbol: mpf}; ``cotangent_sets``: one tuple per set, one float array per
     differentiable output (shapes of ``trace.outputs``). Raises ValueError where SymPy has no
-    closed-form derivative."""
+    closed-form derivative. ``by_sympy``: every term differentiated by SymPy (the reference the
+    chain rule on numbers is tested against)."""
     owner = {s: (i, idx) for i, arr in trace.inputs.items() for idx, s in np.ndenumerate(arr)}
     zero = mpmath.mpf(0)
     sums = {i: [np.full(arr.shape, zero, dtype=object) for _ in cotangent_sets] for i, arr in trace.inputs.items()}
@@ -79,6 +98,7 @@ def exact_vjp_values(trace, point, cotangent_sets, dps=DPS):
     magnitudes = {i: [np.zeros(arr.shape) for _ in cotangent_sets] for i, arr in trace.inputs.items()}
     compiled = {}
     with mpmath.workdps(dps):
+        numbers = PointPartials(point)
         weights = [[np.vectorize(lambda v: mpmath.mpf(float(v)), otypes=[object])(
                     np.broadcast_to(np.asarray(cot[k], dtype=np.float64), np.shape(out)))
                     for k, out in enumerate(trace.outputs)] for cot in cotangent_sets]
@@ -90,11 +110,14 @@ def exact_vjp_values(trace, point, cotangent_sets, dps=DPS):
                 for term in y.args if isinstance(y, sympy.Add) else (y,):
                     if term.is_number:
                         continue
-                    key, symbols = canonical_real(term)
-                    partials = compiled.get(key)
-                    if partials is None:
-                        partials = compiled[key] = _Partials(key)
-                    for s, (value, kink) in zip(symbols, partials.at([point[s] for s in symbols])):
+                    found = None if by_sympy else _by_chain_rule(numbers, term)
+                    if found is None:
+                        key, symbols = canonical_real(term)
+                        partials = compiled.get(key)
+                        if partials is None:
+                            partials = compiled[key] = _Partials(key)
+                        found = [(s, v, kink) for s, (v, kink) in zip(symbols, partials.at([point[s] for s in symbols]))]
+                    for s, value, kink in found:
                         if s not in owner:
                             continue
                         i, at = owner[s]

@@ -22,6 +22,7 @@ import sympy
 from sympy import S
 
 from gradcli.autograd.ops import elementwise
+from gradcli.symbolic import unevaluated
 
 
 class Indicator(sympy.Function):
@@ -135,8 +136,15 @@ def symbolic_trunc(a, decimals=0):
     return np.asarray(np.frompyfunc(_trunc_element, 1, 1)(a), dtype=object)
 
 
+def _unary_element(name, e):
+    e = sympy.sympify(e)
+    if unevaluated.ON[-1]:
+        return unevaluated.unary_expr(name, e)
+    return elementwise.sympy_expr(name, e)
+
+
 def _unary_rule(name):
-    element = np.frompyfunc(lambda e: elementwise.sympy_expr(name, sympy.sympify(e)), 1, 1)
+    element = np.frompyfunc(lambda e: _unary_element(name, e), 1, 1)
 
     def rule(a):
         return np.asarray(element(a), dtype=object)  # frompyfunc returns a bare object for 0-d input
