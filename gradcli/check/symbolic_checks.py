@@ -91,9 +91,13 @@ def add_exact(report, target, args, options, seconds: Optional[float]) -> Option
 
 
 def _within(seconds: Optional[float], work: Callable):
-    """``work()``, interrupted by _OutOfTime after ``seconds`` (when SIGALRM can be used here)."""
+    """``work()``, interrupted by _OutOfTime after ``seconds`` of this process's CPU time, or after
+    WALL_FACTOR times that in wall time (check_clock's rule: a loaded machine does not cut the exact
+    check short, a wait cannot outlast the cap), when interval timers can be used here."""
     import signal
     import threading
+
+    from .check_clock import WALL_FACTOR
 
     if seconds is None or not hasattr(signal, "setitimer") \
             or threading.current_thread() is not threading.main_thread():
@@ -104,13 +108,16 @@ def _within(seconds: Optional[float], work: Callable):
     def ring(signum, frame):
         raise _OutOfTime
 
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = {sig: signal.signal(sig, ring) for sig in (signal.SIGPROF, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds * WALL_FACTOR)
     try:
         return work()
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 # ----- proofs ----------------------------------------------------------------------------------------
