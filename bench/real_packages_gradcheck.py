@@ -39,6 +39,17 @@ def _alarm(signum, frame):
 
 
 CALLABLES = {"tanh": "Tanh", "sigmoid": "Sigmoid", "identity": "Identity"}  # gradcli's fn:NAME SPECs
+PAIRWISE = ("cdist", "sqdist")  # fn:cdist / fn:sqdist: Euclidean distances (squared) between the rows of x1 and x2
+
+
+def pairwise(torch, squared):
+    """gradcli's pairwise stand-in, written here again on torch (the bench does not import gradcli)."""
+    class Pairwise(torch.nn.Module):
+        def forward(self, x1, x2):
+            total = ((x1.unsqueeze(-2) - x2.unsqueeze(-3)) ** 2).sum(-1)
+            return total if squared else total.sqrt()
+
+    return Pairwise()
 
 
 def rebuild(records, torch, job=None, cls=None):
@@ -69,6 +80,8 @@ def rebuild(records, torch, job=None, cls=None):
             args.append(value)
         elif kind == "callable" and rec.get("value") in CALLABLES:  # fn:tanh -> torch.nn.Tanh()
             args.append(getattr(torch.nn, CALLABLES[rec["value"]])())
+        elif kind == "callable" and rec.get("value") in PAIRWISE:
+            args.append(pairwise(torch, rec["value"] == "sqdist"))
         else:
             return None, f"{rec.get('name')}: a {kind} cannot be rebuilt from its record"
     return args, ""

@@ -1,6 +1,10 @@
 """More of what forward's source says about its parameters (``infer.read_hints`` calls ``refine``):
 
 * a parameter forward calls (``fn(x)``, ``Fm.forward(x)``, ``ctx.fn = fn`` then ``ctx.fn(x)``): a callable;
+  one named like a distance (``dist``, ``sq_dist_func``) called with two tensors: the pairwise distance
+  stand-in (``fn:cdist``; ``fn:sqdist`` when the name says squared), and a tensor that scales both of its
+  arguments (``dist(x1 / l, x2 / l)``) is one value along the rows (size 1 at dim -2): rows of x1 and x2 pair
+  up with each other, not with rows of l;
 * a parameter used as a size (``torch.randn(shape)``, ``x.new_empty(shape)``, ``x.view(shape)``): a
   tuple of ints;
 * ``b, c, h, w = x.shape``: x has four dimensions;
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from typing import Optional
 
@@ -78,6 +83,15 @@ def _called(node: ast.Call, hints, ctx_callables):
         starred = any(isinstance(a, ast.Starred) for a in node.args)
         hint.kind, hint.why = "callable", "called in forward"
         hint.call_args = None if starred else len(node.args) + len(node.keywords)
+        if not starred and len(node.args) == 2 and not node.keywords and _DISTANCE.search(name):
+            hint.stand_in = "sqdist" if _SQUARED.search(name) else "cdist"
+            hint.why = (f"called in forward with two arguments and named like a{' squared' if hint.stand_in == 'sqdist' else ''} "
+                        f"distance: the pairwise {'squared ' if hint.stand_in == 'sqdist' else ''}Euclidean distance "
+                        f"between the rows of [n,d] and [m,d] tensors (fn:{hint.stand_in})")
+
+
+_DISTANCE = re.compile(r"dist", re.IGNORECASE)  # dist, cdist, sq_dist_func, distance_fn
+_SQUARED = re.compile(r"(^|_)sq(_|dist|$)|squared", re.IGNORECASE)  # sq_dist, sqdist, squared_distance
 
 
 def _dropped(node: ast.Call, forward, hints, ctx_callables):
@@ -93,6 +107,12 @@ def _dropped(node: ast.Call, forward, hints, ctx_callables):
             any(isinstance(a, ast.Starred) for a in node.args):
         return
     carried = _carried(forward, hints)
+    if hint.stand_in is not None:  # a pairwise stand-in uses both arguments: nothing dropped
+        first, second = (_mentions(a, hints, carried) for a in node.args)
+        for q in sorted((first & second) - {name}):
+            if not hints[q].backward_none and not hints[q].no_grad and -2 not in hints[q].unit_dims:
+                hints[q].unit_dims = tuple(hints[q].unit_dims) + (-2,)
+        return
     for arg in node.args[:-1]:
         for q in sorted(_mentions(arg, hints, carried)):
             if q != name and not hints[q].backward_none and not hints[q].no_grad and q not in hint.dropped:

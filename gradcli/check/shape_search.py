@@ -65,7 +65,7 @@ def first_plan(hint, base_shape: tuple) -> Plan:
     if kind == "object":  # a dataclass / NamedTuple annotation whose fields all have defaults
         return Plan("object", value="default()", why=hint.why)
     if kind == "callable":  # a function or module forward calls on a tensor: tanh (smooth, shape-preserving)
-        return Plan("callable", value="tanh", why=hint.why)
+        return Plan("callable", value=hint.stand_in or "tanh", why=hint.why)  # or a pairwise distance
     if kind == "shape":  # a size forward draws or views with: the base shape
         return Plan("shape", value=tuple(base_shape), why=hint.why)
     if hint is not None and hint.structure is not None:
