@@ -42,6 +42,15 @@ CALLABLES = {"tanh": "Tanh", "sigmoid": "Sigmoid", "identity": "Identity"}  # gr
 PAIRWISE = ("cdist", "sqdist")  # fn:cdist / fn:sqdist: Euclidean distances (squared) between the rows of x1 and x2
 
 
+def elementwise(torch, fn):
+    """gradcli's fn:sinh / fn:asinh: the function of the last argument, as a module."""
+    class Elementwise(torch.nn.Module):
+        def forward(self, *args):
+            return fn(args[-1])
+
+    return Elementwise()
+
+
 def pairwise(torch, squared):
     """gradcli's pairwise stand-in, written here again on torch (the bench does not import gradcli)."""
     class Pairwise(torch.nn.Module):
@@ -80,6 +89,8 @@ def rebuild(records, torch, job=None, cls=None):
             args.append(value)
         elif kind == "callable" and rec.get("value") in CALLABLES:  # fn:tanh -> torch.nn.Tanh()
             args.append(getattr(torch.nn, CALLABLES[rec["value"]])())
+        elif kind == "callable" and rec.get("value") in ("sinh", "asinh"):
+            args.append(elementwise(torch, getattr(torch, rec["value"])))
         elif kind == "callable" and rec.get("value") in PAIRWISE:
             args.append(pairwise(torch, rec["value"] == "sqdist"))
         else:

@@ -249,10 +249,16 @@ class Builder(MoreSets):
         if not ok:
             # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
             self.backward_checks += 1
+            raised = self._raised_count(args, records, auto, plans, domain, numbers_from, why)
+            if raised is not None:
+                return raised, "", False
             if self.backward_refused is None:
                 plain = all(p.kind == "tensor" and tuple(p.shape) == tuple(self.base_shape) for p in plans.values())
                 self.backward_refused = (Case(trial, trial_records, []), plain and numbers_from is None, why)
             return None, "backward raised", False
+        larger = self._larger_counts(args, records, auto, plans, domain, numbers_from, trial)
+        if larger is not None:
+            return larger, "", False
         not_checked = [{"input": r["name"], "reason": f"guessed the number {r['value']} for {r['name']}: forward "
                         f"refused tensors there; give --input {r['name']}=SPEC for another value"}
                        for r in trial_records if r and r.get("number")]
@@ -260,6 +266,25 @@ class Builder(MoreSets):
             not_checked.append(dict(environment.WORLD_SIZE_ONE))
         self.taken = (plans, domain, numbers_from)
         return Case(trial, trial_records, not_checked), "", False
+
+    def _larger_counts(self, args, records, auto, plans, domain, numbers_from, trial) -> Optional[Case]:
+        """The plan with a guessed int raised (guided.larger_count) when backward, run twice on one forward as a
+        check does, refuses the second pass naming it; None when it does not, or the raised plan fails too."""
+        from gradcli.check import guided
+
+        if not any(p.kind == "int" and (p.value or 0) < guided.LARGE_COUNT for p in plans.values()):
+            return None
+        ok, why = backward_runs(self.be, self.target.fn, trial, times=2)
+        return None if ok else self._raised_count(args, records, auto, plans, domain, numbers_from, why)
+
+    def _raised_count(self, args, records, auto, plans, domain, numbers_from, why) -> Optional[Case]:
+        from gradcli.check import guided
+
+        plan = guided.larger_count(plans, why)
+        if plan is None:
+            return None
+        case, _, _ = self._try(args, records, auto, plan, domain, numbers_from)
+        return case
 
     def materialize(self, args, records, auto, plans, domain, numbers_from=None):
         """``args`` with the automatic parameters filled in from ``plans`` (float tensors from

@@ -16,6 +16,11 @@ When forward runs but backward raises that it needs one number (``The vector v c
 user-provided function returns a single Tensor with a single element``: ``vjp`` of a callable without
 cotangents), every float tensor is made 0-d (``single_elements``): backward's frames do not say which.
 
+When backward runs once but raises the second time on the same forward, naming an int parameter gradcli
+guessed and asking to raise it (``Try raising `num_bwd_passes` by one``: a Function that allows so many
+backward passes), that parameter gets LARGE_COUNT (``larger_count``): a check takes many products of one
+forward.
+
 Each guess is tried like any plan (forward running is the oracle); a refusal at the guessed plan
 guides the next guess, a few rounds deep.
 """
@@ -94,6 +99,22 @@ def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
 def _short(text: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first if len(first) <= 60 else first[:57] + "..."
+
+
+LARGE_COUNT = 10_000  # more backward passes than a check of small inputs takes
+_RAISE_IT = re.compile(r"\b(?:rais|increas)", re.I)
+
+
+def larger_count(plans: dict, backward_error: str) -> Optional[dict]:
+    """The plans with the int parameters ``backward_error`` names (and asks to raise) at LARGE_COUNT; else None."""
+    if not _RAISE_IT.search(backward_error):
+        return None
+    named = [n for n, p in plans.items() if p.kind == "int" and (p.value or 0) < LARGE_COUNT
+             and re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", backward_error)]
+    if not named:
+        return None
+    return dict(plans, **{n: replace(plans[n], value=LARGE_COUNT, why=f"backward's error asked for more when run "
+                                     f"twice ({_short(backward_error)})") for n in named})
 
 
 def single_elements(plans: dict, backward_error: str) -> Optional[dict]:

@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gradcli.check import infer_calls, infer_flow, infer_matmul
+from gradcli.check import infer_calls, infer_flow, infer_matmul, infer_values
 from gradcli.check.infer_shapes import _conjuncts, _ndim_of, _size_of
 
 # positional argument index of `dim` for methods/functions taking (dim, ...) or (x, dim)
@@ -83,6 +83,8 @@ def read_hints(target, names: list) -> dict:
         infer_matmul.matmul_shapes(forward, hints)
         infer_calls.refine(forward, target.cls.forward, hints)
         infer_calls.annotated_objects(target.cls.forward, hints)
+        infer_calls.inverse_pairs(hints)
+        infer_values.refine(forward, _function_node(getattr(target.cls, "backward", None)), hints)
         _scalars(target.cls, forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before
         return {n: Hint() for n in names}

@@ -5,6 +5,9 @@
   stand-in (``fn:cdist``; ``fn:sqdist`` when the name says squared), and a tensor that scales both of its
   arguments (``dist(x1 / l, x2 / l)``) is one value along the rows (size 1 at dim -2): rows of x1 and x2 pair
   up with each other, not with rows of l;
+* a callable ``fn`` with a partner named its inverse (``fn_inverse``, ``fn_inv``, ``inverse_fn``): an
+  invertible pair of stand-ins, ``fn:sinh`` and ``fn:asinh`` (a backward that recomputes the input from the
+  output with the inverse needs a real one);
 * a parameter used as a size (``torch.randn(shape)``, ``x.new_empty(shape)``, ``x.view(shape)``): a
   tuple of ints;
 * ``b, c, h, w = x.shape``: x has four dimensions;
@@ -47,6 +50,23 @@ def refine(forward: ast.AST, fn, hints: dict, depth: int = 0):
                 _helper(node, fn, hints, depth)
         elif isinstance(node, ast.Assign):
             _unpacked_shape(node, hints)
+
+
+def inverse_pairs(hints: dict):
+    """``fn`` a callable and ``fn_inverse`` (``fn_inv``, ``inverse_fn``, ``inv_fn``) a parameter nothing else
+    claimed (a callable or free): the pair sinh / asinh, smooth and inverse to each other everywhere."""
+    for name, hint in hints.items():
+        if hint.kind != "callable" or hint.stand_in is not None:
+            continue
+        for partner in (f"{name}_inverse", f"{name}_inv", f"inverse_{name}", f"inv_{name}"):
+            other = hints.get(partner)
+            if other is None or other.stand_in is not None or other.tensor_use \
+                    or other.kind not in (None, "callable"):
+                continue
+            hint.stand_in, other.kind, other.stand_in = "sinh", "callable", "asinh"
+            hint.why = f"called, and {partner} is its inverse: an invertible stand-in, sinh (fn:sinh)"
+            other.why = f"the inverse of {name}: asinh, the inverse of {name}'s stand-in sinh (fn:asinh)"
+            break
 
 
 def _name(node) -> Optional[str]:

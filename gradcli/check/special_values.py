@@ -30,6 +30,8 @@ def make_callable(be, name: str):
 
     if name in PAIRWISE:
         return _pairwise(be, squared=name == "sqdist")
+    if name in ("sinh", "asinh"):
+        return _elementwise(be, name)
     if be.name == "torch":
         import torch
 
@@ -40,6 +42,25 @@ def make_callable(be, name: str):
     import gradcli
 
     fn = {"tanh": gradcli.tanh, "sigmoid": gradcli.sigmoid, "identity": lambda x: x}[name]
+    return lambda *args: fn(args[-1])
+
+
+def _elementwise(be, name: str):
+    """sinh / asinh of the last argument: a module on the torch backend (torch.nn has none of these)."""
+    if be.name == "torch":
+        import torch
+
+        fn = getattr(torch, name)
+
+        class Elementwise(torch.nn.Module):
+            def forward(self, *args):
+                return fn(args[-1])
+
+        Elementwise.__name__ = name.capitalize()
+        return Elementwise()
+    import gradcli
+
+    fn = getattr(gradcli, name)
     return lambda *args: fn(args[-1])
 
 
