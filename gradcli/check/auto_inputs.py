@@ -163,7 +163,8 @@ class Builder(MoreSets):
         from gradcli.check import guided
 
         if self.backward_refused is not None and self.taken is None:  # forward ran, backward asked for numbers
-            plan = guided.single_elements(plans, self.backward_refused[2])
+            plan = guided.single_elements(plans, self.backward_refused[2]) \
+                or guided.reduced_shapes(plans, self.backward_refused[2], hints={n: self.by_name[n].hint for n in plans})
             for domain in AUTO_DOMAINS if plan is not None else ():
                 case, reason, _ = self._try(args, records, auto, plan, domain)
                 if case is not None:
@@ -247,6 +248,10 @@ class Builder(MoreSets):
         ok, why = backward_runs(self.be, self.target.fn, trial)
         self.spent += cpu_seconds() - started
         if not ok:
+            if environment.needs_process_group(RuntimeError(why)) and not self.group_started \
+                    and environment.start_single_process_group():
+                self.group_started = True  # backward's all_reduce needs a group, as forward's may: one process
+                return self._try(args, records, auto, plans, domain, numbers_from)
             # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
             self.backward_checks += 1
             raised = self._raised_count(args, records, auto, plans, domain, numbers_from, why)
@@ -314,6 +319,8 @@ class Builder(MoreSets):
             return parse_spec(f"fn:{plan.value}")
         if plan.kind == "object":
             return parse_spec("default()")
+        if plan.kind == "none":
+            return parse_spec("none")
         if plan.kind == "index":
             shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape,
                                                       hint.index_dim if plan.value == "one" else None)

@@ -16,6 +16,11 @@ When forward runs but backward raises that it needs one number (``The vector v c
 user-provided function returns a single Tensor with a single element``: ``vjp`` of a callable without
 cotangents), every float tensor is made 0-d (``single_elements``): backward's frames do not say which.
 
+When backward raises ``output with shape [1, 4] doesn't match the broadcast shape [3, 4]`` (a gradient reduced
+over the batch, accumulated in place with a term of another input: batch statistics such as a mean or an
+inverse standard deviation), every float tensor after the first shaped like the broadcast gets the reduced
+shape (``reduced_shapes``): they are statistics of the first.
+
 When backward runs once but raises the second time on the same forward, naming an int parameter gradcli
 guessed and asking to raise it (``Try raising `num_bwd_passes` by one``: a Function that allows so many
 backward passes), that parameter gets LARGE_COUNT (``larger_count``): a check takes many products of one
@@ -99,6 +104,32 @@ def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
 def _short(text: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first if len(first) <= 60 else first[:57] + "..."
+
+
+_REDUCED = re.compile(r"output with shape \[([\d, ]*)\] doesn't match the broadcast shape \[([\d, ]*)\]")
+
+
+def reduced_shapes(plans: dict, backward_error: str, hints: Optional[dict] = None) -> Optional[dict]:
+    """The tensors after the first shaped like the broadcast at the reduced shape; one reshaped into one of them
+    (``w.reshape_as(mean)``: ``hints[w].reshaped_to``) a vector of its number of elements instead."""
+    m = _REDUCED.search(backward_error)
+    if m is None:
+        return None
+    small, big = (tuple(int(k) for k in g.split(",") if k.strip()) for g in m.groups())
+    shaped = [n for n, p in plans.items() if p.kind == "tensor" and tuple(p.shape or ()) == big]
+    if len(shaped) < 2 or len(small) != len(big):
+        return None
+    why = f"a shape backward's error asked for (a statistic of {shaped[0]}: {_short(backward_error)})"
+    out = dict(plans, **{n: replace(plans[n], shape=small, why=why) for n in shaped[1:]})
+    numel = 1
+    for k in small:
+        numel *= k
+    for n in shaped[1:]:
+        target = getattr((hints or {}).get(n), "reshaped_to", None)
+        if target in shaped[1:]:
+            out[n] = replace(plans[n], shape=(numel,), why=f"{n}.reshape_as({target}): {target}'s {numel} elements "
+                             f"({why[2:]})")
+    return out
 
 
 LARGE_COUNT = 10_000  # more backward passes than a check of small inputs takes

@@ -61,6 +61,7 @@ class Hint:
     index_dim: Optional[int] = None  # gather/scatter along this dim: the index has size 1 there
     call_args: Optional[int] = None  # callable: the number of arguments forward calls it with
     stand_in: Optional[str] = None  # callable: the fn:NAME that stands in for it (None: tanh); infer_calls.py
+    reshaped_to: Optional[str] = None  # ``p.reshape_as(q)``: p has q's number of elements (infer_values.py)
     object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
     no_grad: bool = False  # forward raises when it requires grad (``if ctx.needs_input_grad[0]: raise``)
     leading: Optional[int] = None  # ``a, b = p`` (forward, or backward on the saved p): that many along dim 0

@@ -246,6 +246,7 @@ def _unpacked_shape(node: ast.Assign, hints):
 
 def _helper(node: ast.Call, fn, hints, depth):
     """``helper(x, h0, mode=mode)`` with ``helper`` a Python function of the same top-level package."""
+    from gradcli.check import infer_values
     from gradcli.check.infer import Hint, _Uses
 
     helper = _resolve(node.func, fn)
@@ -272,6 +273,7 @@ def _helper(node: ast.Call, fn, hints, depth):
     try:
         _Uses(theirs).visit(tree)
         refine(tree, helper, theirs, depth + 1)
+        infer_values.reshapes(tree, theirs)
     except Exception:  # noqa: BLE001 -- a helper we cannot read tells us nothing
         return
     for pname, ours in mapping.items():
@@ -286,6 +288,8 @@ def _helper(node: ast.Call, fn, hints, depth):
             have.index_kind, have.index_dim = got.index_kind, got.index_dim
             have.index_of = mapping.get(got.index_of) if got.index_of else None
             have.mask_of = mapping.get(got.mask_of) if got.mask_of else None
+        if have.reshaped_to is None and mapping.get(got.reshaped_to):
+            have.reshaped_to = mapping[got.reshaped_to]
         if have.kind is None and have.ndim is None and got.ndim is not None:
             have.ndim = got.ndim
         if have.structure is None and got.structure is not None:
@@ -325,6 +329,7 @@ def _resolve(func, fn):
         obj = getattr(glob.get(func.value.id), func.attr, None)
     else:
         return None
+    obj = getattr(obj, "_torchdynamo_inline", obj)  # torch.jit.script(f): read f's Python source
     if not inspect.isfunction(obj):
         return None
     ours = (glob.get("__name__") or "").split(".")[0]
