@@ -36,6 +36,7 @@ class Builder(MoreSets):
         self.last_refusal = None  # ... and of the last one
         self.environment = None  # text of a "... is not initialized" exception forward raised (environment.py)
         self.group_started = False  # a single-process torch.distributed group was started for forward
+        self.initialized = None  # the package's set-up called (initializers.py): its description, "" if none ran
         self.spent = 0.0  # CPU seconds forward and backward took over the search (not wall time: load-independent)
         self.taken = None  # (plans, domain, numbers_from) of the plan the search took
 
@@ -173,7 +174,9 @@ class Builder(MoreSets):
                     break
         refusal = self.first_refusal
         for _ in range(guided.ROUNDS):
-            plan = guided.guess(plans, refusal[0], self._blockers(args, auto, refusal)) if refusal else None
+            plan = (guided.guess(plans, refusal[0], self._blockers(args, auto, refusal))
+                    or guided.float_indices(plans, refusal[0], {n: self.by_name[n].hint for n in plans})) \
+                if refusal else None
             if plan is None:
                 return None
             self.last_refusal = None
@@ -234,6 +237,8 @@ class Builder(MoreSets):
                     and environment.start_single_process_group():
                 self.group_started = True  # a single-process group, as a user would start: try again
                 return self._try(args, records, auto, plans, domain, numbers_from)
+            if environment.missing_environment(str(e)) and self._initialize(e):
+                return self._try(args, records, auto, plans, domain, numbers_from)
             if environment.missing_environment(str(e)) and self.environment is None:
                 self.environment = f"{type(e).__name__}: {e}"
             if self.first_refusal is None:
@@ -245,8 +250,11 @@ class Builder(MoreSets):
             return None, "forward's output is NaN/Inf", everywhere
         if self.backward_checks >= MAX_BACKWARD_CHECKS:
             return None, "backward raised", False  # enough plans whose backward raised: stop looking
-        ok, why = backward_runs(self.be, self.target.fn, trial)
+        raised: list = []
+        ok, why = backward_runs(self.be, self.target.fn, trial, raised=raised)
         self.spent += cpu_seconds() - started
+        if not ok and environment.missing_environment(why) and raised and self._initialize(raised[0]):
+            return self._try(args, records, auto, plans, domain, numbers_from)
         if not ok:
             if environment.needs_process_group(RuntimeError(why)) and not self.group_started \
                     and environment.start_single_process_group():
@@ -269,8 +277,21 @@ class Builder(MoreSets):
                        for r in trial_records if r and r.get("number")]
         if self.group_started:
             not_checked.append(dict(environment.WORLD_SIZE_ONE))
+        if self.initialized:
+            from gradcli.check.initializers import not_checked as initialized
+
+            not_checked.append(initialized(self.initialized))
         self.taken = (plans, domain, numbers_from)
         return Case(trial, trial_records, not_checked), "", False
+
+    def _initialize(self, exc) -> bool:
+        """The package's own set-up the assert ``exc`` stopped at, called once (initializers.py)."""
+        if self.initialized is not None:
+            return False
+        from gradcli.check.initializers import initialize
+
+        self.initialized = initialize(exc) or ""
+        return bool(self.initialized)
 
     def _larger_counts(self, args, records, auto, plans, domain, numbers_from, trial) -> Optional[Case]:
         """The plan with a guessed int raised (guided.larger_count) when backward, run twice on one forward as a
@@ -322,7 +343,8 @@ class Builder(MoreSets):
         if plan.kind == "none":
             return parse_spec("none")
         if plan.kind == "index":
-            shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape,
+            kind, of = plan.value if isinstance(plan.value, tuple) else (hint.index_kind, hint.index_of)
+            shape, bounds = shape_search.index_layout(kind, shapes.get(of), self.base_shape,
                                                       hint.index_dim if plan.value == "one" else None)
             return Spec("tensor", "", shape=shape, dtype="int64", domain=bounds)
         if plan.kind == "mask":

@@ -16,6 +16,11 @@ When forward runs but backward raises that it needs one number (``The vector v c
 user-provided function returns a single Tensor with a single element``: ``vjp`` of a callable without
 cotangents), every float tensor is made 0-d (``single_elements``): backward's frames do not say which.
 
+When forward raises ``tensors used as indices must be long, int, byte or bool tensors`` at a line naming no
+parameter (the index went through locals: ``masked = target.clone() - start``), the float tensors whose
+gradient backward never returns (None in every return) become class targets of the first tensor (int64, one
+per row, in the range of its last size: ``float_indices``), the layout of ``F.cross_entropy``'s target.
+
 When backward raises ``output with shape [1, 4] doesn't match the broadcast shape [3, 4]`` (a gradient reduced
 over the batch, accumulated in place with a term of another input: batch statistics such as a mean or an
 inverse standard deviation), every float tensor after the first shaped like the broadcast gets the reduced
@@ -34,6 +39,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from typing import Optional
+
+from gradcli.check.shape_search import Plan
 
 ROUNDS = 8  # guesses in a row, each from the refusal of the one before
 _UNPACK = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
@@ -104,6 +111,24 @@ def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
 def _short(text: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first if len(first) <= 60 else first[:57] + "..."
+
+
+_FLOAT_INDEX = re.compile(r"tensors used as indices must be long|expected .{0,40}(?:Long|Int)|must be an? "
+                          r"(?:integer|long|int64)", re.I)
+
+
+def float_indices(plans: dict, exc: BaseException, hints: dict) -> Optional[dict]:
+    if not _FLOAT_INDEX.search(str(exc)):
+        return None
+    tensors = [n for n, p in plans.items() if p.kind == "tensor"]
+    if len(tensors) < 2:
+        return None
+    first = tensors[0]
+    targets = [n for n in tensors[1:] if getattr(hints.get(n), "backward_none", False)]
+    if not targets:
+        return None
+    return dict(plans, **{n: Plan("index", value=("target", first), why=f"a class target of {first} (forward's error "
+                                  f"asked for integers: {_short(str(exc))})") for n in targets})
 
 
 _REDUCED = re.compile(r"output with shape \[([\d, ]*)\] doesn't match the broadcast shape \[([\d, ]*)\]")
