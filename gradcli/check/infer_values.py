@@ -72,13 +72,18 @@ def _claim(hints, name, kind, why):
 
 
 def _ctx_stored(forward, hints) -> dict:
-    """``ctx.attr = param`` in forward: {attr: param}."""
+    """``ctx.attr = param`` (or ``ctx.a, ctx.b = a, b``) in forward: {attr: param}."""
     out = {}
     for node in ast.walk(forward):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in hints:
-            for t in node.targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
-                    out[t.attr] = node.value.id
+        if not isinstance(node, ast.Assign):
+            continue
+        for t in node.targets:  # ctx.a = a, and ctx.a, ctx.b = a, b
+            pairs = zip(t.elts, node.value.elts) if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                and len(t.elts) == len(node.value.elts) else [(t, node.value)]
+            for target, value in pairs:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and isinstance(value, ast.Name) and value.id in hints:
+                    out[target.attr] = value.id
     return out
 
 

@@ -114,8 +114,8 @@ _MAY_NEED_SETUP = re.compile(r"distributed|initiali[sz]e")
 def given_case(builder, args, records):
     """The Case of inputs nobody left to gradcli (``--input`` for each, or defaults), with the set-up they
     need done as the automatic search does it (a single-process group, the package's initializer), so that a
-    printed reproduce line runs where the automatic inputs did. Probed only when the Function's file mentions
-    torch.distributed or an initialization: one forward and one backward on copies, whose errors are left to
+    printed reproduce line runs where the automatic inputs did. Probed only when the Function's file (or a
+    module of its package it takes names from) mentions torch.distributed or an initialization: one forward and one backward on copies, whose errors are left to
     the check."""
     from gradcli.check import environment
     from gradcli.check.inputs import Case, forward_problem
@@ -144,8 +144,19 @@ def given_case(builder, args, records):
 
 
 def _mentions_setup(target) -> bool:
-    try:
-        with open(inspect.getsourcefile(target.cls), encoding="utf-8", errors="replace") as fh:
-            return bool(_MAY_NEED_SETUP.search(fh.read()))
-    except (OSError, TypeError):
-        return False
+    """The Function's file, or a module of its package it takes names from, mentions distributed/initialize."""
+    module = sys.modules.get(getattr(target.cls, "__module__", ""))
+    top = (getattr(module, "__name__", "") or "").split(".")[0]
+    files = {getattr(module, "__file__", None)}
+    for value in vars(module).values() if module is not None else ():
+        home = sys.modules.get(getattr(value, "__module__", None) or getattr(value, "__name__", ""))
+        if home is not None and (home.__name__ or "").split(".")[0] == top and top:
+            files.add(getattr(home, "__file__", None))
+    for path in files - {None}:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                if _MAY_NEED_SETUP.search(fh.read()):
+                    return True
+        except OSError:
+            continue
+    return False
