@@ -241,3 +241,25 @@ def test_a_function_with_no_backward_of_its_own_is_a_skip_before_inputs_are_buil
         "implement either the backward or vjp method for your custom autograd.Function; nothing to check (a "
         "forward-only or export stub), not checked")
     assert result.exit_code == 0
+
+
+def test_the_bench_torch_side_rebuilds_the_stand_ins_as_gradcli_builds_them():
+    torch = pytest.importorskip("torch")
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    import real_packages_gradcheck as side  # noqa: E402  (bench/ is not a package)
+
+    from gradcli.check.special_values import make_callable
+
+    records = [{"name": n, "type": "callable", "spec": f"fn:{n}", "value": n} for n in ("cdist", "sqdist", "sinh",
+                                                                                        "asinh")]
+    rebuilt, why = side.rebuild(records, torch)
+    assert why == ""
+    x1, x2 = torch.randn(3, 4, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64)
+    ours = [make_callable(SimpleNamespace(name="torch"), r["value"]) for r in records]
+    for theirs, mine in zip(rebuilt[:2], ours[:2]):
+        torch.testing.assert_close(theirs(x1, x2), mine(x1, x2), rtol=0, atol=1e-13)
+    for theirs, mine in zip(rebuilt[2:], ours[2:]):
+        torch.testing.assert_close(theirs(x1), mine(x1), rtol=0, atol=0)
