@@ -263,3 +263,11 @@ def test_the_bench_torch_side_rebuilds_the_stand_ins_as_gradcli_builds_them():
         torch.testing.assert_close(theirs(x1, x2), mine(x1, x2), rtol=0, atol=1e-13)
     for theirs, mine in zip(rebuilt[2:], ours[2:]):
         torch.testing.assert_close(theirs(x1), mine(x1), rtol=0, atol=0)
+
+
+def test_a_callable_named_for_a_distribution_is_not_taken_for_a_distance(tmp_path):
+    need("torch")
+    path = write(tmp_path, "kernels.py", DISTANCES.replace("dist_func", "distribution_fn"), "torch")
+    result, doc = check_json(tmp_path, f"{path}::Laplace")
+    (r,) = doc["results"]
+    assert r["status"] == "skip" and "forward calls distribution_fn with several arguments" in r["message"]

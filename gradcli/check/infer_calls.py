@@ -110,7 +110,7 @@ def _called(node: ast.Call, hints, ctx_callables):
                         f"between the rows of [n,d] and [m,d] tensors (fn:{hint.stand_in})")
 
 
-_DISTANCE = re.compile(r"dist", re.IGNORECASE)  # dist, cdist, sq_dist_func, distance_fn
+_DISTANCE = re.compile(r"dist(?!rib)", re.IGNORECASE)  # dist, cdist, sq_dist_func, distance_fn; not distribution
 _SQUARED = re.compile(r"(^|_)sq(_|dist|$)|squared", re.IGNORECASE)  # sq_dist, sqdist, squared_distance
 
 
