@@ -171,6 +171,9 @@ def run(args):
                 result = (source.get(entry["key"]) or {}).get("result") or {}
                 if result.get("status") in ("pass", "fail") and result.get("function"):
                     job["input_sets"], job["seed"] = input_sets(result), result.get("seed") or 0
+                    # the set-up gradcli did first (a one-process group, the package's initializer): torch too
+                    job["setup"] = [n for n in result.get("not_checked") or []
+                                    if n.get("input") in ("torch.distributed", "environment")]
                     # gradcli re-seeded a forward that draws random numbers: torch gets the same draws
                     job["reseed"] = any(check.get("name") == "random" for report in result.get("checks") or []
                                         if report for check in report.get("checks") or [])

@@ -27,6 +27,7 @@ import os
 import signal
 import sys
 import traceback
+import re
 import zlib
 
 
@@ -351,6 +352,27 @@ def _accumulators(outputs, inputs):
     return found
 
 
+_SET_UP = re.compile(r"the package's set-up ([\w.]+)\.(\w+)\(([\d, ]*)\) was called first")
+
+
+def set_up(torch, notes):
+    """What gradcli did before checking (its not_checked says): a single-process gloo group; the package's
+    initializer it named (``pkg.mod.initialize_model_parallel(1)``), called here the same way."""
+    import torch.distributed as dist
+
+    for note in notes:
+        if not dist.is_initialized():
+            dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+        m = _SET_UP.search(note.get("reason", "")) if note.get("input") == "environment" else None
+        if m is None:
+            continue
+        module = importlib.import_module(m.group(1))
+        try:
+            getattr(module, m.group(2))(*[int(k) for k in m.group(3).split(",") if k.strip()])
+        except AssertionError:  # already set up by an earlier Function of this run
+            pass
+
+
 def overall(statuses):
     if not statuses:
         return None
@@ -369,6 +391,7 @@ def check_function(torch, job, timeout):
     except BaseException as exc:
         out["import_error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
         return out
+    set_up(torch, job.get("setup") or [])
     for records in job.get("input_sets") or []:
         args, why = rebuild(records, torch, job, cls)
         if args is None:
