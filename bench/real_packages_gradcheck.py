@@ -24,10 +24,10 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import signal
 import sys
 import traceback
-import re
 import zlib
 
 
