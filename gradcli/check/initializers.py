@@ -148,8 +148,13 @@ def _mentions_setup(target) -> bool:
     module = sys.modules.get(getattr(target.cls, "__module__", ""))
     top = (getattr(module, "__name__", "") or "").split(".")[0]
     files = {getattr(module, "__file__", None)}
-    for value in vars(module).values() if module is not None else ():
-        home = sys.modules.get(getattr(value, "__module__", None) or getattr(value, "__name__", ""))
+    for value in list(vars(module).values()) if module is not None else ():
+        try:
+            home = sys.modules.get(getattr(value, "__module__", None) or getattr(value, "__name__", ""))
+        except Exception:  # noqa: BLE001 -- an odd global (a lazy proxy): not a module of the package
+            continue
+        if not isinstance(home, type(sys)):
+            continue
         if home is not None and (home.__name__ or "").split(".")[0] == top and top:
             files.add(getattr(home, "__file__", None))
     for path in files - {None}:
