@@ -12,7 +12,8 @@ CHECKOUT on PYTHONPATH (default: the checkout holding this script), from an empt
 no verdict (skip/error) whose manifest entry has `help` is run again, alone, with those options (an
 `--inputs-from bench/real_inputs/PACKAGE.py` is taken relative to the repository holding this script). Every verdict
 is then compared with `torch.autograd.gradcheck(fast_mode=False)` at the inputs gradcli recorded
-(bench/real_packages_gradcheck.py, in the same venv). A Function no verdict can exist for here (an export stub
+(bench/real_packages_gradcheck.py, in the same venv), after the set-up gradcli recorded in the result's
+`not_checked` (a single-process gloo group; the package's initializer it named, called the same way). A Function no verdict can exist for here (an export stub
 with no backward, a CUDA-only forward, an abstract base, a package's backward that raises) counts as right when
 its outcome is the SKIP/ERROR its manifest entry's `expected` names; such rows are counted apart ("expected").
 Prints a table per package (design and held-out part apart), the totals, the disagreements to review by hand, and
