@@ -12,7 +12,8 @@ CHECKOUT on PYTHONPATH (default: the checkout holding this script), from an empt
 no verdict (skip/error) whose manifest entry has `help` is run again, alone, with those options (an
 `--inputs-from bench/real_inputs/PACKAGE.py` is taken relative to the repository holding this script). Every verdict
 is then compared with `torch.autograd.gradcheck(fast_mode=False)` at the inputs gradcli recorded
-(bench/real_packages_gradcheck.py, in the same venv). A Function no verdict can exist for here (an export stub
+(bench/real_packages_gradcheck.py, in the same venv), after the set-up gradcli recorded in the result's
+`not_checked` (a single-process gloo group; the package's initializer it named, called the same way). A Function no verdict can exist for here (an export stub
 with no backward, a CUDA-only forward, an abstract base, a package's backward that raises) counts as right when
 its outcome is the SKIP/ERROR its manifest entry's `expected` names; such rows are counted apart ("expected").
 Prints a table per package (design and held-out part apart), the totals, the disagreements to review by hand, and
@@ -171,6 +172,9 @@ def run(args):
                 result = (source.get(entry["key"]) or {}).get("result") or {}
                 if result.get("status") in ("pass", "fail") and result.get("function"):
                     job["input_sets"], job["seed"] = input_sets(result), result.get("seed") or 0
+                    # the set-up gradcli did first (a one-process group, the package's initializer): torch too
+                    job["setup"] = [n for n in result.get("not_checked") or []
+                                    if n.get("input") in ("torch.distributed", "environment")]
                     # gradcli re-seeded a forward that draws random numbers: torch gets the same draws
                     job["reseed"] = any(check.get("name") == "random" for report in result.get("checks") or []
                                         if report for check in report.get("checks") or [])

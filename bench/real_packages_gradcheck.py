@@ -24,6 +24,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -39,6 +40,26 @@ def _alarm(signum, frame):
 
 
 CALLABLES = {"tanh": "Tanh", "sigmoid": "Sigmoid", "identity": "Identity"}  # gradcli's fn:NAME SPECs
+PAIRWISE = ("cdist", "sqdist")  # fn:cdist / fn:sqdist: Euclidean distances (squared) between the rows of x1 and x2
+
+
+def elementwise(torch, fn):
+    """gradcli's fn:sinh / fn:asinh: the function of the last argument, as a module."""
+    class Elementwise(torch.nn.Module):
+        def forward(self, *args):
+            return fn(args[-1])
+
+    return Elementwise()
+
+
+def pairwise(torch, squared):
+    """gradcli's pairwise stand-in, written here again on torch (the bench does not import gradcli)."""
+    class Pairwise(torch.nn.Module):
+        def forward(self, x1, x2):
+            total = ((x1.unsqueeze(-2) - x2.unsqueeze(-3)) ** 2).sum(-1)
+            return total if squared else total.sqrt()
+
+    return Pairwise()
 
 
 def rebuild(records, torch, job=None, cls=None):
@@ -69,6 +90,10 @@ def rebuild(records, torch, job=None, cls=None):
             args.append(value)
         elif kind == "callable" and rec.get("value") in CALLABLES:  # fn:tanh -> torch.nn.Tanh()
             args.append(getattr(torch.nn, CALLABLES[rec["value"]])())
+        elif kind == "callable" and rec.get("value") in ("sinh", "asinh"):
+            args.append(elementwise(torch, getattr(torch, rec["value"])))
+        elif kind == "callable" and rec.get("value") in PAIRWISE:
+            args.append(pairwise(torch, rec["value"] == "sqdist"))
         else:
             return None, f"{rec.get('name')}: a {kind} cannot be rebuilt from its record"
     return args, ""
@@ -327,6 +352,27 @@ def _accumulators(outputs, inputs):
     return found
 
 
+_SET_UP = re.compile(r"the package's set-up ([\w.]+)\.(\w+)\(([\d, ]*)\) was called first")
+
+
+def set_up(torch, notes):
+    """What gradcli did before checking (its not_checked says): a single-process gloo group; the package's
+    initializer it named (``pkg.mod.initialize_model_parallel(1)``), called here the same way."""
+    import torch.distributed as dist
+
+    for note in notes:
+        if not dist.is_initialized():
+            dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+        m = _SET_UP.search(note.get("reason", "")) if note.get("input") == "environment" else None
+        if m is None:
+            continue
+        module = importlib.import_module(m.group(1))
+        try:
+            getattr(module, m.group(2))(*[int(k) for k in m.group(3).split(",") if k.strip()])
+        except AssertionError:  # already set up by an earlier Function of this run
+            pass
+
+
 def overall(statuses):
     if not statuses:
         return None
@@ -345,6 +391,7 @@ def check_function(torch, job, timeout):
     except BaseException as exc:
         out["import_error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
         return out
+    set_up(torch, job.get("setup") or [])
     for records in job.get("input_sets") or []:
         args, why = rebuild(records, torch, job, cls)
         if args is None:

@@ -104,12 +104,12 @@ STAND_IN = """
     import torch
 
 
-    class RBF(torch.autograd.Function):          # backward relies on sq_dist being homogeneous of degree 2
+    class RBF(torch.autograd.Function):          # backward relies on pair_func being homogeneous of degree 2
         @staticmethod
-        def forward(ctx, x1, x2, lengthscale, sq_dist_func):
+        def forward(ctx, x1, x2, lengthscale, pair_func):
             if any(ctx.needs_input_grad[:2]):
                 raise RuntimeError("RBF cannot compute gradients with respect to x1 and x2")
-            d = sq_dist_func(x1.div(lengthscale), x2.div(lengthscale))
+            d = pair_func(x1.div(lengthscale), x2.div(lengthscale))
             out = d.div(-2.0).exp()
             ctx.save_for_backward(d * out / lengthscale)
             return out
@@ -126,13 +126,14 @@ def test_no_verdict_rests_on_a_stand_in_callable_that_ignores_a_differentiable_i
     path = write(tmp_path, "rbf.py", STAND_IN)
     result, doc = check_json(tmp_path, path)
     (r,) = doc["results"]
+    # a callable named like a distance gets the pairwise stand-in (test_stand_in_callables.py); another one
     # tanh of the last argument would drop x1 / lengthscale: the check would judge backward against tanh, a
     # function the package never passes (a false alarm); a skip saying what to give instead
     assert r["status"] == "skip"
     assert r["message"] == (
-        "cannot build inputs automatically: forward calls sq_dist_func with several arguments, and lengthscale "
+        "cannot build inputs automatically: forward calls pair_func with several arguments, and lengthscale "
         "reaches its output through one other than the last, which gradcli's stand-in (fn:tanh of the last "
-        "argument) ignores: a verdict would be about the stand-in, not RBF. Give sq_dist_func (a callable like "
+        "argument) ignores: a verdict would be about the stand-in, not RBF. Give pair_func (a callable like "
         "the one the package passes) with an inputs file (--inputs-from FILE.py; specs/check.md §2a) or "
         "example_inputs()")
 

@@ -5,6 +5,10 @@ A base such as ``_GenericLossFunction`` has a forward and a backward, but its fo
 imported so far: a package ``__init__`` importing them); checking it alone can only
 raise. Such a class is reported as a skip saying why (its subclasses are checked), never as an
 error. Read from the methods' source (``ast``); nothing is run.
+
+A Function with no backward (nor vjp, nor jvp) of its own or of a user base (an ONNX-export stub defining
+only ``forward``/``symbolic``) has nothing to check: torch's default backward raises. It is a skip saying so
+before any input is built (its forward may need inputs nobody could build, and would not matter).
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from gradcli.check import source_code
 def abstract_reason(cls, subclasses: list, own: Callable) -> Optional[str]:
     """Why ``cls`` cannot be checked on its own, or None. ``subclasses``: the module's classes
     derived from it; ``own(cls, name)``: the user-defined attribute in the MRO (discovery._own)."""
+    if all(own(cls, method) is None for method in ("backward", "vjp", "jvp")):
+        return NO_BACKWARD
     for method in ("forward", "backward"):
         raw = own(cls, method)
         if raw is None:
@@ -35,6 +41,11 @@ def abstract_reason(cls, subclasses: list, own: Callable) -> Optional[str]:
             tail = f" (its subclasses {', '.join(derived)} are checked)" if derived else ""
             return f"abstract base: {why}; not checked on its own{tail}"
     return None
+
+
+NO_BACKWARD = ("no backward of its own (nor vjp, nor jvp): torch's default backward raises NotImplementedError: "
+               "You must implement either the backward or vjp method for your custom autograd.Function; nothing "
+               "to check (a forward-only or export stub), not checked")
 
 
 def _parse(raw) -> tuple:

@@ -36,6 +36,7 @@ class Builder(MoreSets):
         self.last_refusal = None  # ... and of the last one
         self.environment = None  # text of a "... is not initialized" exception forward raised (environment.py)
         self.group_started = False  # a single-process torch.distributed group was started for forward
+        self.initialized = None  # the package's set-up called (initializers.py): its description, "" if none ran
         self.spent = 0.0  # CPU seconds forward and backward took over the search (not wall time: load-independent)
         self.taken = None  # (plans, domain, numbers_from) of the plan the search took
 
@@ -163,7 +164,8 @@ class Builder(MoreSets):
         from gradcli.check import guided
 
         if self.backward_refused is not None and self.taken is None:  # forward ran, backward asked for numbers
-            plan = guided.single_elements(plans, self.backward_refused[2])
+            plan = guided.single_elements(plans, self.backward_refused[2]) \
+                or guided.reduced_shapes(plans, self.backward_refused[2], hints={n: self.by_name[n].hint for n in plans})
             for domain in AUTO_DOMAINS if plan is not None else ():
                 case, reason, _ = self._try(args, records, auto, plan, domain)
                 if case is not None:
@@ -172,7 +174,9 @@ class Builder(MoreSets):
                     break
         refusal = self.first_refusal
         for _ in range(guided.ROUNDS):
-            plan = guided.guess(plans, refusal[0], self._blockers(args, auto, refusal)) if refusal else None
+            plan = (guided.guess(plans, refusal[0], self._blockers(args, auto, refusal))
+                    or guided.float_indices(plans, refusal[0], {n: self.by_name[n].hint for n in plans})) \
+                if refusal else None
             if plan is None:
                 return None
             self.last_refusal = None
@@ -233,6 +237,8 @@ class Builder(MoreSets):
                     and environment.start_single_process_group():
                 self.group_started = True  # a single-process group, as a user would start: try again
                 return self._try(args, records, auto, plans, domain, numbers_from)
+            if environment.missing_environment(str(e)) and self._initialize(e):
+                return self._try(args, records, auto, plans, domain, numbers_from)
             if environment.missing_environment(str(e)) and self.environment is None:
                 self.environment = f"{type(e).__name__}: {e}"
             if self.first_refusal is None:
@@ -244,22 +250,67 @@ class Builder(MoreSets):
             return None, "forward's output is NaN/Inf", everywhere
         if self.backward_checks >= MAX_BACKWARD_CHECKS:
             return None, "backward raised", False  # enough plans whose backward raised: stop looking
-        ok, why = backward_runs(self.be, self.target.fn, trial)
+        raised: list = []
+        ok, why = backward_runs(self.be, self.target.fn, trial, raised=raised)
         self.spent += cpu_seconds() - started
+        if not ok and environment.missing_environment(why) and raised and self._initialize(raised[0]):
+            return self._try(args, records, auto, plans, domain, numbers_from)
         if not ok:
+            if environment.needs_process_group(RuntimeError(why)) and not self.group_started \
+                    and environment.start_single_process_group():
+                self.group_started = True  # backward's all_reduce needs a group, as forward's may: one process
+                return self._try(args, records, auto, plans, domain, numbers_from)
             # forward fits but backward raises: perhaps our shapes (a per-row index, ...). Look further
             self.backward_checks += 1
+            raised = self._raised_count(args, records, auto, plans, domain, numbers_from, why)
+            if raised is not None:
+                return raised, "", False
             if self.backward_refused is None:
                 plain = all(p.kind == "tensor" and tuple(p.shape) == tuple(self.base_shape) for p in plans.values())
                 self.backward_refused = (Case(trial, trial_records, []), plain and numbers_from is None, why)
             return None, "backward raised", False
+        larger = self._larger_counts(args, records, auto, plans, domain, numbers_from, trial)
+        if larger is not None:
+            return larger, "", False
         not_checked = [{"input": r["name"], "reason": f"guessed the number {r['value']} for {r['name']}: forward "
                         f"refused tensors there; give --input {r['name']}=SPEC for another value"}
                        for r in trial_records if r and r.get("number")]
         if self.group_started:
             not_checked.append(dict(environment.WORLD_SIZE_ONE))
+        if self.initialized:
+            from gradcli.check.initializers import not_checked as initialized
+
+            not_checked.append(initialized(self.initialized))
         self.taken = (plans, domain, numbers_from)
         return Case(trial, trial_records, not_checked), "", False
+
+    def _initialize(self, exc) -> bool:
+        """The package's own set-up the assert ``exc`` stopped at, called once (initializers.py)."""
+        if self.initialized is not None:
+            return False
+        from gradcli.check.initializers import initialize
+
+        self.initialized = initialize(exc) or ""
+        return bool(self.initialized)
+
+    def _larger_counts(self, args, records, auto, plans, domain, numbers_from, trial) -> Optional[Case]:
+        """The plan with a guessed int raised (guided.larger_count) when backward, run twice on one forward as a
+        check does, refuses the second pass naming it; None when it does not, or the raised plan fails too."""
+        from gradcli.check import guided
+
+        if not any(p.kind == "int" and (p.value or 0) < guided.LARGE_COUNT for p in plans.values()):
+            return None
+        ok, why = backward_runs(self.be, self.target.fn, trial, times=2)
+        return None if ok else self._raised_count(args, records, auto, plans, domain, numbers_from, why)
+
+    def _raised_count(self, args, records, auto, plans, domain, numbers_from, why) -> Optional[Case]:
+        from gradcli.check import guided
+
+        plan = guided.larger_count(plans, why)
+        if plan is None:
+            return None
+        case, _, _ = self._try(args, records, auto, plan, domain, numbers_from)
+        return case
 
     def materialize(self, args, records, auto, plans, domain, numbers_from=None):
         """``args`` with the automatic parameters filled in from ``plans`` (float tensors from
@@ -289,8 +340,11 @@ class Builder(MoreSets):
             return parse_spec(f"fn:{plan.value}")
         if plan.kind == "object":
             return parse_spec("default()")
+        if plan.kind == "none":
+            return parse_spec("none")
         if plan.kind == "index":
-            shape, bounds = shape_search.index_layout(hint.index_kind, shapes.get(hint.index_of), self.base_shape,
+            kind, of = plan.value if isinstance(plan.value, tuple) else (hint.index_kind, hint.index_of)
+            shape, bounds = shape_search.index_layout(kind, shapes.get(of), self.base_shape,
                                                       hint.index_dim if plan.value == "one" else None)
             return Spec("tensor", "", shape=shape, dtype="int64", domain=bounds)
         if plan.kind == "mask":

@@ -21,7 +21,8 @@ _PROCESS_GROUP = re.compile(r"default process group has not been initialized|ini
 _NOT_INITIALIZED = re.compile(r"\b(?:is not|isn't|has not been|was not|not yet|never been|not) initiali[sz]ed\b", re.I)
 _NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
 # objects gradcli builds for a parameter: an attribute missing on one of them is a parameter of another kind
-BUILT_TYPES = {"Tensor", "float", "int", "bool", "str", "tuple", "NoneType", "Tanh", "Sigmoid", "Identity"}
+BUILT_TYPES = {"Tensor", "float", "int", "bool", "str", "tuple", "NoneType", "Tanh", "Sigmoid", "Identity", "Sinh",
+               "Asinh", "Distance", "SquaredDistance"}
 
 WORLD_SIZE_ONE = {"input": "torch.distributed",
                   "reason": "forward needs torch.distributed's default process group: checked in a single-process "

@@ -16,6 +16,21 @@ When forward runs but backward raises that it needs one number (``The vector v c
 user-provided function returns a single Tensor with a single element``: ``vjp`` of a callable without
 cotangents), every float tensor is made 0-d (``single_elements``): backward's frames do not say which.
 
+When forward raises ``tensors used as indices must be long, int, byte or bool tensors`` at a line naming no
+parameter (the index went through locals: ``masked = target.clone() - start``), the float tensors whose
+gradient backward never returns (None in every return) become class targets of the first tensor (int64, one
+per row, in the range of its last size: ``float_indices``), the layout of ``F.cross_entropy``'s target.
+
+When backward raises ``output with shape [1, 4] doesn't match the broadcast shape [3, 4]`` (a gradient reduced
+over the batch, accumulated in place with a term of another input: batch statistics such as a mean or an
+inverse standard deviation), every float tensor after the first shaped like the broadcast gets the reduced
+shape (``reduced_shapes``): they are statistics of the first.
+
+When backward runs once but raises the second time on the same forward, naming an int parameter gradcli
+guessed and asking to raise it (``Try raising `num_bwd_passes` by one``: a Function that allows so many
+backward passes), that parameter gets LARGE_COUNT (``larger_count``): a check takes many products of one
+forward.
+
 Each guess is tried like any plan (forward running is the oracle); a refusal at the guessed plan
 guides the next guess, a few rounds deep.
 """
@@ -24,6 +39,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from typing import Optional
+
+from gradcli.check.shape_search import Plan
 
 ROUNDS = 8  # guesses in a row, each from the refusal of the one before
 _UNPACK = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
@@ -94,6 +111,66 @@ def _wanted(text: str, exc: BaseException, shape: tuple) -> Optional[tuple]:
 def _short(text: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first if len(first) <= 60 else first[:57] + "..."
+
+
+_FLOAT_INDEX = re.compile(r"tensors used as indices must be long|expected .{0,40}(?:Long|Int)|must be an? "
+                          r"(?:integer|long|int64)", re.I)
+
+
+def float_indices(plans: dict, exc: BaseException, hints: dict) -> Optional[dict]:
+    if not _FLOAT_INDEX.search(str(exc)):
+        return None
+    tensors = [n for n, p in plans.items() if p.kind == "tensor"]
+    if len(tensors) < 2:
+        return None
+    first = tensors[0]
+    targets = [n for n in tensors[1:] if getattr(hints.get(n), "backward_none", False)]
+    if not targets:
+        return None
+    return dict(plans, **{n: Plan("index", value=("target", first), why=f"a class target of {first} (forward's error "
+                                  f"asked for integers: {_short(str(exc))})") for n in targets})
+
+
+_REDUCED = re.compile(r"output with shape \[([\d, ]*)\] doesn't match the broadcast shape \[([\d, ]*)\]")
+
+
+def reduced_shapes(plans: dict, backward_error: str, hints: Optional[dict] = None) -> Optional[dict]:
+    """The tensors after the first shaped like the broadcast at the reduced shape; one reshaped into one of them
+    (``w.reshape_as(mean)``: ``hints[w].reshaped_to``) a vector of its number of elements instead."""
+    m = _REDUCED.search(backward_error)
+    if m is None:
+        return None
+    small, big = (tuple(int(k) for k in g.split(",") if k.strip()) for g in m.groups())
+    shaped = [n for n, p in plans.items() if p.kind == "tensor" and tuple(p.shape or ()) == big]
+    if len(shaped) < 2 or len(small) != len(big):
+        return None
+    why = f"a shape backward's error asked for (a statistic of {shaped[0]}: {_short(backward_error)})"
+    out = dict(plans, **{n: replace(plans[n], shape=small, why=why) for n in shaped[1:]})
+    numel = 1
+    for k in small:
+        numel *= k
+    for n in shaped[1:]:
+        target = getattr((hints or {}).get(n), "reshaped_to", None)
+        if target in shaped[1:]:
+            out[n] = replace(plans[n], shape=(numel,), why=f"{n}.reshape_as({target}): {target}'s {numel} elements "
+                             f"({why[2:]})")
+    return out
+
+
+LARGE_COUNT = 10_000  # more backward passes than a check of small inputs takes
+_RAISE_IT = re.compile(r"\b(?:rais|increas)", re.I)
+
+
+def larger_count(plans: dict, backward_error: str) -> Optional[dict]:
+    """The plans with the int parameters ``backward_error`` names (and asks to raise) at LARGE_COUNT; else None."""
+    if not _RAISE_IT.search(backward_error):
+        return None
+    named = [n for n, p in plans.items() if p.kind == "int" and (p.value or 0) < LARGE_COUNT
+             and re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", backward_error)]
+    if not named:
+        return None
+    return dict(plans, **{n: replace(plans[n], value=LARGE_COUNT, why=f"backward's error asked for more when run "
+                                     f"twice ({_short(backward_error)})") for n in named})
 
 
 def single_elements(plans: dict, backward_error: str) -> Optional[dict]:

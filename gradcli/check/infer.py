@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gradcli.check import infer_calls, infer_flow, infer_matmul
+from gradcli.check import infer_calls, infer_flow, infer_matmul, infer_values
 from gradcli.check.infer_shapes import _conjuncts, _ndim_of, _size_of
 from gradcli.check import source_code
 
@@ -60,6 +60,8 @@ class Hint:
     structure: Optional[str] = None  # sym | spd: forward takes eigh / cholesky of it (infer_calls.py)
     index_dim: Optional[int] = None  # gather/scatter along this dim: the index has size 1 there
     call_args: Optional[int] = None  # callable: the number of arguments forward calls it with
+    stand_in: Optional[str] = None  # callable: the fn:NAME that stands in for it (None: tanh); infer_calls.py
+    reshaped_to: Optional[str] = None  # ``p.reshape_as(q)``: p has q's number of elements (infer_values.py)
     object_class: Optional[type] = None  # object: a dataclass / NamedTuple annotation, built from its defaults
     no_grad: bool = False  # forward raises when it requires grad (``if ctx.needs_input_grad[0]: raise``)
     leading: Optional[int] = None  # ``a, b = p`` (forward, or backward on the saved p): that many along dim 0
@@ -82,6 +84,8 @@ def read_hints(target, names: list) -> dict:
         infer_matmul.matmul_shapes(forward, hints)
         infer_calls.refine(forward, target.cls.forward, hints)
         infer_calls.annotated_objects(target.cls.forward, hints)
+        infer_calls.inverse_pairs(hints)
+        infer_values.refine(forward, _function_node(getattr(target.cls, "backward", None)), hints)
         _scalars(target.cls, forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before
         return {n: Hint() for n in names}

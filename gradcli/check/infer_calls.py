@@ -1,6 +1,13 @@
 """More of what forward's source says about its parameters (``infer.read_hints`` calls ``refine``):
 
 * a parameter forward calls (``fn(x)``, ``Fm.forward(x)``, ``ctx.fn = fn`` then ``ctx.fn(x)``): a callable;
+  one named like a distance (``dist``, ``sq_dist_func``) called with two tensors: the pairwise distance
+  stand-in (``fn:cdist``; ``fn:sqdist`` when the name says squared), and a tensor that scales both of its
+  arguments (``dist(x1 / l, x2 / l)``) is one value along the rows (size 1 at dim -2): rows of x1 and x2 pair
+  up with each other, not with rows of l;
+* a callable ``fn`` with a partner named its inverse (``fn_inverse``, ``fn_inv``, ``inverse_fn``): an
+  invertible pair of stand-ins, ``fn:sinh`` and ``fn:asinh`` (a backward that recomputes the input from the
+  output with the inverse needs a real one);
 * a parameter used as a size (``torch.randn(shape)``, ``x.new_empty(shape)``, ``x.view(shape)``): a
   tuple of ints;
 * ``b, c, h, w = x.shape``: x has four dimensions;
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from typing import Optional
 
@@ -44,6 +52,23 @@ def refine(forward: ast.AST, fn, hints: dict, depth: int = 0):
                 _helper(node, fn, hints, depth)
         elif isinstance(node, ast.Assign):
             _unpacked_shape(node, hints)
+
+
+def inverse_pairs(hints: dict):
+    """``fn`` a callable and ``fn_inverse`` (``fn_inv``, ``inverse_fn``, ``inv_fn``) a parameter nothing else
+    claimed (a callable or free): the pair sinh / asinh, smooth and inverse to each other everywhere."""
+    for name, hint in hints.items():
+        if hint.kind != "callable" or hint.stand_in is not None:
+            continue
+        for partner in (f"{name}_inverse", f"{name}_inv", f"inverse_{name}", f"inv_{name}"):
+            other = hints.get(partner)
+            if other is None or other.stand_in is not None or other.tensor_use \
+                    or other.kind not in (None, "callable"):
+                continue
+            hint.stand_in, other.kind, other.stand_in = "sinh", "callable", "asinh"
+            hint.why = f"called, and {partner} is its inverse: an invertible stand-in, sinh (fn:sinh)"
+            other.why = f"the inverse of {name}: asinh, the inverse of {name}'s stand-in sinh (fn:asinh)"
+            break
 
 
 def _name(node) -> Optional[str]:
@@ -80,6 +105,15 @@ def _called(node: ast.Call, hints, ctx_callables):
         starred = any(isinstance(a, ast.Starred) for a in node.args)
         hint.kind, hint.why = "callable", "called in forward"
         hint.call_args = None if starred else len(node.args) + len(node.keywords)
+        if not starred and len(node.args) == 2 and not node.keywords and _DISTANCE.search(name):
+            hint.stand_in = "sqdist" if _SQUARED.search(name) else "cdist"
+            hint.why = (f"called in forward with two arguments and named like a{' squared' if hint.stand_in == 'sqdist' else ''} "
+                        f"distance: the pairwise {'squared ' if hint.stand_in == 'sqdist' else ''}Euclidean distance "
+                        f"between the rows of [n,d] and [m,d] tensors (fn:{hint.stand_in})")
+
+
+_DISTANCE = re.compile(r"dist(?!rib)", re.IGNORECASE)  # dist, cdist, sq_dist_func, distance_fn; not distribution
+_SQUARED = re.compile(r"(^|_)sq(_|dist|$)|squared", re.IGNORECASE)  # sq_dist, sqdist, squared_distance
 
 
 def _dropped(node: ast.Call, forward, hints, ctx_callables):
@@ -95,6 +129,12 @@ def _dropped(node: ast.Call, forward, hints, ctx_callables):
             any(isinstance(a, ast.Starred) for a in node.args):
         return
     carried = _carried(forward, hints)
+    if hint.stand_in is not None:  # a pairwise stand-in uses both arguments: nothing dropped
+        first, second = (_mentions(a, hints, carried) for a in node.args)
+        for q in sorted((first & second) - {name}):
+            if not hints[q].backward_none and not hints[q].no_grad and -2 not in hints[q].unit_dims:
+                hints[q].unit_dims = tuple(hints[q].unit_dims) + (-2,)
+        return
     for arg in node.args[:-1]:
         for q in sorted(_mentions(arg, hints, carried)):
             if q != name and not hints[q].backward_none and not hints[q].no_grad and q not in hint.dropped:
@@ -208,6 +248,7 @@ def _unpacked_shape(node: ast.Assign, hints):
 
 def _helper(node: ast.Call, fn, hints, depth):
     """``helper(x, h0, mode=mode)`` with ``helper`` a Python function of the same top-level package."""
+    from gradcli.check import infer_values
     from gradcli.check.infer import Hint, _Uses
 
     helper = _resolve(node.func, fn)
@@ -234,6 +275,7 @@ def _helper(node: ast.Call, fn, hints, depth):
     try:
         _Uses(theirs).visit(tree)
         refine(tree, helper, theirs, depth + 1)
+        infer_values.reshapes(tree, theirs)
     except Exception:  # noqa: BLE001 -- a helper we cannot read tells us nothing
         return
     for pname, ours in mapping.items():
@@ -248,6 +290,8 @@ def _helper(node: ast.Call, fn, hints, depth):
             have.index_kind, have.index_dim = got.index_kind, got.index_dim
             have.index_of = mapping.get(got.index_of) if got.index_of else None
             have.mask_of = mapping.get(got.mask_of) if got.mask_of else None
+        if have.reshaped_to is None and mapping.get(got.reshaped_to):
+            have.reshaped_to = mapping[got.reshaped_to]
         if have.kind is None and have.ndim is None and got.ndim is not None:
             have.ndim = got.ndim
         if have.structure is None and got.structure is not None:
@@ -287,6 +331,7 @@ def _resolve(func, fn):
         obj = getattr(glob.get(func.value.id), func.attr, None)
     else:
         return None
+    obj = getattr(obj, "_torchdynamo_inline", obj)  # torch.jit.script(f): read f's Python source
     if not inspect.isfunction(obj):
         return None
     ours = (glob.get("__name__") or "").split(".")[0]

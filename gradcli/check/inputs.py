@@ -124,7 +124,7 @@ def _given_star_count(specs: dict, name) -> int:
 
 
 def _build_cases(target, params, specs, seed, dtype, shape) -> list:
-    from gradcli.check import auto_inputs
+    from gradcli.check import auto_inputs, initializers
     from gradcli.check.infer import read_hints
 
     from gradcli.check.varargs import aliases
@@ -152,55 +152,8 @@ def _build_cases(target, params, specs, seed, dtype, shape) -> list:
         args.append(value)
         records.append(rec)
     found = auto_inputs.Builder(target, be, params, specs, seed, dtype, tuple(shape))
-    base = Case(args, records) if not auto else found.search(args, records, auto)
+    base = initializers.given_case(found, args, records) if not auto else found.search(args, records, auto)
     return [base] + found.variants(base)
-
-
-def reduced_shapes(case: Case, returned_shapes) -> dict:
-    """{argument index: shape} for automatic inputs whose gradient came back in a shape they broadcast
-    from (a ``[4]`` gradient for a ``3x4`` gamma: the backward treats gamma as a per-feature ``[4]``)."""
-    import numpy as np
-
-    found = {}
-    for i, rec in enumerate(case.records):
-        got = returned_shapes[i] if returned_shapes is not None and i < len(returned_shapes) else None
-        if rec is None or rec.get("source") != "auto" or rec.get("type") != "tensor" or got is None:
-            continue
-        got, have = tuple(got), tuple(rec["shape"])
-        try:
-            broadcasts = np.broadcast_shapes(got, have) == have
-        except ValueError:
-            broadcasts = False
-        if broadcasts and got != have and int(np.prod(got)) < int(np.prod(have)):
-            found[i] = got
-    return found
-
-
-def reshape_auto(target, case: Case, shapes: dict, *, seed: int, dtype: str) -> Optional[Case]:
-    """``case`` with the automatic inputs in ``shapes`` rebuilt in those shapes (same domain, same
-    seeded draw), or None when forward does not run on them. Their records say ``shape_from: backward``.
-
-    Only a re-draw that forward's own broadcasting asks for is kept: forward's outputs must keep
-    their shapes (a per-feature ``[4]`` gamma or bias is broadcast back against the ``3x4`` batch).
-    A re-draw that changes them (``x*x`` with a 0-d gradient for a ``3x4`` x: x itself would become
-    0-d) would fit the input to a wrong gradient and hide the shape bug: None."""
-    be = backend_for(target.backend)
-    params, _ = forward_params(target)
-    args, records = list(case.args), list(case.records)
-    for i, shape in shapes.items():
-        old = parse_spec(records[i]["spec"])
-        spec = Spec("tensor", "", shape=tuple(shape), dtype=old.dtype or dtype, domain=old.domain,
-                    requires_grad=old.requires_grad)
-        args[i], records[i] = _from_spec(be, spec, f"{target.name}.{params[i].name}", seed, dtype, params[i],
-                                         source="auto")
-        records[i]["shape_from"] = "backward"
-    try:
-        why, _ = forward_problem(be, target.fn, args)
-        if why is None and output_shapes(be, target.fn, args) != output_shapes(be, target.fn, case.args):
-            return None
-    except UNSUITABLE_INPUT_ERRORS:
-        return None
-    return Case(args, records, list(case.not_checked)) if why is None else None
 
 
 def probe_copy(be, value):
@@ -422,3 +375,6 @@ def _record(be, name: str, value, source: str, spec: Optional[str] = None, case:
             rec.update(type="object", spec=rec["spec"] or "default()",
                        **{"class": f"{type(value).__module__}.{type(value).__qualname__}"})
     return rec
+
+
+from gradcli.check.reshaped_inputs import reduced_shapes, reshape_auto  # noqa: E402,F401  (the runner imports them here)

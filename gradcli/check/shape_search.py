@@ -25,7 +25,7 @@ MAX_ALTERNATIVES = 160
 
 @dataclass(frozen=True)
 class Plan:
-    kind: str  # tensor | index | mask | int | float | bool | str | shape (a tuple of ints) | callable
+    kind: str  # tensor | index | mask | int | float | bool | str | shape (a tuple of ints) | callable | none
     shape: Optional[tuple] = None  # tensors; for index/mask: None = follow the tensor they belong to
     value: Any = None  # Python values
     why: str = ""  # what in the source chose this (shown with -v)
@@ -65,7 +65,9 @@ def first_plan(hint, base_shape: tuple) -> Plan:
     if kind == "object":  # a dataclass / NamedTuple annotation whose fields all have defaults
         return Plan("object", value="default()", why=hint.why)
     if kind == "callable":  # a function or module forward calls on a tensor: tanh (smooth, shape-preserving)
-        return Plan("callable", value="tanh", why=hint.why)
+        return Plan("callable", value=hint.stand_in or "tanh", why=hint.why)  # or a pairwise distance
+    if kind == "none":  # a process group passed as group=: the default one
+        return Plan("none", why=hint.why)
     if kind == "shape":  # a size forward draws or views with: the base shape
         return Plan("shape", value=tuple(base_shape), why=hint.why)
     if hint is not None and hint.structure is not None:

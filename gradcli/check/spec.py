@@ -22,8 +22,12 @@ DEFAULT_INT_RANGE = (0, 5)  # int64[6] without a range: 0..4
 NOGRAD = "nograd:"
 CALLABLE = "fn:"
 # fn:NAME -- a callable forward calls (torch backend: the nn.Module of that name, so .forward and
-# .parameters() work too); tanh is what automatic inputs use
-CALLABLES = ("tanh", "sigmoid", "identity")
+# .parameters() work too); tanh is what automatic inputs use. Called with several arguments, these apply to the
+# last one; the pairwise ones take two tensors [..., n, d] and [..., m, d] and give [..., n, m]: cdist the
+# Euclidean distance between their rows, sqdist its square (what a callable named like a distance gets); sinh and
+# asinh are an inverse pair (what fn and fn_inverse get)
+CALLABLES = ("tanh", "sigmoid", "identity", "sinh", "asinh", "cdist", "sqdist")
+PAIRWISE = ("cdist", "sqdist")
 # default(): the parameter's annotated dataclass / NamedTuple built from its defaults (p: LIFParameters)
 DEFAULTS = "default()"
 # 4x4@sym: a symmetric matrix (uniform (-2,2), then (A+A^T)/2); 4x4@spd: positive definite (B B^T/n + I/2);

@@ -23,7 +23,15 @@ def structured(array, structure):
 def make_callable(be, name: str):
     """``fn:NAME``: on the torch backend the nn.Module (``.forward``/``.parameters()`` work, no parameters);
     on gradcli's engine a function of the same name. Called with several arguments (an ODE right-hand
-    side ``func(t, y)``), either applies to the last one: ``tanh(y)``, shaped like the state."""
+    side ``func(t, y)``), either applies to the last one: ``tanh(y)``, shaped like the state. ``fn:cdist`` /
+    ``fn:sqdist`` take two tensors [..., n, d] and [..., m, d] and give the (squared) Euclidean distances
+    between their rows, [..., n, m]."""
+    from gradcli.check.spec import PAIRWISE
+
+    if name in PAIRWISE:
+        return _pairwise(be, squared=name == "sqdist")
+    if name in ("sinh", "asinh"):
+        return _elementwise(be, name)
     if be.name == "torch":
         import torch
 
@@ -35,6 +43,46 @@ def make_callable(be, name: str):
 
     fn = {"tanh": gradcli.tanh, "sigmoid": gradcli.sigmoid, "identity": lambda x: x}[name]
     return lambda *args: fn(args[-1])
+
+
+def _elementwise(be, name: str):
+    """sinh / asinh of the last argument: a module on the torch backend (torch.nn has none of these)."""
+    if be.name == "torch":
+        import torch
+
+        fn = getattr(torch, name)
+
+        class Elementwise(torch.nn.Module):
+            def forward(self, *args):
+                return fn(args[-1])
+
+        Elementwise.__name__ = name.capitalize()
+        return Elementwise()
+    import gradcli
+
+    fn = getattr(gradcli, name)
+    return lambda *args: fn(args[-1])
+
+
+def pairwise_distances(x1, x2, squared: bool):
+    """sum_k (x1[..., i, k] - x2[..., j, k])^2 (its square root unless ``squared``), by broadcasting: the same
+    operations on a torch tensor and on one of gradcli's engine (no cdist, whose gradient at 0 differs)."""
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    total = (diff * diff).sum(-1)
+    return total if squared else total.sqrt()
+
+
+def _pairwise(be, squared: bool):
+    if be.name == "torch":
+        import torch
+
+        class PairwiseDistance(torch.nn.Module):
+            def forward(self, x1, x2):
+                return pairwise_distances(x1, x2, squared)
+
+        PairwiseDistance.__name__ = "SquaredDistance" if squared else "Distance"
+        return PairwiseDistance()
+    return lambda x1, x2: pairwise_distances(x1, x2, squared)
 
 
 def is_default_object(value) -> bool:

@@ -32,8 +32,13 @@ def vjp(torch, outputs: list, inputs: list, grad_outputs: list, retain_graph=Tru
     if not moved or edge_type is None:
         return grads
     named = [edge_type(nodes[k], 0) if k in moved else t for k, t in enumerate(inputs)]
-    return list(torch.autograd.grad(outputs, named, grad_outputs, retain_graph=retain_graph,
-                                    create_graph=create_graph, allow_unused=True))
+    try:
+        return list(torch.autograd.grad(outputs, named, grad_outputs, retain_graph=retain_graph,
+                                        create_graph=create_graph, allow_unused=True))
+    except RuntimeError as error:  # the second product refuses autograd.grad where the first did not
+        if "not compatible with .grad()" not in str(error) or create_graph:
+            raise
+        return backward_vjp(torch, outputs, inputs, grad_outputs, retain_graph)
 
 
 def backward_vjp(torch, outputs: list, inputs: list, grad_outputs: list, retain_graph=True) -> list:

@@ -71,8 +71,10 @@ def auto_specs(case: Case) -> str:
                     if r and r.get("source") == "auto")
 
 
-def backward_runs(be, fn, args) -> tuple:
-    """(whether backward runs for ones as cotangents on fresh leaves, the exception's line if not)."""
+def backward_runs(be, fn, args, times: int = 1, raised: Optional[list] = None) -> tuple:
+    """(whether backward runs for ones as cotangents on fresh leaves, the exception's line if not); with
+    ``raised`` (a list) gets the exception; with ``times`` 2, twice on the same forward, as a check's products do (a Function counting its backward passes
+    refuses the second: ``more than 1 times! Try raising `num_bwd_passes```)."""
     import warnings
 
     import numpy as np
@@ -88,9 +90,11 @@ def backward_runs(be, fn, args) -> tuple:
             warnings.simplefilter("ignore")
             outs = [o for o in flatten_outputs(fn(*leaves))
                     if be.is_tensor(o) and be.requires_grad(o) and be.is_floating(o)]
-            if outs:
+            for _ in range(times if outs else 0):
                 be.grad(outs, inputs, [np.ones(be.to_numpy(o).shape) for o in outs])
     except Exception as e:  # noqa: BLE001 -- the question is only whether it runs
+        if raised is not None:
+            raised.append(e)  # its traceback: an assert naming a package's set-up (initializers.py)
         # gradients of the wrong shape or number: backward ran, and the structure check says what is wrong
         text = str(e).strip().splitlines()[0] if str(e).strip() else ""
         return bool(_GRADIENT_STRUCTURE.search(str(e))), f"{type(e).__name__}: {text}"
