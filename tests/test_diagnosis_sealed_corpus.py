@@ -10,8 +10,9 @@ import os
 
 import pytest
 
-from tests.corpus_labels import (ENGINE_IMPORT, ROOT, Corpus, bench, bug_marks_outside_function_classes,
-                                 bug_site_problems, example_inputs_taking_arguments, imported_modules,
+from tests.corpus_labels import (ENGINE_IMPORT, ROOT, Corpus, bench,
+                                 bug_marks_outside_function_classes, bug_site_problems,
+                                 example_inputs_taking_arguments, imported_modules,
                                  label_problems, readme_kind_counts, readme_table_mismatches,
                                  record_id, twinless_buggy)
 
@@ -69,7 +70,8 @@ def test_coding_styles_the_brief_asks_for_occur():
                    "index_add_(", "scatter_add_(", "scatter_(", "+=", ".sum(0", "cumsum(0",
                    ".transpose(", "F.unfold(", "F.fold(", "masked_fill(", "gather("):
         assert needle in source, needle
-    ctx_attributes = {node.attr for n in CORPUS.files for node in ast.walk(ast.parse(CORPUS.source(n)))
+    trees = [ast.parse(CORPUS.source(n)) for n in CORPUS.files]
+    ctx_attributes = {node.attr for tree in trees for node in ast.walk(tree)
                       if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                       and node.value.id == "ctx" and isinstance(node.ctx, ast.Store)}
     assert len(ctx_attributes) >= 4, ctx_attributes
