@@ -221,6 +221,7 @@ def region(ev: Evidence):
     params, what = _within(ev, wrong)
     fraction = n_wrong / (n_wrong + n_right)
     params.update(description=description, fraction=fraction, count=n_wrong, total=n_wrong + n_right,
+                  all_informative=bool(np.all(info)),
                   alternatives=[d for d, _, _ in matches[1:4]])
     tail = f"; the backward {what}" if what else ""
     return Finding("region",
