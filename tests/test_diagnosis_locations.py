@@ -229,6 +229,7 @@ def product_through_helper(B):
         @staticmethod
         def forward(ctx, a, b):
             ctx.save_for_backward(a, b)
+            ctx.spread = 3.0  # backward divides by it; forward never did
             return (a * b).reshape(-1)
 
         @staticmethod
@@ -236,7 +237,7 @@ def product_through_helper(B):
             a, b = ctx.saved_tensors
             g2 = g.reshape(a.shape)
             da = g2 * b
-            db = g2 * a / 3.0  # the factor
+            db = g2 * a / ctx.spread  # the factor
             return _flat(da).reshape(a.shape), _flat(db).reshape(b.shape)
 
     return FlatProductHalfFactor
@@ -249,7 +250,7 @@ def test_gradients_returned_through_one_helper_share_no_tensor_and_the_factor_is
     findings = _findings(cls, (_inputs(B, 77), _inputs(B, 78)))
     assert [(f.input, f.kind) for f in findings] == [(1, "scale")], findings
     assert findings[0].params["factor"] == pytest.approx(1 / 3)
-    assert findings[0].params["source"]["line"] == _line_of(cls, "db = g2 * a / 3.0")
+    assert findings[0].params["source"]["line"] == _line_of(cls, "db = g2 * a / ctx.spread")
 
 
 # ----- a dim chosen at backward's line, used inside a helper of its file; an in-place write's dim ---
@@ -323,3 +324,39 @@ def test_an_in_place_scatter_add_along_the_wrong_dim_is_a_wrong_axis_at_the_writ
     assert [(f.input, f.kind) for f in findings] == [(0, "wrong_axis")], findings
     assert findings[0].params["dims"] == [0] and findings[0].params["expected_dims"] == [1]
     assert findings[0].params["source"]["line"] == _line_of(cls, "gx.scatter_add_(0, idx, g)")
+
+
+# ----- one copy of several kept by a strided read of grad_output -----------------------------------
+def repeat_pairs_keeps_one(B, step):
+    class RepeatPairsKeepsOne(B.Function):
+        """Each element repeated twice along the last dim; backward keeps one copy of each pair."""
+
+        @staticmethod
+        def forward(ctx, x):
+            return B.ns.stack([x, x], dim=-1).reshape(x.shape[0], 2 * x.shape[1])
+
+        @staticmethod
+        def backward(ctx, g):
+            if step:
+                return g[:, ::2] * 1.0  # the pair's two copies must be added
+            return g[:, : g.shape[1] // 2] * 1.0  # no copy kept: a plain slice
+
+    return RepeatPairsKeepsOne
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_strided_read_of_grad_output_keeping_one_copy_is_not_accumulated(name):
+    B = backend(name)
+    cls = repeat_pairs_keeps_one(B, step=True)
+    findings = _findings(cls, (_inputs(B, 81, shape=(3, 4)),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "not_accumulated")], findings
+    assert findings[0].params["kept"] == "first" and findings[0].params["duplicates"] == 12
+    assert findings[0].params["source"]["line"] == _line_of(cls, "return g[:, ::2] * 1.0")
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_plain_slice_of_grad_output_is_no_evidence_of_an_overwrite(name):
+    B = backend(name)
+    cls = repeat_pairs_keeps_one(B, step=False)
+    findings = _findings(cls, (_inputs(B, 82, shape=(3, 4)),))
+    assert "not_accumulated" not in [f.kind for f in findings], findings

@@ -85,3 +85,24 @@ def _assigned_names(src: Source):
         for target in (stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]):
             names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target is not None else set()
     return names
+
+
+def strided_cotangent_read(src: Source, position: int):
+    """The statement of the gradient's chain that reads grad_output with a step (``g[:, ::2]``): a
+    backward keeping one of every k copies forward made, where it must add them — the source side
+    of a not_accumulated finding with no write. A plain slice (``g[:n]``, one block of a ``cat``) is
+    not evidence. None if there is none."""
+    from gradcli.check.diagnosis.source import chain, gradient_statement
+
+    statement, expr = gradient_statement(src, position)
+    if statement is None:
+        return None
+    cotangents = grad_output_names(src)
+    for stmt in chain(src, statement, expr if expr is not None else statement):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in cotangents:
+                parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                if any(isinstance(p, ast.Slice) and p.step is not None and not (
+                        isinstance(p.step, ast.Constant) and p.step.value in (1, None)) for p in parts):
+                    return stmt
+    return None
