@@ -360,3 +360,35 @@ def test_a_plain_slice_of_grad_output_is_no_evidence_of_an_overwrite(name):
     cls = repeat_pairs_keeps_one(B, step=False)
     findings = _findings(cls, (_inputs(B, 82, shape=(3, 4)),))
     assert "not_accumulated" not in [f.kind for f in findings], findings
+
+
+def shifted_leaky_output_mask(B):
+    class ShiftedLeakyOutputMask(B.Function):
+        """x − 0.3 above 0.3, 0.1·(x − 0.3) below; backward masks by the output and drops the 0.1."""
+
+        @staticmethod
+        def forward(ctx, x):
+            y = B.ns.where(x > 0.3, x - 0.3, 0.1 * (x - 0.3))
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            keep = (y > 0).to(g.dtype)
+            dx = g * keep  # 0.1 is missing where keep is 0
+            return dx
+
+    return ShiftedLeakyOutputMask
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_region_that_is_exactly_one_side_of_backwards_own_mask_is_quoted_at_the_gradient(name):
+    """The mask compares the output with 0 and the region is a threshold on x: no number to match,
+    but evaluated, the mask's zero side is exactly the wrong elements."""
+    B = backend(name)
+    cls = shifted_leaky_output_mask(B)
+    findings = _findings(cls, (_away_from(B, 83, (0.3,)),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    assert findings[0].params["mask_sides"] == ["keep"]
+    assert findings[0].params["source"]["line"] == _line_of(cls, "dx = g * keep  #")

@@ -120,9 +120,11 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         # told nothing (zero both ways), which can hide that the region's true edge is elsewhere
         found = [] if not src or expr is None else [
             c for c in chain(src, statement, expr) if any(masks(n) for n in ast.walk(c))]
-        edged = [] if not params.get("all_informative") or gradient[0] is None else [
-            c for c in chain(src, *gradient) if c is not gradient[0] and _pure_mask(c) and _same_edge(
-                src, c, params.get("description", ""))]
+        # (or whose one side is exactly the wrong elements, evaluated: `mask_sides`)
+        edged = [] if gradient[0] is None else [
+            c for c in chain(src, *gradient) if c is not gradient[0] and _pure_mask(c) and (
+                (params.get("all_informative") and _same_edge(src, c, params.get("description", "")))
+                or _assigns_one_of(c, params.get("mask_sides", ())))]
         stmt = next((c for c in found if c not in edged), None)
         if edged and stmt is None:
             stmt = gradient[0]
@@ -230,6 +232,10 @@ def _pure_mask(stmt) -> bool:
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CASTS:
         node = node.func.value
     return isinstance(node, ast.Compare)
+
+
+def _assigns_one_of(stmt, names) -> bool:
+    return isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in stmt.targets)
 
 
 def _same_edge(src, stmt, description: str) -> bool:
