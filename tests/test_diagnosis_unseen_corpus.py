@@ -1,4 +1,5 @@
-"""The fourth blind diagnosis corpus (bench/diagnosis_unseen/) is well formed.
+"""The fourth diagnosis corpus (bench/diagnosis_unseen/: blind until 2026-12-01 23:25 UTC, a design
+corpus since) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_unseen --summary``), validation by
@@ -195,7 +196,8 @@ def test_example_inputs_are_static_and_take_no_argument():
 
 def test_readme_states_the_rules_and_matches_the_corpus():
     readme = _readme()
-    assert "BLIND" in readme
+    # blind until the integrator released it to the seventh diagnosis pass; a design corpus since
+    assert "BLIND until 2026-12-01 23:25 UTC" in readme and "design corpus" in readme
     assert "--corpus bench/diagnosis_unseen" in readme and "--summary" in readme
     for name in FILES:
         rows = [r for r in RECORDS if os.path.basename(r["file"]) == name]

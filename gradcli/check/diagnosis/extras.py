@@ -12,6 +12,7 @@ from gradcli.check.diagnosis import index_writes, mutations, relayout
 from gradcli.check.diagnosis.backward_terms import backward_names_for, substitutions_for, terms_for
 from gradcli.check.diagnosis.probe import parameter_name
 from gradcli.check.diagnosis.source import backward_source, overwrite_statement
+from gradcli.check.diagnosis.values_source import strided_cotangent_read
 
 
 def labels(diag):
@@ -81,6 +82,7 @@ def overwrites(diag, ev) -> bool:
     try:
         src = backward_source(diag.cls, diag.executed)
         position = diag.positions.get(ev.index, ev.index)
-        return src is not None and overwrite_statement(src, position) is not None
+        return src is not None and (overwrite_statement(src, position) is not None
+                                    or strided_cotangent_read(src, position) is not None)
     except Exception:  # unparsable source: no source evidence
         return False

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Optional
 
 from gradcli.check.diagnosis.evidence import nice_number
+from gradcli.check.diagnosis.values_source import values_statement
 from gradcli.check.diagnosis.source import (FACTOR_OPS, SIGN_OPS, backward_source, chain, computed_assignment, constant_line, fed_names,
                                             first_statement_with, forward_source, grad_output_names, gradient_statement, in_chain,
                                             inplace_statement, last_return, local_derivative,
@@ -40,17 +42,26 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return advice, None
     src = backward_source(cls, executed)
     statement = expr = None
+    written = gradient = (None, None)
     if src is not None and position is not None:
         statement, expr = gradient_statement(src, position)
         shared = shared_with_right_gradient(src, position, failed_positions)
         if shared is not None:
             statement, expr = shared
+        gradient = statement, expr  # before it is narrowed to a local derivative or its values
+        if shared is not None:
+            pass
         elif statement is not None and kind in LOCAL_DERIVATIVE_KINDS:
             # `return grad * grad_output`: a factor, a sign, a term or a tensor is wrong in `grad`
             statement, expr = local_derivative(src, statement, expr)
+        written = statement, expr  # a sign or factor may sit in how values are written (`g[:, 1:] -= d`)
+        if statement is not None and kind in VALUE_KINDS and shared is None:
+            # `return _merge(dkh)`, `g.index_add_(0, idx, v)`: the values are wrong where computed
+            statement, expr = values_statement(src, statement, expr)
         pinned = params.get("at_line") and statement_at(src, params["at_line"])
         if pinned:  # a rule that edited one statement says which (a dim, a transpose, a tensor)
             statement = pinned
+            written = pinned, written[1]
         elif kind == "wrong_variable" and statement is not None and params.get("used"):
             # a name backward computes itself, bound to another tensor everywhere: its definition
             # is what is wrong (`p = softmax(x)` recomputed without forward's mask)
@@ -66,8 +77,9 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
                           src, stmt or statement, "in ")
     if kind in ("scale", "sign"):
         factor = params.get("factor", -1.0)
-        stmt = src and expr is not None and (constant_line(src, expr, statement, factor) or _written_into(
-            src, statement, expr, SIGN_OPS if factor < 0 else FACTOR_OPS)) or statement
+        stmt = src and expr is not None and (constant_line(src, written[1], written[0], factor) or _written_into(
+            src, written[0], written[1], SIGN_OPS if factor < 0 else FACTOR_OPS) or constant_line(
+            src, expr, statement, factor)) or statement
         what = "the sign" if kind == "sign" or (factor < 0 and abs(factor) == 1) else "the factor"
         advice = f"check {what}"
         if "mean" in params.get("note", ""):
@@ -101,10 +113,22 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         def masks(n):
             return isinstance(n, ast.Compare) or (
                 isinstance(n, ast.Attribute) and n.attr in ("where", "clamp", "sign", "maximum", "minimum"))
-        # the first mask among the statements computing this gradient, else the first in backward
-        stmt = src and expr is not None and next(
-            (c for c in chain(src, statement, expr) if any(masks(n) for n in ast.walk(c))), None)
-        stmt = stmt or (src and first_statement_with(src, masks))
+        # the first mask among the statements computing this gradient, else the first in backward;
+        # a mask whose edge is the region's own edge (`pos = x > 0` where x < 0 is wrong) is right:
+        # what is wrong is the value the gradient takes on one side of it
+        # what is wrong is the value the gradient takes on one side of it — unless some elements
+        # told nothing (zero both ways), which can hide that the region's true edge is elsewhere
+        found = [] if not src or expr is None else [
+            c for c in chain(src, statement, expr) if any(masks(n) for n in ast.walk(c))]
+        # (or whose one side is exactly the wrong elements, evaluated: `mask_sides`)
+        edged = [] if gradient[0] is None else [
+            c for c in chain(src, *gradient) if c is not gradient[0] and _pure_mask(c) and (
+                (params.get("all_informative") and _same_edge(src, c, params.get("description", "")))
+                or _assigns_one_of(c, params.get("mask_sides", ())))]
+        stmt = next((c for c in found if c not in edged), None)
+        if edged and stmt is None:
+            stmt = gradient[0]
+        stmt = stmt or (src and not edged and first_statement_with(src, masks))
         return _with_code(f"check the branch or mask for {params.get('description', 'that region')}",
                           src, stmt or statement, "in ")
     if kind == "missing_term":
@@ -191,6 +215,47 @@ def _written_into(src, statement, expr, ops):
 
 # kinds whose mistake sits in the local derivative, not in how grad_output is applied
 LOCAL_DERIVATIVE_KINDS = ("scale", "sign", "precision", "missing_term", "term_sign", "wrong_variable", "region")
+# kinds whose mistake sits in a gradient's values, not in how they are laid out or stored
+VALUE_KINDS = LOCAL_DERIVATIVE_KINDS + ("ignores_grad_output",)
+
+
+REGION_EDGE = re.compile(r"^\|?[A-Za-z_]\w*\|? ?(?:<=|>=|<|>) ?(-?\d+(?:\.\d+)?(?:e-?\d+)?)$")
+
+
+CASTS = ("to", "float", "double", "type_as", "half", "bool", "int", "long")
+
+
+def _pure_mask(stmt) -> bool:
+    """``keep = x > 0`` or ``keep = (x > 0).to(g.dtype)``: a comparison only, holding no branch
+    value (``where(x > 0, ones, …)`` holds the values of both sides, which may be the mistake)."""
+    node = getattr(stmt, "value", None) if isinstance(stmt, ast.Assign) else None
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CASTS:
+        node = node.func.value
+    return isinstance(node, ast.Compare)
+
+
+def _assigns_one_of(stmt, names) -> bool:
+    return isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in stmt.targets)
+
+
+def _same_edge(src, stmt, description: str) -> bool:
+    """Whether ``stmt`` compares against the number that bounds the region ``description`` (``x <
+    0.5`` for a mask ``x > 0.5``): the mask's edge is where the region's is."""
+    match = REGION_EDGE.match(description.strip())
+    if not match:
+        return False
+    edge = abs(float(match.group(1)))
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in [node.left] + list(node.comparators):
+            value = side.value if isinstance(side, ast.Constant) else (
+                -side.operand.value if isinstance(side, ast.UnaryOp) and isinstance(side.operand, ast.Constant)
+                else src.constants.get(side.id) if isinstance(side, ast.Name) else None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(abs(value) - edge) <= 1e-9 * (
+                    1 + edge):
+                return True
+    return False
 
 
 def _rounded(node) -> bool:

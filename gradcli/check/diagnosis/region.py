@@ -221,6 +221,7 @@ def region(ev: Evidence):
     params, what = _within(ev, wrong)
     fraction = n_wrong / (n_wrong + n_right)
     params.update(description=description, fraction=fraction, count=n_wrong, total=n_wrong + n_right,
+                  all_informative=bool(np.all(info)), mask_sides=_mask_sides(ev, wrong),
                   alternatives=[d for d, _, _ in matches[1:4]])
     tail = f"; the backward {what}" if what else ""
     return Finding("region",
@@ -228,6 +229,24 @@ def region(ev: Evidence):
                    f"({n_wrong} of {n_wrong + n_right} elements, {fraction:.0%}){tail}",
                    input=ev.index, params=params, confidence=confidence)
 
+
+
+def _mask_sides(ev: Evidence, wrong):
+    """The two-valued tensors backward computes (``keep = x > 0``) one of whose sides is exactly
+    the wrong elements, over every element: that mask's edge is right, what the gradient does on
+    one side of it is wrong."""
+    sides = []
+    try:
+        names = (ev.backward_names() or []) if ev.backward_names is not None else []
+    except Exception:  # an unusual backward: no evidence about its masks
+        return sides
+    for name, z in names:
+        z = np.asarray(z, dtype=float)
+        if z.shape == tuple(wrong.shape) and len(np.unique(z)) == 2:
+            low = z == z.min()
+            if np.array_equal(low, wrong) or np.array_equal(~low, wrong):
+                sides.append(name)
+    return sides
 
 
 def _where(description: str) -> str:

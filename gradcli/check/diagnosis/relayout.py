@@ -27,7 +27,8 @@ from gradcli.check.report import Finding
 METHODS = ("reshape", "view")
 # methods whose first argument (or ``dim=``) is the dim they work along
 DIM_METHODS = ("sum", "mean", "softmax", "log_softmax", "cumsum", "scatter", "scatter_add", "gather", "index_select",
-               "index_add", "logsumexp", "amax", "amin")  # not norm: its first argument is p
+               "index_add", "logsumexp", "amax", "amin",  # not norm: its first argument is p
+               "scatter_", "scatter_add_", "index_add_")  # the in-place writes: dim first too
 MAX_CANDIDATES = 120  # (call site, change) pairs re-run per input
 BUDGET_S = 3.0  # and at most this long: a large Function's re-runs must not eat its check's timeout
 _LOCK = threading.Lock()
@@ -113,20 +114,36 @@ class _Patched:
         return wrapper
 
 
+    def _backward_frame(self, frame, depth=2):
+        """(backward's frame, None) for a call made from backward's own code; (backward's frame, the
+        helper's name) for one made by a function of backward's own file that backward called (a
+        module-level ``softmax_backward(p, dp, dim=0)``: the dim is chosen at backward's line);
+        (None, None) otherwise — library code calling the tensor's methods is never changed."""
+        if frame.f_code is self.code:
+            return frame, None
+        helper, caller = frame, frame.f_back
+        for _ in range(depth):
+            if caller is None or helper.f_code.co_filename != self.code.co_filename:
+                return None, None
+            if caller.f_code is self.code:
+                return caller, frame.f_code.co_name
+            helper, caller = caller, caller.f_back
+        return None, None
+
     def _wrap_dim(self, name, original, function=False):
         patched = self
 
         def wrapper(tensor, *args, **kwargs):
-            frame = sys._getframe(1)
-            if frame.f_code is not patched.code or not hasattr(tensor, "shape"):
+            frame, helper = patched._backward_frame(sys._getframe(1))
+            if frame is None or not hasattr(tensor, "shape"):
                 return original(tensor, *args, **kwargs)
             keyword = "dim" in kwargs
             dim = kwargs["dim"] if keyword else (args[0] if args else None)
             ndim = len(tensor.shape)
             if not isinstance(dim, int) or isinstance(dim, bool) or ndim < 2:
                 return original(tensor, *args, **kwargs)
-            site = ("dim", ("torch." if function else "") + name, frame.f_lineno, tuple(int(s) for s in tensor.shape),
-                    dim)
+            called = ("torch." if function else "") + name + (f" (in {helper})" if helper else "")
+            site = ("dim", called, frame.f_lineno, tuple(int(s) for s in tensor.shape), dim)
             patched.sites.add(site)
             if patched.edit is not None and patched.edit[0] == site:
                 if keyword:

@@ -175,13 +175,20 @@ def shared_with_right_gradient(src: Source, position: int, failed_positions):
     elts = ret.value.elts
     if position >= len(elts):
         return None
-    mine = {n.id for n in ast.walk(elts[position]) if isinstance(n, ast.Name)}
+    mine = _tensor_names(elts[position])
     for other, elt in enumerate(elts):
         if other == position or other in failed_positions:
             continue
-        if mine & {n.id for n in ast.walk(elt) if isinstance(n, ast.Name)} - grad_output_names(src):
+        if mine & _tensor_names(elt) - grad_output_names(src):
             return ret, elts[position]
     return None
+
+
+def _tensor_names(expr):
+    """The names ``expr`` reads as values: not a called function's name (``_merge(dkh)`` shares no
+    tensor with ``_merge(dqh)``)."""
+    called = {id(n.func) for n in ast.walk(expr) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) not in called}
 
 
 def _assigns(stmt, name):
@@ -370,3 +377,4 @@ def fed_names(src, expr):
     for stmt in _feeding_assignments(src, expr):
         used |= {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
     return used & grad_output_names(src)
+
