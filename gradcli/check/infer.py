@@ -162,6 +162,15 @@ def _scalars(cls, forward, hints: dict):
     infer_flow.unpacked_tensors(forward, hints, {n: n for n in hints})
 
 
+COUNT_CHOICES = (2, 3, 1)  # a count (range(n), [x] * n): 1 would run the loop once and test no accumulation
+
+
+def count_choices(hint):
+    """A parameter used as a count: its first value is 2, not 1 (one copy exercises no sum over copies)."""
+    if hint is not None and hint.kind == "int" and not hint.choices:
+        hint.choices = list(COUNT_CHOICES)
+
+
 class _Uses(ast.NodeVisitor):
     def __init__(self, hints: dict, views: Optional[dict] = None):
         self.hints = hints
@@ -185,6 +194,8 @@ class _Uses(ast.NodeVisitor):
                 self._set(_name(kw.value), "int", f"used as dim= in {name}()")
         if name in _INT_CALLS and obj is None and node.args and _name(node.args[0]) in self.hints:
             self._set(_name(node.args[0]), "int", f"used in {name}()")
+            if name == "range" and len(node.args) == 1:
+                count_choices(self.hints[_name(node.args[0])])
         if name == "float" and obj is None and node.args and _name(node.args[0]) in self.hints:
             self._set(_name(node.args[0]), "float", "used in float()")
         if obj is not None and not module:

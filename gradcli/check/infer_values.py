@@ -29,6 +29,7 @@ def _param_of(node, hints, stored) -> Optional[str]:
 
 
 def refine(forward: ast.AST, backward: Optional[ast.AST], hints: dict):
+    from gradcli.check.infer import count_choices
     from gradcli.check.infer_flow import saved_names
 
     stored = _ctx_stored(forward, hints)
@@ -51,6 +52,7 @@ def refine(forward: ast.AST, backward: Optional[ast.AST], hints: dict):
                 for seq, count in ((node.left, node.right), (node.right, node.left)):
                     if isinstance(seq, _SEQUENCES) and isinstance(count, ast.Name) and tree is forward:
                         _claim(hints, count.id, "int", "repeats a list in forward ([...] * n)")
+                        count_choices(hints.get(count.id))
 
 
 def reshapes(tree, hints: dict, rename: Optional[dict] = None):

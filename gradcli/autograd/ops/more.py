@@ -199,7 +199,15 @@ def split(x, split_size_or_sections, dim=0):
     return Split.apply(x, sizes, d)
 
 
+def _int_arg(value, op: str, name: str) -> int:
+    """``value`` as an int, refusing a float as torch does (``int(0.5)`` would silently give 0)."""
+    if isinstance(value, (float, np.floating)) or (isinstance(value, Tensor) and value.data.dtype.kind not in "iub"):
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {type(value).__name__}")
+    return int(value.data if isinstance(value, Tensor) else value)
+
+
 def chunk(x, chunks, dim=0):
+    chunks = _int_arg(chunks, "chunk", "chunks")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
     n = x.data.shape[wrap_dim(dim, x.data.ndim)]
@@ -216,7 +224,7 @@ def gather(x, dim, index, *, sparse_grad=False):
 
 def repeat(x, *sizes):
     sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
-    return Repeat.apply(x, tuple(int(s) for s in sizes))
+    return Repeat.apply(x, tuple(_int_arg(s, "repeat", "repeats") for s in sizes))
 
 
 def _index_along(x, dim, index):
@@ -228,12 +236,12 @@ def index_select(x, dim, index):
 
 
 def select(x, dim, index):
-    return _index_along(x, dim, int(index))
+    return _index_along(x, dim, _int_arg(index, "select", "index"))
 
 
 def narrow(x, dim, start, length):
-    start = int(start)
-    return _index_along(x, dim, slice(start, start + int(length)))
+    start = _int_arg(start, "narrow", "start")
+    return _index_along(x, dim, slice(start, start + _int_arg(length, "narrow", "length")))
 
 
 def flip(x, dims):
