@@ -298,9 +298,11 @@ class Builder(MoreSets):
         check does, refuses the second pass naming it; None when it does not, or the raised plan fails too."""
         from gradcli.check import guided
 
-        if not any(p.kind == "int" and (p.value or 0) < guided.LARGE_COUNT for p in plans.values()):
+        counts = [p.value or 0 for p in plans.values() if p.kind == "int" and (p.value or 0) < guided.LARGE_COUNT]
+        if not counts:
             return None
-        ok, why = backward_runs(self.be, self.target.fn, trial, times=2)
+        # a check runs backward more than twice on one forward: one pass more than a count (counts start at 2) shows it
+        ok, why = backward_runs(self.be, self.target.fn, trial, times=min(4, max(2, max(counts) + 1)))
         return None if ok else self._raised_count(args, records, auto, plans, domain, numbers_from, why)
 
     def _raised_count(self, args, records, auto, plans, domain, numbers_from, why) -> Optional[Case]:
