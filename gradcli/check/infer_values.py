@@ -33,6 +33,7 @@ def refine(forward: ast.AST, backward: Optional[ast.AST], hints: dict):
     from gradcli.check.infer_flow import saved_names
 
     stored = _ctx_stored(forward, hints)
+    kept = _kept_on_ctx(forward)
     reshapes(forward, hints)
     if backward is not None:
         reshapes(backward, hints, saved_names(forward, backward, hints))
@@ -52,7 +53,8 @@ def refine(forward: ast.AST, backward: Optional[ast.AST], hints: dict):
                 for seq, count in ((node.left, node.right), (node.right, node.left)):
                     if isinstance(seq, _SEQUENCES) and isinstance(count, ast.Name) and tree is forward:
                         _claim(hints, count.id, "int", "repeats a list in forward ([...] * n)")
-                        count_choices(hints.get(count.id))
+                        if id(node) not in kept:  # copies of data: 2 of them; copies kept on ctx count passes
+                            count_choices(hints.get(count.id))
 
 
 def reshapes(tree, hints: dict, rename: Optional[dict] = None):
@@ -71,6 +73,18 @@ def _claim(hints, name, kind, why):
     hint = hints.get(name)
     if hint is not None and hint.kind is None and not hint.tensor_use:
         hint.kind, hint.why = kind, why
+
+
+def _kept_on_ctx(forward) -> set:
+    """ids of ``[...] * n`` expressions forward assigns to a ctx attribute (``ctx.left = [x] * passes``): a
+    list of copies backward consumes pass by pass, whose count backward's own error asks to raise
+    (auto_inputs._larger_counts), not copies of data."""
+    kept = set()
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.BinOp) \
+                and any(isinstance(target, ast.Attribute) for target in node.targets):
+            kept.add(id(node.value))
+    return kept
 
 
 def _ctx_stored(forward, hints) -> dict:
