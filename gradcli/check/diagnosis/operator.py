@@ -26,6 +26,8 @@ output element to an input element), so none of them can fire on a gradient that
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from gradcli.check.report import Finding
@@ -218,6 +220,37 @@ def _layout(sigma, shape):
     return None
 
 
+def _factorisations(n, most):
+    """Ordered factorisations of n into at most ``most`` factors, each ≥ 2."""
+    if most < 1:
+        return
+    if n >= 2:
+        yield (n,)
+    for f in range(2, n):
+        if n % f == 0:
+            for rest in _factorisations(n // f, most - 1):
+                yield (f,) + rest
+
+
+def _is_relayout(sigma) -> bool:
+    """σ is a permutation of axes of some C-order reshape of the flat index (what a missing
+    transpose/permute before a reshape does), not any reordering: a swap inside each pair (a
+    max-pooling gradient routed to the wrong element) or a flip is a wrong index, not a layout."""
+    n = len(sigma)
+    if sigma[0] != 0 or sigma[-1] != n - 1:
+        return False  # a permutation of axes keeps the first and last elements in place
+    target = np.asarray(sigma)
+    index = np.arange(n)
+    for dims in _factorisations(n, 4):
+        if len(dims) < 2:
+            continue
+        grid = index.reshape(dims)
+        for axes in itertools.permutations(range(len(dims))):
+            if axes != tuple(range(len(dims))) and np.array_equal(grid.transpose(axes).ravel(), target):
+                return True
+    return False
+
+
 def missing_reshape(ev):
     found = _operator(ev)
     if found is None:
@@ -230,7 +263,7 @@ def missing_reshape(ev):
         # interleaved); equal rows are a broadcast, whose permuted cotangent is a reduction over the
         # wrong dim, the simpler story the statement edits tell
         sigma = _match_permutation(ev, g, j, e, equal_rows=side == "result")
-        if sigma is None or sigma == list(range(len(sigma))):
+        if sigma is None or sigma == list(range(len(sigma))) or not _is_relayout(sigma):
             continue
         layout = _layout(sigma, ev.shape)
         what = ("reads grad_output in the wrong layout" if side == "grad_output"

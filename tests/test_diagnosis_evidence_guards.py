@@ -1,0 +1,85 @@
+"""Issue 17, eighth pass: guards that keep a rule from firing on evidence that is not specific,
+each reproduced with a small Function of its own, on both backends.
+
+- ``missing_reshape`` needs a *layout* permutation (the axes of some C-order reshape of the flat
+  index, permuted: what a missing transpose/permute before a reshape does). Any other reordering
+  of right values — a swap inside each pair, a gradient routed to the wrong element of a window —
+  is a wrong index, not a wrong layout, and gets no missing_reshape finding.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from test_diagnosis_cases import backend  # noqa: E402
+
+from gradcli.check.diagnosis import diagnose  # noqa: E402
+from gradcli.check.diagnosis.operator import _is_relayout  # noqa: E402
+from gradcli.check.gradcheck import gradcheck  # noqa: E402
+
+BACKENDS = ["gradcli", "torch"]
+
+
+def _findings(cls, args):
+    report = gradcheck(cls.apply, args)
+    assert not report.ok
+    return diagnose(report, cls.apply, args)
+
+
+def _inputs(B, seed, shape=(3, 4)):
+    rng = np.random.default_rng(seed)
+    return B.tensor(rng.uniform(0.5, 1.5, size=shape) * rng.choice([-1.0, 1.0], size=shape))
+
+
+# ----- a layout permutation, or any reordering ----------------------------------------------------
+def test_a_layout_permutation_is_a_permutation_of_axes_of_a_reshape():
+    flat = np.arange(24)
+    assert _is_relayout(list(flat.reshape(4, 6).T.ravel()))
+    assert _is_relayout(list(flat.reshape(2, 3, 4).transpose(0, 2, 1).ravel()))
+    assert _is_relayout(list(flat.reshape(2, 3, 2, 2).transpose(2, 0, 3, 1).ravel()))
+    assert not _is_relayout(list(flat.reshape(12, 2)[:, ::-1].ravel()))  # a swap inside each pair
+    assert not _is_relayout(list(flat[::-1]))  # a flip
+    assert not _is_relayout([0, 2, 1, 3, 5, 4, 6, 7])  # two swaps that no axes explain
+    assert not _is_relayout(list(range(24)))  # the identity is no permutation of axes
+
+
+def squares_routed(B, layout):
+    class SquaresRouted(B.Function):
+        """x² on (3, 4); backward computes the right values, then puts each one at the other
+        element of its pair (a wrong index) or reads the (4, 3) transpose flat (a wrong layout)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = 2.0 * x * g
+            if layout:
+                return d.t().reshape(3, 4)  # the transpose is one too many
+            cols = [d[:, 1:2], d[:, 0:1], d[:, 3:4], d[:, 2:3]]
+            return B.ns.cat(cols, dim=1)  # each pair's values swapped
+
+    return SquaresRouted
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_values_swapped_inside_pairs_are_no_missing_reshape(name):
+    B = backend(name)
+    findings = _findings(squares_routed(B, layout=False), (_inputs(B, 91),))
+    assert "missing_reshape" not in [f.kind for f in findings], findings
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_values_read_in_a_transposed_layout_are_still_a_missing_reshape(name):
+    B = backend(name)
+    findings = _findings(squares_routed(B, layout=True), (_inputs(B, 92),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_reshape")], findings
+    assert findings[0].params["layout"] == [3, 4]
