@@ -5,6 +5,9 @@ each reproduced with a small Function of its own, on both backends.
   index, permuted: what a missing transpose/permute before a reshape does). Any other reordering
   of right values — a swap inside each pair, a gradient routed to the wrong element of a window —
   is a wrong index, not a wrong layout, and gets no missing_reshape finding.
+- ``wrong_variable`` by one edit that replaces *every* read of a name in one statement (tanh′
+  written ``1 - z * z`` on the pre-activation z where the output is needed): the same variable
+  mistaken consistently, which no single replacement fixes.
 """
 from __future__ import annotations
 
@@ -83,3 +86,39 @@ def test_values_read_in_a_transposed_layout_are_still_a_missing_reshape(name):
     findings = _findings(squares_routed(B, layout=True), (_inputs(B, 92),))
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_reshape")], findings
     assert findings[0].params["layout"] == [3, 4]
+
+
+# ----- one tensor used for another at every read of a statement ------------------------------------
+def tanh_layer_slope_on_preactivation(B):
+    class TanhLayerSlopeOnPreactivation(B.Function):
+        """tanh(x @ w); backward writes tanh′ = 1 − t² with the pre-activation z read for t, both
+        times, in a statement both gradients read."""
+
+        @staticmethod
+        def forward(ctx, x, w):
+            z = x @ w
+            ctx.save_for_backward(x, w, z)
+            return z.tanh()
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w, z = ctx.saved_tensors
+            dz = g * (1.0 - z * z)  # the output tanh(z) is needed at both reads
+            return dz @ w.T, x.T @ dz
+
+    return TanhLayerSlopeOnPreactivation
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_tensor_read_wrongly_at_every_place_of_a_statement_is_a_wrong_variable(name):
+    B = backend(name)
+    cls = tanh_layer_slope_on_preactivation(B)
+    rng = np.random.default_rng(93)
+    args = (B.tensor(rng.uniform(-1.0, 1.0, size=(3, 4))), B.tensor(rng.uniform(-0.6, 0.6, size=(4, 2))))
+    findings = _findings(cls, args)
+    assert [(f.input, f.kind) for f in findings] == [(0, "wrong_variable"), (1, "wrong_variable")], findings
+    for finding in findings:
+        params = finding.params
+        assert params["every"] is True and params["used"] == "z" and params["needed"] == "output"
+        assert params["statement"] == "dz = g * (1.0 - z * z)"
+        assert params["source"]["code"].strip() == "dz = g * (1.0 - z * z)"
