@@ -122,3 +122,30 @@ def test_a_tensor_read_wrongly_at_every_place_of_a_statement_is_a_wrong_variable
         assert params["every"] is True and params["used"] == "z" and params["needed"] == "output"
         assert params["statement"] == "dz = g * (1.0 - z * z)"
         assert params["source"]["code"].strip() == "dz = g * (1.0 - z * z)"
+
+
+# ----- a lone element at the extreme of a value among few is no region ------------------------------
+def forward_difference_both_negated(B):
+    class ForwardDifferenceBothNegated(B.Function):
+        """y_i = x_{i+1} − x_i; backward subtracts grad_output for both neighbours, so every element
+        but the first (which has only the −x_i term) is wrong."""
+
+        @staticmethod
+        def forward(ctx, x):
+            return x[1:] - x[:-1]
+
+        @staticmethod
+        def backward(ctx, g):
+            middle = -g[:-1] - g[1:]  # g[:-1] must be added
+            return B.ns.cat([-g[:1], middle, -g[-1:]])
+
+    return ForwardDifferenceBothNegated
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_one_element_alone_at_a_round_threshold_among_six_is_no_region(name):
+    B = backend(name)
+    # the one right element (the first) is also the smallest, by a round threshold (x < 0)
+    x = B.tensor(np.array([-0.9, 0.6, 0.8, 1.3, 0.7, 1.1]))
+    findings = _findings(forward_difference_both_negated(B), (x,))
+    assert "region" not in [f.kind for f in findings], findings
