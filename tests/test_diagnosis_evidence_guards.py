@@ -8,6 +8,10 @@ each reproduced with a small Function of its own, on both backends.
 - ``wrong_variable`` by one edit that replaces *every* read of a name in one statement (tanh′
   written ``1 - z * z`` on the pre-activation z where the output is needed): the same variable
   mistaken consistently, which no single replacement fixes.
+- ``region`` by a value's threshold needs ≥ 8 informative elements when one element is alone on
+  its side (the lone one is the smallest or largest by chance 2 times in n).
+- a statement outside the evaluator's vocabulary (a helper of the user's) takes the value backward
+  itself held for that name, so the statements that read it can still be evaluated and edited.
 """
 from __future__ import annotations
 
@@ -149,3 +153,39 @@ def test_one_element_alone_at_a_round_threshold_among_six_is_no_region(name):
     x = B.tensor(np.array([-0.9, 0.6, 0.8, 1.3, 0.7, 1.1]))
     findings = _findings(forward_difference_both_negated(B), (x,))
     assert "region" not in [f.kind for f in findings], findings
+
+
+# ----- a statement outside the evaluator's vocabulary: backward's own value for it ------------------
+def _ramp(B, shape):
+    """A helper of the test's own: any call of one is outside the statement evaluator's vocabulary."""
+    return B.tensor(np.arange(1.0, 1.0 + int(np.prod(shape))).reshape(shape) / 4.0)
+
+
+def cubic_minus_ramp(B):
+    class CubicMinusRamp(B.Function):
+        """c·(x³ − x) with c from a helper; backward adds the 1 where it must subtract it, in an
+        intermediate the gradient multiplies by c."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return _ramp(B, x.shape) * (x * x * x - x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            c = _ramp(B, x.shape)
+            slope = 3.0 * x * x + 1.0  # the 1 must be subtracted
+            return g * slope * c
+
+    return CubicMinusRamp
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_value_from_a_helper_is_read_from_backward_and_the_term_sign_is_found(name):
+    B = backend(name)
+    cls = cubic_minus_ramp(B)
+    findings = _findings(cls, (_inputs(B, 94),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
+    # the expanded product's term g·c·1 (without c's value from backward: no finding at all)
+    assert findings[0].params["term"] == "g * c"
