@@ -53,6 +53,8 @@ def test_a_layout_permutation_is_a_permutation_of_axes_of_a_reshape():
     assert not _is_relayout(list(flat[::-1]))  # a flip
     assert not _is_relayout([0, 2, 1, 3, 5, 4, 6, 7])  # two swaps that no axes explain
     assert not _is_relayout(list(range(24)))  # the identity is no permutation of axes
+    # a pooling window tiled where it must be interleaved: bits of h and of w swapped (6 axes)
+    assert _is_relayout(list(np.arange(64).reshape(2, 2, 2, 2, 2, 2).transpose(0, 1, 3, 2, 5, 4).ravel()))
 
 
 def squares_routed(B, layout):

@@ -26,8 +26,6 @@ output element to an input element), so none of them can fire on a gradient that
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from gradcli.check.report import Finding
@@ -220,35 +218,36 @@ def _layout(sigma, shape):
     return None
 
 
-def _factorisations(n, most):
-    """Ordered factorisations of n into at most ``most`` factors, each ≥ 2."""
-    if most < 1:
-        return
-    if n >= 2:
-        yield (n,)
-    for f in range(2, n):
-        if n % f == 0:
-            for rest in _factorisations(n // f, most - 1):
-                yield (f,) + rest
-
-
 def _is_relayout(sigma) -> bool:
     """σ is a permutation of axes of some C-order reshape of the flat index (what a missing
     transpose/permute before a reshape does), not any reordering: a swap inside each pair (a
-    max-pooling gradient routed to the wrong element) or a flip is a wrong index, not a layout."""
-    n = len(sigma)
-    if sigma[0] != 0 or sigma[-1] != n - 1:
-        return False  # a permutation of axes keeps the first and last elements in place
-    target = np.asarray(sigma)
-    index = np.arange(n)
-    for dims in _factorisations(n, 4):
-        if len(dims) < 2:
-            continue
-        grid = index.reshape(dims)
-        for axes in itertools.permutations(range(len(dims))):
-            if axes != tuple(range(len(dims))) and np.array_equal(grid.transpose(axes).ravel(), target):
-                return True
-    return False
+    max-pooling gradient routed to the wrong element) or a flip is a wrong index, not a layout.
+    Read as a mixed-radix counter: each output axis found from the first position where σ stops
+    stepping by that axis's stride; the axes, ordered by stride, must tile the input exactly."""
+    s = np.asarray(sigma, dtype=int)
+    n = s.size
+    if n < 2 or s[0] != 0:
+        return False  # a permutation of axes keeps the first element in place
+    axes, block = [], 1  # (input stride, length) of each output axis, innermost first
+    while block < n:
+        stride, length = int(s[block]), 1
+        while block * (length + 1) <= n and s[block * length] == length * stride:
+            length += 1
+        if length < 2 or n % (block * length):
+            return False
+        axes.append((stride, length))
+        block *= length
+    built = np.zeros(1, dtype=int)
+    for stride, length in axes:  # innermost first: each outer axis repeats the inner block
+        built = (np.arange(length)[:, None] * stride + built[None, :]).ravel()
+    if not np.array_equal(built, s) or len(axes) < 2:
+        return False
+    expected = 1
+    for stride, length in sorted(axes):
+        if stride != expected:
+            return False
+        expected *= length
+    return expected == n
 
 
 def missing_reshape(ev):
