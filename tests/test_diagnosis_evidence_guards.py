@@ -10,11 +10,18 @@ each reproduced with a small Function of its own, on both backends.
   mistaken consistently, which no single replacement fixes.
 - ``region`` by a value's threshold needs ≥ 8 informative elements when one element is alone on
   its side (the lone one is the smallest or largest by chance 2 times in n).
+- ``inplace`` for a tensor kept as a ctx attribute (``ctx.t = t``) and changed in place before
+  forward returns (``return t.mul_(2.0)``): forward's frame traced, the version when it is first
+  seen on ctx against the version at return.
+- ``inplace`` for a tensor kept as a ctx attribute (``ctx.t = t``) and changed in place before
+  forward returns (``return t.mul_(2.0)``): forward's frame traced, the version when it is first
+  seen on ctx against the version at return.
 - a statement outside the evaluator's vocabulary (a helper of the user's) takes the value backward
   itself held for that name, so the statements that read it can still be evaluated and edited.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -27,6 +34,7 @@ from test_diagnosis_cases import backend  # noqa: E402
 
 from gradcli.check.diagnosis import diagnose  # noqa: E402
 from gradcli.check.diagnosis.operator import _is_relayout  # noqa: E402
+from gradcli.check.diagnosis.saved import ctx_attributes_changed  # noqa: E402
 from gradcli.check.gradcheck import gradcheck  # noqa: E402
 
 BACKENDS = ["gradcli", "torch"]
@@ -191,3 +199,54 @@ def test_a_value_from_a_helper_is_read_from_backward_and_the_term_sign_is_found(
     assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
     # the expanded product's term g·c·1 (without c's value from backward: no finding at all)
     assert findings[0].params["term"] == "g * c"
+
+
+# ----- a tensor kept on ctx, then changed in place before forward returns ---------------------------
+def doubled_tanh_on_ctx(B, in_place):
+    class DoubledTanhOnCtx(B.Function):
+        """2·tanh(x); forward keeps tanh(x) as ctx.t and (buggy) doubles that same tensor in place."""
+
+        @staticmethod
+        def forward(ctx, x):
+            t = x.tanh()
+            ctx.t = t
+            if in_place:
+                return t.mul_(2.0)  # backward then reads 2·tanh(x) as ctx.t
+            return t * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0 * (1.0 - ctx.t * ctx.t)
+
+    return DoubledTanhOnCtx
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_ctx_tensor_changed_in_place_after_storing_is_inplace(name):
+    B = backend(name)
+    cls = doubled_tanh_on_ctx(B, in_place=True)
+    findings = _findings(cls, (_inputs(B, 95),))
+    assert [(f.input, f.kind) for f in findings] == [(None, "inplace")], findings
+    assert findings[0].params["ctx_attributes"] == [
+        {"function": "DoubledTanhOnCtx", "attribute": "t", "at_save": 0, "at_return": 1}]
+
+
+class _ForwardOnly:
+    """The two members of a Probe that ctx_attributes_changed uses: one forward call."""
+
+    def __init__(self, cls, args):
+        self.fn, self._build = cls.apply, lambda: args
+
+    @staticmethod
+    def _grad_enabled(flag):
+        return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_ctx_tensor_left_alone_is_no_evidence_of_a_change(name):
+    B = backend(name)
+    right, buggy = doubled_tanh_on_ctx(B, in_place=False), doubled_tanh_on_ctx(B, in_place=True)
+    assert gradcheck(right.apply, (_inputs(B, 96),)).ok  # the twin is right
+    assert ctx_attributes_changed(_ForwardOnly(right, (_inputs(B, 96),)), right) == []
+    assert ctx_attributes_changed(_ForwardOnly(buggy, (_inputs(B, 96),)), buggy) == [
+        {"function": "DoubledTanhOnCtx", "attribute": "t", "at_save": 0, "at_return": 1}]
