@@ -250,3 +250,30 @@ def test_a_ctx_tensor_left_alone_is_no_evidence_of_a_change(name):
     assert ctx_attributes_changed(_ForwardOnly(right, (_inputs(B, 96),)), right) == []
     assert ctx_attributes_changed(_ForwardOnly(buggy, (_inputs(B, 96),)), buggy) == [
         {"function": "DoubledTanhOnCtx", "attribute": "t", "at_save": 0, "at_return": 1}]
+
+
+# ----- a scalar loss missing a constant part of its gradient ----------------------------------------
+def mean_square_plus_linear(B):
+    class MeanSquarePlusLinear(B.Function):
+        """mean(x² + x/2) over 12 elements; backward keeps 2x/12 and forgets the constant (1/2)/12."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x * x + 0.5 * x).mean()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2.0 * x / 12.0  # + g * 0.5 / 12.0 is missing
+
+    return MeanSquarePlusLinear
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_scalar_loss_missing_a_constant_term_is_a_missing_term(name):
+    B = backend(name)
+    findings = _findings(mean_square_plus_linear(B), (_inputs(B, 97),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    assert findings[0].params["term"] == "1"
+    assert findings[0].params["coefficient"] == pytest.approx(0.5 / 12.0, rel=1e-5)  # 6 digits
