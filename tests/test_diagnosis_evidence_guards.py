@@ -16,6 +16,8 @@ each reproduced with a small Function of its own, on both backends.
 - ``inplace`` for a tensor kept as a ctx attribute (``ctx.t = t``) and changed in place before
   forward returns (``return t.mul_(2.0)``): forward's frame traced, the version when it is first
   seen on ctx against the version at return.
+- ``region`` by one edit of a mask's comparison (its strictness, or inverted: ``y == 0`` where
+  ``y != 0`` is needed), quoted at the mask, where no set of values describes the wrong elements.
 - a statement outside the evaluator's vocabulary (a helper of the user's) takes the value backward
   itself held for that name, so the statements that read it can still be evaluated and edited.
 """
@@ -277,3 +279,36 @@ def test_a_scalar_loss_missing_a_constant_term_is_a_missing_term(name):
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
     assert findings[0].params["term"] == "1"
     assert findings[0].params["coefficient"] == pytest.approx(0.5 / 12.0, rel=1e-5)  # 6 digits
+
+
+# ----- a mask's comparison inverted -----------------------------------------------------------------
+def row_max_kept_inverted(B):
+    class RowMaxKeptInverted(B.Function):
+        """Each row's largest element kept, the others zeroed; backward's mask of the kept elements
+        tests == 0 where != 0 is needed, so every element's gradient is wrong (no region of values)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            y = x * (x == x.amax(1, keepdim=True)).float()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            kept = (y == 0.0).float()  # the kept elements are those with y != 0
+            return g * kept
+
+    return RowMaxKeptInverted
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_an_inverted_mask_comparison_is_a_region_at_the_mask(name):
+    B = backend(name)
+    x = B.tensor(np.array([[0.3, 1.7, -0.4, 0.9], [1.2, 0.5, -0.9, 0.3], [0.1, -0.2, 0.8, 2.4]]))
+    cls = row_max_kept_inverted(B)
+    findings = _findings(cls, (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    params = findings[0].params
+    assert params["comparison"] == "==" and params["expected"] == "!="
+    assert params["source"]["code"].strip().startswith("kept = (y == 0.0).float()")

@@ -61,6 +61,7 @@ class _Evaluator:
                             and src.ran(n)]
         self.depth = 0
         self.overrides, self.dim_overrides = {}, {}  # id(node) -> value -> value; id(call) -> dim
+        self.compare_overrides = {}  # id(compare) -> another comparison operator (ast class)
         self.assigned = {n.id for stmt in self.assignments for t in stmt.targets for n in ast.walk(t)
                          if isinstance(n, ast.Name)}
         first = next(iter(self.env.values()), None)  # this cotangent row's first grad_output
@@ -208,7 +209,8 @@ class _Evaluator:
             return np.asarray(self.value(node.func.value)).T
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in COMPARE:
             left, right = self.value(node.left), self.value(node.comparators[0])
-            return COMPARE[type(node.ops[0])](np.asarray(left), np.asarray(right)).astype(float)
+            op = self.compare_overrides.get(id(node), type(node.ops[0]))
+            return COMPARE[op](np.asarray(left), np.asarray(right)).astype(float)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MORE:
             return calls.more(self, node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:

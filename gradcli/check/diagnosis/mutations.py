@@ -33,6 +33,10 @@ from gradcli.check.diagnosis.evidence import nice_number, short_number
 from gradcli.check.diagnosis.source import chain, grad_output_names, gradient_statement
 from gradcli.check.report import Finding
 
+# a mask's comparison: its strictness (`p >= 0` where `p > 0` keeps sparsemax's support) or inverted
+OTHER_COMPARISONS = {ast.Gt: (ast.GtE, ast.LtE), ast.GtE: (ast.Gt, ast.Lt), ast.Lt: (ast.LtE, ast.GtE),
+                     ast.LtE: (ast.Lt, ast.Gt), ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,)}
+SYMBOLS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
 MAX_EDITS = 400  # evaluations of edited statements per input (each is a few small numpy ops)
 BUDGET_S = 2.0  # and at most this long (large tensors)
 FUNCTIONS = (("{z}", lambda z: z), ("exp({z})", np.exp), ("sigmoid({z})", lambda z: 1 / (1 + np.exp(-z))),
@@ -71,6 +75,8 @@ def statement_edits(probe, cls, position, rows, executed=None):
                     evaluator.overrides[id(node)] = transpose
                 elif kind == "sign":
                     evaluator.overrides[id(node)] = np.negative
+                elif kind == "compare":
+                    evaluator.compare_overrides[id(node)] = argument
                 else:  # a tensor, or (a name backward computes from grad_output) one value per row
                     value = argument[1][len(per_row)] if isinstance(argument[1], list) else argument[1]
                     for each in occurrences.get(id(node), [node]) if kind == "every" else [node]:
@@ -132,6 +138,8 @@ def statement_edits(probe, cls, position, rows, executed=None):
                         edits.append(("sign", operand, stmt, None))  # a nested sum: its own terms are tried
             elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
                 edits.append(("sign", node, stmt, None))
+            if isinstance(node, ast.Compare) and len(node.ops) == 1:
+                edits += [("compare", node, stmt, op) for op in OTHER_COMPARISONS.get(type(node.ops[0]), ())]
     evaluate.seen = seen
     return edits, evaluate, src, saved_named
 
@@ -232,7 +240,7 @@ def _followers(ev, arguments):
     return found
 
 
-def statement_edit(ev, kinds=("dim", "transpose", "variable", "inner", "sign", "every"), cotangents=True):
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "inner", "sign", "every", "compare"), cotangents=True):
     """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
     gradient statements give the numerical gradient exactly."""
     fallback = None
@@ -315,6 +323,14 @@ def _finding(ev, edit, src, batched=False):
                        "it the gradient is right, exactly",
                        input=ev.index, params={"operand": code, "expected": expected, "got": code, "at_line": line,
                                                "statement": statement}, confidence=0.9)
+    if kind == "compare":
+        written, needed = SYMBOLS[type(node.ops[0])], SYMBOLS[argument]
+        return Finding("region",
+                       f"backward for input {ev.name} masks the wrong elements: `{code}` with {needed} instead of "
+                       f"{written} makes the gradient right, exactly",
+                       input=ev.index, params={"description": f"the mask `{code}`", "comparison": written,
+                                               "expected": needed, "at_line": line, "statement": statement},
+                       confidence=0.85)
     if kind == "sign":
         return Finding("term_sign",
                        f"backward for input {ev.name} has the wrong sign on the term `{code}`: with it negated the "
