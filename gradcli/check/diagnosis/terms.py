@@ -91,6 +91,11 @@ def missing_term(ev: Evidence):
         if not ev.fits(A + alpha * T, N, E):
             continue
         nice, coefficient, text, what = term_words(alpha, description)
+        if scalar and nice is None and description != "1":
+            # a scalar output's own values (a ratio r, a norm) are constants of every element: a
+            # coefficient at no simple number times a term of the input is then any dropped term
+            # of them, no evidence; the same offset at every element (the constant term) still is
+            continue
         if nice == -2.0:
             return sign_of_term(ev, text[2:])
         return Finding("missing_term",
