@@ -29,7 +29,7 @@ from gradcli.check.diagnosis.function_wide import function_wide
 from gradcli.check.diagnosis.hints import hint
 from gradcli.check.diagnosis.shared import shared_mistake
 from gradcli.check.diagnosis.source import backward_code
-from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name
+from gradcli.check.diagnosis.probe import Probe, ProbeError, function_class, parameter_name, row_key
 from gradcli.check.report import CheckReport, Finding
 
 MIN_CONFIDENCE = 0.5
@@ -328,12 +328,16 @@ class _Diagnosis:
         code = backward_code(self.cls)
         for k, row in enumerate(rows):
             try:
-                raw = self.probe.raw(row, trace_code=code if k == 0 else None)
+                raw = self.probe.raw(row, trace_code=code)
             except ProbeError:
                 return
             if raw is None:
                 return
             raws.append(raw)
+        # the tensors backward held when it returned, per cotangent: what a statement outside the
+        # evaluator's vocabulary computed (``onehot = _one_hot(target, c)``), see evaluator.py
+        self.probe.recorded = {row_key(row): r.get("locals") or {}
+                               for row, r in zip(rows, raws)}
         self.positions = dict(raws[0]["positions"])
         self.executed = raws[0].get("executed") or None
         for i, ev in evidence.items():

@@ -61,8 +61,11 @@ class _Evaluator:
                             and src.ran(n)]
         self.depth = 0
         self.overrides, self.dim_overrides = {}, {}  # id(node) -> value -> value; id(call) -> dim
+        self.compare_overrides = {}  # id(compare) -> another comparison operator (ast class)
         self.assigned = {n.id for stmt in self.assignments for t in stmt.targets for n in ast.walk(t)
                          if isinstance(n, ast.Name)}
+        first = next(iter(self.env.values()), None)  # this cotangent row's first grad_output
+        self.recorded = getattr(src, "recorded", {}).get(id(first), {})
 
     def name(self, name):
         if name in self.env:
@@ -71,7 +74,7 @@ class _Evaluator:
             for target in stmt.targets:
                 if isinstance(target, ast.Name) and target.id == name:
                     value = self._saved_item(stmt.value, None)
-                    self.env[name] = value if value is not None else self.value(stmt.value)
+                    self.env[name] = value if value is not None else self._assigned(name, stmt)
                     return self.env[name]
                 if isinstance(target, (ast.Tuple, ast.List)):
                     names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
@@ -95,6 +98,19 @@ class _Evaluator:
         if name in self.src.constants:  # a module-level number (`GAMMA = 2.0`)
             return self.src.constants[name]
         raise Unsupported(name)
+
+    def _assigned(self, name, stmt):
+        """The value ``stmt`` assigns to ``name``; outside the vocabulary (a helper of the user's,
+        ``onehot = _one_hot(target, c)``), the value backward itself held for it when it
+        returned — only for a name assigned once and never changed in place, so that value is
+        the one this statement computed (an edit inside it then changes nothing)."""
+        try:
+            return self.value(stmt.value)
+        except Unsupported:
+            once = sum(1 for s in statements(self.src.tree) if _assigns(s, name)) == 1
+            if not once or name not in self.recorded:
+                raise
+            return np.asarray(self.recorded[name], dtype=float)
 
     @staticmethod
     def _is_saved(node):
@@ -193,7 +209,8 @@ class _Evaluator:
             return np.asarray(self.value(node.func.value)).T
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in COMPARE:
             left, right = self.value(node.left), self.value(node.comparators[0])
-            return COMPARE[type(node.ops[0])](np.asarray(left), np.asarray(right)).astype(float)
+            op = self.compare_overrides.get(id(node), type(node.ops[0]))
+            return COMPARE[op](np.asarray(left), np.asarray(right)).astype(float)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MORE:
             return calls.more(self, node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
@@ -275,6 +292,17 @@ class _Evaluator:
         return DIM_OPS[attr](np.asarray(base, dtype=float), dim, keepdim)
 
 
+def _assigns(stmt, name) -> bool:
+    """``stmt`` binds or changes ``name`` (an assignment, an augmented one, an in-place method)."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+            return True
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_")
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == name
+               for n in ast.walk(stmt) if isinstance(stmt, ast.Expr))
+
+
 def _as_array(value):
     from gradcli.check.diagnosis.probe import _to_numpy
 
@@ -289,7 +317,7 @@ def _context(probe, cls, position, rows, executed):
     """(src, shaped rows, grad_output names, saved tensors, ctx attributes) for one more forward
     call of the Function re-run by ``probe``; None when unavailable."""
     from gradcli.check.diagnosis.source import backward_source
-    from gradcli.check.diagnosis.probe import _flatten_outputs, _to_numpy
+    from gradcli.check.diagnosis.probe import _flatten_outputs, _to_numpy, row_key
 
     src = backward_source(cls, executed)
     if src is None or position is None or not rows:
@@ -314,6 +342,9 @@ def _context(probe, cls, position, rows, executed):
                 ctx_attrs[key] = converted
     shapes = [_to_numpy(o).shape for o in differentiable]
     shaped = [tuple(np.reshape(c, s) for c, s in zip(row, shapes)) for row in rows]
+    recorded = getattr(probe, "recorded", None) or {}
+    src.recorded = {id(r[0]): recorded.get(row_key(row), {})
+                    for r, row in zip(shaped, rows) if r}
     return src, shaped, args, saved, ctx_attrs
 
 

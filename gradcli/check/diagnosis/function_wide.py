@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradcli.check.diagnosis.probe import ProbeError
-from gradcli.check.diagnosis.saved import saved_changed_after_saving
+from gradcli.check.diagnosis.saved import ctx_attributes_changed, saved_changed_after_saving
 from gradcli.check.report import Finding
 
 
@@ -45,6 +45,16 @@ def function_wide(diag) -> list:
                         f"after save_for_backward (version {first['at_save']} → {first['at_return']}): backward "
                         "reads the changed values", params={"saved": changed, "after_save": True},
                         confidence=0.97)]
+    try:
+        kept = ctx_attributes_changed(probe, diag.cls)
+    except Exception:  # an unusual forward: no evidence
+        kept = []
+    if kept:
+        first = kept[0]
+        return [Finding("inplace", f"{first['function']}.forward changes the tensor it keeps as ctx.{first['attribute']} "
+                        f"in place after storing it (version {first['at_save']} → {first['at_return']}): backward "
+                        "reads the changed values", params={"ctx_attributes": kept, "after_save": True},
+                        confidence=0.95)]
     return nondeterminism(diag, check_backward=reentrant is None)
 
 def nondeterminism(diag, check_backward: bool) -> list:

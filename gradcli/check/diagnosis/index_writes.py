@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from gradcli.check.diagnosis.probe import ProbeError, _to_numpy
-from gradcli.check.diagnosis.relayout import _LOCK, _tensor_class
+from gradcli.check.diagnosis.relayout import _LOCK, _tensor_class, rerun_fits
 from gradcli.check.diagnosis.source import backward_code
 from gradcli.check.report import Finding
 
@@ -143,26 +143,12 @@ def search(probe, cls, ev):
                 return None
             writes.edit = edit
             try:
-                fits = _fits(probe, ev, A, N, E)
+                fits = rerun_fits(probe, ev, A, N, E)
             finally:
                 writes.edit = None
             if fits:
                 return _finding(ev, sorted(edit))
     return None
-
-
-def _fits(probe, ev, A, N, E):
-    for k, row in enumerate(ev.cotangents):
-        try:
-            g = probe.vjp(row).get(ev.index)
-        except ProbeError:
-            return False
-        if g is None or g.size != N[k].size:
-            return False
-        g = g.reshape(N[k].shape)
-        if not ev.fits(g, N[k], E[k]) or (k == 0 and ev.fits(g, A[k])):
-            return False
-    return True
 
 
 def _finding(ev, lines):

@@ -27,11 +27,16 @@ import time
 
 import numpy as np
 
+from gradcli.check.diagnosis.edit_sites import every_occurrence, saved_variables, written_dim
 from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _Evaluator, statement_context
 from gradcli.check.diagnosis.evidence import nice_number, short_number
 from gradcli.check.diagnosis.source import chain, grad_output_names, gradient_statement
 from gradcli.check.report import Finding
 
+# a mask's comparison: its strictness (`p >= 0` where `p > 0` keeps sparsemax's support) or inverted
+OTHER_COMPARISONS = {ast.Gt: (ast.GtE, ast.LtE), ast.GtE: (ast.Gt, ast.Lt), ast.Lt: (ast.LtE, ast.GtE),
+                     ast.LtE: (ast.Lt, ast.Gt), ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,)}
+SYMBOLS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
 MAX_EDITS = 400  # evaluations of edited statements per input (each is a few small numpy ops)
 BUDGET_S = 2.0  # and at most this long (large tensors)
 FUNCTIONS = (("{z}", lambda z: z), ("exp({z})", np.exp), ("sigmoid({z})", lambda z: 1 / (1 + np.exp(-z))),
@@ -50,6 +55,7 @@ def statement_edits(probe, cls, position, rows, executed=None):
     cotangents = grad_output_names(src)
 
     seen = {}  # the ndim of the last transposed operand (its text: `.T` or `.mT`)
+    occurrences = {}  # id(first occurrence) -> every occurrence of that name in one statement
 
     def transpose(value):
         seen["ndim"] = np.ndim(value)
@@ -69,9 +75,12 @@ def statement_edits(probe, cls, position, rows, executed=None):
                     evaluator.overrides[id(node)] = transpose
                 elif kind == "sign":
                     evaluator.overrides[id(node)] = np.negative
+                elif kind == "compare":
+                    evaluator.compare_overrides[id(node)] = argument
                 else:  # a tensor, or (a name backward computes from grad_output) one value per row
                     value = argument[1][len(per_row)] if isinstance(argument[1], list) else argument[1]
-                    evaluator.overrides[id(node)] = _replace(value)
+                    for each in occurrences.get(id(node), [node]) if kind == "every" else [node]:
+                        evaluator.overrides[id(each)] = _replace(value)
             try:
                 with np.errstate(all="ignore"):
                     per_row.append(np.asarray(evaluator.value(expr), dtype=float))
@@ -81,7 +90,7 @@ def statement_edits(probe, cls, position, rows, executed=None):
 
     if evaluate() is None:
         return None
-    saved_named = _saved_variables(src, saved)
+    saved_named = saved_variables(src, saved)
     edits = []
     for stmt in chain(src, statement, expr):
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
@@ -97,10 +106,11 @@ def statement_edits(probe, cls, position, rows, executed=None):
         # the right one (x by the output, zero exactly where |x| ≤ λ), but the mistake is the
         # threshold, a region's story — so no tensor is replaced there
         masked = {id(n) for c in ast.walk(value) if isinstance(c, ast.Compare) for n in ast.walk(c)}
+        every_occurrence(value, masked, cotangents, edits, occurrences, stmt)
         for node in ast.walk(value):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DIM_OPS \
                     and node.func.attr != "unsqueeze":
-                written = _written_dim(node)
+                written = written_dim(node)
                 # one dim, or (sum/mean) two: a LayerNorm's dim=-1 where an InstanceNorm needs (2, 3)
                 pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)] \
                     if node.func.attr in ("sum", "mean") else []
@@ -128,46 +138,10 @@ def statement_edits(probe, cls, position, rows, executed=None):
                         edits.append(("sign", operand, stmt, None))  # a nested sum: its own terms are tried
             elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
                 edits.append(("sign", node, stmt, None))
+            if isinstance(node, ast.Compare) and len(node.ops) == 1:
+                edits += [("compare", node, stmt, op) for op in OTHER_COMPARISONS.get(type(node.ops[0]), ())]
     evaluate.seen = seen
     return edits, evaluate, src, saved_named
-
-
-def _saved_variables(src, saved):
-    """(name, value) of the saved tensors as backward unpacks them (``x, y = ctx.saved_tensors``)."""
-    found = []
-    for stmt in ast.walk(src.tree):
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Attribute) \
-                and stmt.value.attr in ("saved_tensors", "saved_variables"):
-            for target in stmt.targets:
-                names = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
-                for k, element in enumerate(names):
-                    if isinstance(element, ast.Name) and k < len(saved) and saved[k] is not None:
-                        label = element.id if element.id.strip("_") else f"ctx.saved_tensors[{k}]"
-                        found.append((label, np.asarray(saved[k], dtype=float)))
-    return found
-
-
-def _written_dim(node):
-    args = list(node.args)
-    if isinstance(node.func.value, ast.Name) and node.func.value.id in ("torch", "F", "np"):
-        args = args[1:]
-    found = [k.value for k in node.keywords if k.arg in ("dim", "axis")] or args[:1]
-    if found and isinstance(found[0], ast.Constant):
-        return found[0].value
-    if found and isinstance(found[0], (ast.Tuple, ast.List)):  # dim=(2, 3)
-        dims = [_written_dim_of(e) for e in found[0].elts]
-        return tuple(dims) if None not in dims else None
-    if found and isinstance(found[0], ast.UnaryOp) and isinstance(found[0].operand, ast.Constant):
-        return -found[0].operand.value
-    return None
-
-
-def _written_dim_of(node):
-    if isinstance(node, ast.Constant) and isinstance(node.value, int):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
-    return None
 
 
 def _dims(dim) -> list:
@@ -239,7 +213,7 @@ def _edited(ev, kinds, cotangents=True):
         skip = set() if cotangents else grad_output_names(src)
         for edit in (e for e in edits if e[0] == kind and getattr(e[1], "id", None) not in skip):
             candidates = [edit]
-            if kind == "variable":
+            if kind in ("variable", "every"):
                 variables = _variables(ev) + saved_named if variables is None else variables
                 candidates = [(kind, edit[1], edit[2], v) for v in variables
                               if v[0] != getattr(edit[1], "id", None)]
@@ -266,7 +240,7 @@ def _followers(ev, arguments):
     return found
 
 
-def statement_edit(ev, kinds=("dim", "transpose", "variable", "inner", "sign"), cotangents=True):
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "inner", "sign", "every", "compare"), cotangents=True):
     """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
     gradient statements give the numerical gradient exactly."""
     fallback = None
@@ -335,7 +309,7 @@ def _finding(ev, edit, src, batched=False):
     code = ast.unparse(node)
     statement = src.code(stmt)
     if kind == "dim":
-        written = _written_dim(node)
+        written = written_dim(node)
         return Finding("wrong_axis",
                        f"backward for input {ev.name} reduces over the wrong dim: `{code}` with dim {argument} "
                        f"instead of {written} makes the gradient right, exactly",
@@ -349,6 +323,14 @@ def _finding(ev, edit, src, batched=False):
                        "it the gradient is right, exactly",
                        input=ev.index, params={"operand": code, "expected": expected, "got": code, "at_line": line,
                                                "statement": statement}, confidence=0.9)
+    if kind == "compare":
+        written, needed = SYMBOLS[type(node.ops[0])], SYMBOLS[argument]
+        return Finding("region",
+                       f"backward for input {ev.name} masks the wrong elements: `{code}` with {needed} instead of "
+                       f"{written} makes the gradient right, exactly",
+                       input=ev.index, params={"description": f"the mask `{code}`", "comparison": written,
+                                               "expected": needed, "at_line": line, "statement": statement},
+                       confidence=0.85)
     if kind == "sign":
         return Finding("term_sign",
                        f"backward for input {ev.name} has the wrong sign on the term `{code}`: with it negated the "
@@ -362,6 +344,13 @@ def _finding(ev, edit, src, batched=False):
                        f"earlier in backward) is needed: with `{label}` in its place the gradient is right, exactly",
                        input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
                                                "at_line": line, "statement": statement}, confidence=0.85)
+    if kind == "every":
+        return Finding("wrong_variable",
+                       f"backward for input {ev.name} uses `{code}` where {label} is needed, every time it reads it "
+                       f"in `{statement}`: with {label} in each place the gradient is right, exactly",
+                       input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
+                                               "every": True, "at_line": line, "statement": statement},
+                       confidence=0.85)
     if isinstance(stmt, ast.Assign) and node is stmt.value:  # the whole value of a recomputed name
         code = ast.unparse(stmt.targets[0])
         return Finding("wrong_variable",

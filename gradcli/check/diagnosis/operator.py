@@ -218,6 +218,38 @@ def _layout(sigma, shape):
     return None
 
 
+def _is_relayout(sigma) -> bool:
+    """σ is a permutation of axes of some C-order reshape of the flat index (what a missing
+    transpose/permute before a reshape does), not any reordering: a swap inside each pair (a
+    max-pooling gradient routed to the wrong element) or a flip is a wrong index, not a layout.
+    Read as a mixed-radix counter: each output axis found from the first position where σ stops
+    stepping by that axis's stride; the axes, ordered by stride, must tile the input exactly."""
+    s = np.asarray(sigma, dtype=int)
+    n = s.size
+    if n < 2 or s[0] != 0:
+        return False  # a permutation of axes keeps the first element in place
+    axes, block = [], 1  # (input stride, length) of each output axis, innermost first
+    while block < n:
+        stride, length = int(s[block]), 1
+        while block * (length + 1) <= n and s[block * length] == length * stride:
+            length += 1
+        if length < 2 or n % (block * length):
+            return False
+        axes.append((stride, length))
+        block *= length
+    built = np.zeros(1, dtype=int)
+    for stride, length in axes:  # innermost first: each outer axis repeats the inner block
+        built = (np.arange(length)[:, None] * stride + built[None, :]).ravel()
+    if not np.array_equal(built, s) or len(axes) < 2:
+        return False
+    expected = 1
+    for stride, length in sorted(axes):
+        if stride != expected:
+            return False
+        expected *= length
+    return expected == n
+
+
 def missing_reshape(ev):
     found = _operator(ev)
     if found is None:
@@ -230,7 +262,7 @@ def missing_reshape(ev):
         # interleaved); equal rows are a broadcast, whose permuted cotangent is a reduction over the
         # wrong dim, the simpler story the statement edits tell
         sigma = _match_permutation(ev, g, j, e, equal_rows=side == "result")
-        if sigma is None or sigma == list(range(len(sigma))):
+        if sigma is None or sigma == list(range(len(sigma))) or not _is_relayout(sigma):
             continue
         layout = _layout(sigma, ev.shape)
         what = ("reads grad_output in the wrong layout" if side == "grad_output"

@@ -198,9 +198,9 @@ class Probe:
         if not positions:
             return None
         grads_out = self._cotangent_tensors(outs, cotangent)
-        executed = set()
+        executed, local_names = set(), ({} if trace_code is not None else None)
         try:
-            with self._grad_enabled(False), _LineTrace(trace_code, executed):
+            with self._grad_enabled(False), _LineTrace(trace_code, executed, local_names):
                 if self.backend == "torch":
                     import torch
 
@@ -226,7 +226,8 @@ class Probe:
             grads[i] = None if g is None or not hasattr(g, "shape") else np.asarray(_to_numpy(g), dtype=np.float64)
         missing = [i for i, p in positions.items() if p >= len(raw)]  # too few gradients returned
         return {"grads": grads, "positions": positions, "returned": len(raw), "missing": missing,
-                "expected": len(leaves), "executed": frozenset(executed) if trace_code is not None else None}
+                "expected": len(leaves), "executed": frozenset(executed) if trace_code is not None else None,
+                "locals": {k: np.array(_to_numpy(v), copy=True) for k, v in (local_names or {}).items() if _is_tensor(v)}}
 
     # ----- numerical reference ------------------------------------------------------------
     def numeric(self, index, cotangents, values=None, upcast=True, positions=None):
@@ -280,8 +281,9 @@ class _LineTrace:
     """Records the lines of one code object that run inside the block (``sys.settrace``),
     chaining to a tracer already installed (a coverage tool keeps working)."""
 
-    def __init__(self, code, lines: set):
+    def __init__(self, code, lines: set, local_names=None):
         self.code, self.lines, self.previous = code, lines, None
+        self.local_names = local_names  # a dict: filled with the frame's locals when it returns
 
     def __enter__(self):
         import sys
@@ -289,7 +291,7 @@ class _LineTrace:
         if self.code is None:
             return self
         self.previous = sys.gettrace()
-        previous, code, lines = self.previous, self.code, self.lines
+        previous, code, lines, local_names = self.previous, self.code, self.lines, self.local_names
 
         def tracer(frame, event, arg):
             chained = previous(frame, event, arg) if previous is not None else None
@@ -300,6 +302,8 @@ class _LineTrace:
                 nonlocal chained
                 if event == "line":
                     lines.add(frame.f_lineno)
+                elif event == "return" and local_names is not None:
+                    local_names.update(frame.f_locals)
                 if chained is not None:
                     chained = chained(frame, event, arg)
                 return local
@@ -315,6 +319,15 @@ class _LineTrace:
         if self.code is not None:
             sys.settrace(self.previous)
         return False
+
+
+def row_key(row) -> bytes:
+    """A cotangent row (one array per output) as a dict key: the backward locals recorded for it."""
+    return b"".join(np.asarray(part, dtype=float).tobytes() for part in row)
+
+
+def _is_tensor(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
 def _node_class(node):

@@ -20,6 +20,8 @@ NICE_THRESHOLDS = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0) + tuple(
     float(v) for k in range(3, 11) for v in (k, -k)) + (0.25, -0.25, 0.1, -0.1, 1.5, -1.5, 2.5, -2.5)
 KINK_GAP = 1e-4  # relative gap between one-sided derivatives that counts as a kink
 MIN_LONE_SPLIT = 5  # informative elements a 1-vs-rest split needs to be evidence of a region
+# informative elements a 1-vs-rest split by a value needs (the lone one is an extreme by chance 2/n)
+MIN_LONE_VALUE_SPLIT = 8
 MIN_SPLITS = 40  # C(n, k) an approximate threshold needs: a chance separation has probability 2/C(n, k) ≤ 5 %
 KINK_SAMPLE = 8  # wrong elements whose one-sided derivatives are computed before all of them
 
@@ -185,7 +187,11 @@ def region(ev: Evidence):
         variables.append(("the output", ev.outputs[0], False))
 
     balanced = min(n_wrong, n_right) >= 2
-    for name, z, own in variables:
+    # one element alone on a side is the smallest or largest of a value by chance 2 times in n (a
+    # difference's boundary element, right where the others are wrong, below a round threshold):
+    # among few elements no value's threshold is evidence of it
+    value_evidence = balanced or n_wrong + n_right >= MIN_LONE_VALUE_SPLIT
+    for name, z, own in variables if value_evidence else ():
         for description, nice in _value_predicates(name, z, wrong, info):
             if nice:
                 matches.append((description, (0.9 if own else 0.85) if balanced else 0.8, name))

@@ -194,7 +194,7 @@ def search(probe, cls, ev):
                 if spent():
                     return None
                 patched.edit = (site, other)
-                if _fits(probe, ev, A, N, E):
+                if rerun_fits(probe, ev, A, N, E):
                     patched.edit = None
                     return Finding("wrong_axis", f"backward for input {ev.name} calls {name} along dim {dim} where dim "
                                    f"{other} makes the gradient right, exactly (with that one change)",
@@ -212,14 +212,16 @@ def search(probe, cls, ev):
                 if spent():
                     return None
                 patched.edit = (site, list(perm))
-                if _fits(probe, ev, A, N, E):
+                if rerun_fits(probe, ev, A, N, E):
                     patched.edit = None
                     return _finding(ev, line, written, perm)
                 patched.edit = None
     return None
 
 
-def _fits(probe, ev, A, N, E):
+def rerun_fits(probe, ev, A, N, E):
+    """The re-run backward gives the numerical gradient for every cotangent (and, for the first,
+    not what backward gave): the evidence of every re-run (relayout, index_writes)."""
     for k, row in enumerate(ev.cotangents):
         try:
             g = probe.vjp(row).get(ev.index)

@@ -90,3 +90,60 @@ def saved_changed_after_saving(probe) -> list:
             if after - before > allowed:
                 changed.append({"function": _function_name(node), "saved": i, "at_save": before, "at_return": after})
     return changed
+
+
+def ctx_attributes_changed(probe, cls) -> list:
+    """``[{"function", "attribute", "at_save", "at_return"}]``: tensors forward keeps as ``ctx``
+    attributes (``ctx.s = s``) and then changes in place before it returns (``return s.mul_(x)``),
+    that backward reads (``ctx.s``). Neither engine versions a ctx attribute, so forward's frame is
+    traced: each attribute's version when it is first seen on ctx, and when forward returns."""
+    import inspect
+    import sys
+
+    forward = None if cls is None else (cls.__dict__.get("forward") or getattr(cls, "forward", None))
+    backward = None if cls is None else (cls.__dict__.get("backward") or getattr(cls, "backward", None))
+    forward = inspect.unwrap(getattr(forward, "__func__", forward)) if forward is not None else None
+    code = getattr(forward, "__code__", None)
+    if code is None or backward is None or not code.co_varnames:
+        return []
+    try:
+        backward_text = inspect.getsource(backward)
+    except (OSError, TypeError):
+        return []
+    first, last = {}, {}  # attribute -> (tensor, version)
+    previous = sys.gettrace()
+
+    def versions(frame, into, only_new):
+        ctx = frame.f_locals.get(code.co_varnames[0])
+        for name, value in (vars(ctx).items() if hasattr(ctx, "__dict__") else ()):
+            version = getattr(value, "_version", None)
+            if isinstance(version, int) and not name.startswith("_") and (not only_new or name not in into):
+                into[name] = (value, version)
+
+    def tracer(frame, event, arg):
+        if frame.f_code is not code:
+            return previous(frame, event, arg) if previous is not None else None
+
+        def local(frame, event, arg):
+            if event == "line":
+                versions(frame, first, only_new=True)
+            elif event == "return":
+                versions(frame, first, only_new=True)
+                versions(frame, last, only_new=False)
+            return local
+
+        return local
+
+    sys.settrace(tracer)
+    try:
+        with probe._grad_enabled(True):
+            probe.fn(*probe._build())
+    finally:
+        sys.settrace(previous)
+    changed = []
+    for name, (tensor, at_save) in first.items():
+        now = last.get(name)
+        if now is not None and now[0] is tensor and now[1] > at_save and f".{name}" in backward_text:
+            changed.append({"function": getattr(cls, "__name__", "Function"), "attribute": name,
+                            "at_save": at_save, "at_return": now[1]})
+    return changed

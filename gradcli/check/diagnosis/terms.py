@@ -69,12 +69,16 @@ def _cosine(a, b):
 
 
 def missing_term(ev: Evidence):
-    """Elementwise functions only (one output shaped like the input): numeric − analytic =
-    α·v·t for one simple term t (α < 0: a term too many)."""
-    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.outputs[0].shape != ev.values.shape:
+    """Elementwise functions (one output shaped like the input) and scalar ones (a loss: its one
+    grad_output broadcast to every element): numeric − analytic = α·v·t for one simple term t
+    (α < 0: a term too many) — a label-smoothed loss missing its uniform ε/C part is α·v·1."""
+    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1:
+        return None
+    scalar = np.size(ev.outputs[0]) == 1
+    if not scalar and ev.outputs[0].shape != ev.values.shape:
         return None
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
-    V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
+    V = np.stack([np.broadcast_to(np.reshape(row[0], () if scalar else ev.shape), ev.shape) for row in ev.cotangents])
     if ev.support() < 3:
         return None
     variables = _variables(ev) + _backward_variables(ev)
@@ -87,6 +91,11 @@ def missing_term(ev: Evidence):
         if not ev.fits(A + alpha * T, N, E):
             continue
         nice, coefficient, text, what = term_words(alpha, description)
+        if scalar and nice is None and description != "1":
+            # a scalar output's own values (a ratio r, a norm) are constants of every element: a
+            # coefficient at no simple number times a term of the input is then any dropped term
+            # of them, no evidence; the same offset at every element (the constant term) still is
+            continue
         if nice == -2.0:
             return sign_of_term(ev, text[2:])
         return Finding("missing_term",
