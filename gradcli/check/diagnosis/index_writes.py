@@ -23,8 +23,7 @@ import time
 import numpy as np
 
 from gradcli.check.diagnosis.probe import ProbeError, _to_numpy
-from gradcli.check.diagnosis.relayout import _LOCK, _tensor_class, rerun_fits
-from gradcli.check.diagnosis.source import backward_code
+from gradcli.check.diagnosis.relayout import _LOCK, _tensor_class, rerun_fits, rerun_subject
 from gradcli.check.report import Finding
 
 BUDGET_S = 2.0
@@ -123,12 +122,10 @@ def _augmented_lines(cls):
 
 def search(probe, cls, ev):
     """The not_accumulated finding for ``ev``'s input, or None."""
-    code = backward_code(cls)
-    if code is None or probe is None or not ev.cotangents or ev.analytic is None:
+    subject = rerun_subject(probe, cls, ev)
+    if subject is None:
         return None
-    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
-    if ev.fits(A, N, E):
-        return None
+    code, A, N, E = subject
     writes = _Writes(_tensor_class(probe), code, probe.backend, _augmented_lines(cls))
     started = time.perf_counter()
     with writes:

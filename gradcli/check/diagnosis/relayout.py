@@ -166,14 +166,23 @@ def _permutations(ndim):
     return swaps
 
 
-def search(probe, cls, ev):
-    """The missing_reshape finding for ``ev``'s input, or None."""
+def rerun_subject(probe, cls, ev):
+    """(backward's code, analytic, numeric, numeric error) when a re-run of backward could explain ``ev``'s
+    failure (its code is readable, a probe and cotangents exist, and the gradient really is wrong); else None."""
     code = backward_code(cls)
     if code is None or probe is None or not ev.cotangents or ev.analytic is None:
         return None
-    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
-    if ev.fits(A, N, E):
+    if ev.fits(ev.analytic, ev.numeric, ev.numeric_error):
         return None
+    return code, ev.analytic, ev.numeric, ev.numeric_error
+
+
+def search(probe, cls, ev):
+    """The missing_reshape finding for ``ev``'s input, or None."""
+    subject = rerun_subject(probe, cls, ev)
+    if subject is None:
+        return None
+    code, A, N, E = subject
     patched = _Patched(_tensor_class(probe), code, _namespaces(probe))
     with patched:
         try:
