@@ -1,0 +1,164 @@
+"""The seventh diagnosis corpus (bench/diagnosis_hidden/, BLIND) is well formed.
+
+Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
+bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_hidden --summary``), validation by
+verdicts is bench/diagnosis_blind_verdicts.py's (``--corpus bench/diagnosis_hidden``). These tests
+pass with and without torch.
+"""
+import ast
+import os
+
+import pytest
+
+from tests.corpus_labels import (ENGINE_IMPORT, ROOT, Corpus, bench,
+                                 bug_marks_outside_function_classes, bug_site_problems,
+                                 example_inputs_taking_arguments, imported_modules,
+                                 label_problems, readme_kind_counts, readme_table_mismatches,
+                                 record_id, twinless_buggy)
+
+HIDDEN = os.path.join(ROOT, "bench", "diagnosis_hidden")
+CORPUS = Corpus(HIDDEN)
+OLDER_CORPORA = ("diagnosis_untuned", "diagnosis_heldout", "diagnosis_blind", "diagnosis_fresh",
+                 "diagnosis_unseen", "diagnosis_sealed", "diagnosis_latest")
+RAISING = ("HiddenLinearBiasKeepsBatch", "HiddenTokenLinearFlatGrad",
+           "HiddenDirectionalDotUnsummed", "HiddenChannelPReLUSlopeMap")
+ENGINE_FILES = ["activations_engine.py", "geometry_engine.py", "statistics_engine.py"]
+
+
+def test_corpus_is_read_from_its_own_folder():
+    assert {os.path.dirname(r["file"]) for r in CORPUS.records} == {HIDDEN}
+
+
+def test_corpus_size_and_mix():
+    assert len(CORPUS.buggy) == 65
+    assert len(CORPUS.correct) == 55
+    assert len(CORPUS.files) == 11
+    kinds = set(CORPUS.kind_counts())
+    assert kinds <= bench.KINDS
+    assert CORPUS.kind_counts()["none"] == 5
+    # every kind but precision (which gradcheck's tolerance cannot catch) is represented
+    assert kinds == bench.KINDS - {"precision"}
+    assert max(CORPUS.kind_counts().values()) <= len(CORPUS.buggy) // 8  # no kind dominates
+
+
+def test_both_backends_about_one_third_engine():
+    engine, torch_files = CORPUS.engine_and_torch_files()
+    assert engine == ENGINE_FILES
+    assert sorted(engine + torch_files) == CORPUS.files
+    assert all(n.endswith("_engine.py") for n in engine)
+    assert not any(n.endswith("_engine.py") for n in torch_files)
+    on_engine = [r for r in CORPUS.records if os.path.basename(r["file"]) in engine]
+    assert len(CORPUS.records) // 4 <= len(on_engine) <= len(CORPUS.records) // 2
+    assert len(on_engine) == 43  # 22 buggy + 21 twins
+
+
+def test_engine_files_use_no_real_torch():
+    for name in ENGINE_FILES:
+        assert imported_modules(CORPUS.source(name)) <= {"gradcli", "math"}, name
+
+
+def test_function_names_are_unique_here_and_across_the_older_corpora():
+    names = [r["function"] for r in CORPUS.records]
+    assert len(names) == len(set(names))
+    for folder in OLDER_CORPORA:
+        other = os.path.join(ROOT, "bench", folder)
+        if os.path.isdir(other):
+            assert not set(names) & {r["function"] for r in bench.read_corpus(other)}, folder
+
+
+def test_coding_styles_the_brief_asks_for_occur():
+    source = "\n".join(CORPUS.source(n) for n in CORPUS.files)
+    for needle in ("ctx.needs_input_grad[", "ctx.mark_non_differentiable(", "torch.einsum(",
+                   "torch.bmm(", "torch.linalg.solve(", "torch.linalg.inv(", "torch.logdet(",
+                   "torch.trace(", "torch.lgamma(", "torch.digamma(", "torch.cross(",
+                   "index_add_(", "index_put_(", "scatter_add_(", "scatter_(", "gather(",
+                   "F.conv1d(", ".chunk(", "torch.cummax(", ".topk(", ".sort(", "+=",
+                   ".transpose(", "reversed(", "exp_()", "mul_("):
+        assert needle in source, needle
+    trees = [ast.parse(CORPUS.source(n)) for n in CORPUS.files]
+    ctx_attributes = {node.attr for tree in trees for node in ast.walk(tree)
+                      if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                      and node.value.id == "ctx" and isinstance(node.ctx, ast.Store)}
+    assert len(ctx_attributes) >= 4, ctx_attributes
+    # several outputs: the LSTM cell's backward takes two incoming gradients
+    two_outputs = [r for r in CORPUS.records if r["function"] == "HiddenLSTMCell"]
+    assert two_outputs and two_outputs[0]["bug"] is None
+    lstm = next(n for t in trees for n in t.body
+                if isinstance(n, ast.ClassDef) and n.name == "HiddenLSTMCell")
+    backward = bench._methods(lstm)["backward"]
+    assert [a.arg for a in backward.args.args] == ["ctx", "grad_h", "grad_c"]
+
+
+def test_the_one_also_label_is_the_head_merge():
+    with_also = [r for r in CORPUS.buggy if r["bug"].get("also")]
+    assert [(r["function"], r["bug"]["kind"], r["bug"]["also"]) for r in with_also] == [
+        ("HiddenSplitHeadsMerge", "missing_reshape", ["transposed"])]
+
+
+def test_readme_names_the_functions_that_fail_by_raising():
+    readme = CORPUS.readme()
+    names = {r["function"] for r in CORPUS.buggy}
+    for name in RAISING:
+        assert f"`{name}`" in readme and name in names
+
+
+@pytest.mark.parametrize("record", CORPUS.records, ids=record_id)
+def test_every_function_declares_bug(record):
+    assert record["has_bug_attribute"], "declare bug = {...} or bug = None (a correct twin)"
+
+
+@pytest.mark.parametrize("record", CORPUS.buggy, ids=record_id)
+def test_buggy_label_is_valid(record):
+    assert label_problems(record) == []
+
+
+@pytest.mark.parametrize("record", CORPUS.buggy, ids=record_id)
+def test_buggy_has_exactly_one_bug_line_in_the_right_method(record):
+    assert bug_site_problems(record) == []
+
+
+@pytest.mark.parametrize("record", CORPUS.correct, ids=record_id)
+def test_correct_twin_has_no_bug_line(record):
+    assert record["bug_marks"] == []
+
+
+def test_every_buggy_function_has_a_twin_unless_an_estimator():
+    assert twinless_buggy(CORPUS) == []
+
+
+def test_no_bug_mark_outside_a_function_class():
+    assert bug_marks_outside_function_classes(CORPUS) == []
+
+
+def test_example_inputs_are_static_and_take_no_argument():
+    assert example_inputs_taking_arguments(CORPUS, allow_classmethod=False) == []
+
+
+def test_readme_states_the_rules_and_matches_the_corpus():
+    readme = CORPUS.readme()
+    assert "**This corpus is BLIND.**" in readme
+    assert "--corpus bench/diagnosis_hidden" in readme and "--summary" in readme
+    assert readme_table_mismatches(CORPUS) == []
+    no_pattern = CORPUS.kind_counts()["none"]
+    assert (f"{len(CORPUS.buggy)} buggy Functions ({len(CORPUS.buggy) - no_pattern} with a "
+            f"pattern, {no_pattern} without)") in readme
+    assert f"{len(CORPUS.correct)} correct twins" in readme
+
+
+def test_readme_counts_by_kind_match_the_labels():
+    assert readme_kind_counts(CORPUS) == CORPUS.kind_counts()
+
+
+def test_readme_backend_split_matches_the_labels():
+    engine, _ = CORPUS.engine_and_torch_files()
+    split = {True: [0, 0], False: [0, 0]}
+    for r in CORPUS.records:
+        split[os.path.basename(r["file"]) in engine][r["bug"] is None] += 1
+    (torch_buggy, torch_twins), (engine_buggy, engine_twins) = split[False], split[True]
+    assert (f"Torch files: {torch_buggy} buggy + {torch_twins} twins; engine files: "
+            f"{engine_buggy} buggy + {engine_twins} twins.") in CORPUS.readme()
+
+
+def test_engine_import_is_the_one_the_validator_replaces():
+    engine, _ = CORPUS.engine_and_torch_files()
+    assert engine and all(ENGINE_IMPORT + "\n" in CORPUS.source(n) for n in engine)
