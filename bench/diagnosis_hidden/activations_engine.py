@@ -44,7 +44,7 @@ class HiddenHardtanh(torch.autograd.Function):
 
 class HiddenHardtanhLowerOnly(torch.autograd.Function):
     bug = {"kind": "region", "input": "x",
-           "note": "the pass-through mask checks only the lower bound, so x > 1 still gets gradient"}
+           "note": "the mask checks only the lower bound, so x > 1 still gets gradient"}
 
     @staticmethod
     def forward(ctx, x):
@@ -141,7 +141,7 @@ class HiddenChannelPReLU(torch.autograd.Function):
 
 class HiddenChannelPReLUSlopeMap(torch.autograd.Function):
     bug = {"kind": "not_reduced", "input": "slope",
-           "note": "the slope's gradient is the full [N, C, L] map, never summed to one per channel"}
+           "note": "the slope's gradient is the whole [N, C, L] map, not summed per channel"}
 
     @staticmethod
     def forward(ctx, x, slope):
@@ -188,7 +188,7 @@ class HiddenSoftThreshold(torch.autograd.Function):
 
 class HiddenSoftThresholdClampGrad(torch.autograd.Function):
     bug = {"kind": "none", "input": "x",
-           "note": "returns clamp(x, -lam, lam), the derivative of a Huber function, not the shrinkage's"}
+           "note": "returns clamp(x, -lam, lam), a Huber function's derivative"}
 
     @staticmethod
     def forward(ctx, x, lam):
@@ -234,7 +234,7 @@ class HiddenGLU(torch.autograd.Function):
 
 class HiddenGLUGateDerivative(torch.autograd.Function):
     bug = {"kind": "wrong_variable", "input": "x",
-           "note": "the sigmoid's derivative is written gate * (1 - a) instead of gate * (1 - gate)"}
+           "note": "sigmoid' written gate * (1 - a) instead of gate * (1 - gate)"}
 
     @staticmethod
     def forward(ctx, x):

@@ -71,7 +71,7 @@ class HiddenNormalLogProbScaleTerm(torch.autograd.Function):
 
 class HiddenNormalLogProbAbsGrad(torch.autograd.Function):
     bug = {"kind": "none", "input": "x",
-           "note": "x's gradient is the Laplace density's -sign(x - mu) / sigma, another function's"}
+           "note": "x's gradient is the Laplace density's -sign(x - mu) / sigma"}
 
     @staticmethod
     def forward(ctx, x, mu, log_sigma):
@@ -256,7 +256,7 @@ def _mixture_inputs():
 
 
 class HiddenGaussianMixtureLogLik(torch.autograd.Function):
-    """Per-point log-likelihood of a 2-component unit-variance Gaussian mixture (weights by logits)."""
+    """Per-point log-likelihood of a 2-component unit-variance Gaussian mixture (logit weights)."""
 
     bug = None
 
@@ -281,7 +281,7 @@ class HiddenGaussianMixtureLogLik(torch.autograd.Function):
 
 class HiddenGaussianMixtureWeights(torch.autograd.Function):
     bug = {"kind": "missing_term", "input": "logits",
-           "note": "the logits' gradient sums the responsibilities, dropping the -softmax(logits) term"}
+           "note": "the logits' gradient sums the responsibilities, dropping -softmax(logits)"}
 
     @staticmethod
     def forward(ctx, x, means, logits):

@@ -48,8 +48,9 @@ class HiddenCausalFIR(torch.autograd.Function):
         k = taps.shape[0]
         grad_x = grad_taps = None
         if ctx.needs_input_grad[0]:
-            # the adjoint of a causal filter is an anti-causal one: correlate with the taps as they are
-            grad_x = F.conv1d(F.pad(grad_out.unsqueeze(1), (0, k - 1)), taps.view(1, 1, k)).squeeze(1)
+            # the adjoint of a causal filter is anti-causal: correlate with the taps as they are
+            grad_x = F.conv1d(F.pad(grad_out.unsqueeze(1), (0, k - 1)),
+                              taps.view(1, 1, k)).squeeze(1)
         if ctx.needs_input_grad[1]:
             grad_taps = _fir_taps_grad(grad_out, x, k)
         return grad_x, grad_taps
@@ -61,7 +62,7 @@ class HiddenCausalFIR(torch.autograd.Function):
 
 class HiddenCausalFIRAdjointTaps(torch.autograd.Function):
     bug = {"kind": "missing_flip", "input": "x",
-           "note": "the adjoint correlates with the flipped taps, as the forward does, instead of the taps"}
+           "note": "the adjoint correlates with the flipped taps (as the forward does)"}
 
     @staticmethod
     def forward(ctx, x, taps):
@@ -87,7 +88,7 @@ class HiddenCausalFIRAdjointTaps(torch.autograd.Function):
 
 class HiddenCausalFIRTapsSkipped(torch.autograd.Function):
     bug = {"kind": "zero", "input": "taps",
-           "note": "the taps' gradient is gated on a negated needs_input_grad check, so it stays zeros"}
+           "note": "the taps' gradient is gated on a negated needs_input_grad, so it stays zeros"}
 
     @staticmethod
     def forward(ctx, x, taps):

@@ -47,7 +47,7 @@ class HiddenLinearInterp(torch.autograd.Function):
 
 class HiddenLinearInterpTableWrite(torch.autograd.Function):
     bug = {"kind": "not_accumulated", "input": "table",
-           "note": "indexed assignment into the table gradient: points sharing a cell overwrite each other"}
+           "note": "indexed assignment: points sharing a cell overwrite each other's gradient"}
 
     @staticmethod
     def forward(ctx, table, t):

@@ -12,7 +12,7 @@ def _randn(*shape, seed=0):
 
 
 class HiddenLinearBias(torch.autograd.Function):
-    """Column layout: y = W @ x + b[:, None], x [in, batch], the bias [out] broadcast over columns."""
+    """Column layout: y = W @ x + b[:, None], x [in, batch], bias [out] broadcast over columns."""
 
     bug = None
 

@@ -244,7 +244,7 @@ class HiddenRunningMax(torch.autograd.Function):
 
 class HiddenRunningMaxScatter(torch.autograd.Function):
     bug = {"kind": "not_accumulated", "input": "x",
-           "note": "scatter_ keeps one of the gradients sent to a shared argmax instead of adding them"}
+           "note": "scatter_ keeps one of the gradients sent to a shared argmax, not their sum"}
 
     @staticmethod
     def forward(ctx, x):
