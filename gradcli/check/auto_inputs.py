@@ -11,7 +11,7 @@ import shlex
 from dataclasses import replace
 from typing import Optional
 
-from gradcli.check import environment, shape_search
+from gradcli.check import callable_params, environment, shape_search
 from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, ForwardBroken, NoInputs, Spec,
                                   _from_spec, _record, format_domain, forward_problem, parse_spec)
 from gradcli.check.more_sets import MoreSets
@@ -331,7 +331,7 @@ class Builder(MoreSets):
             trial[i], trial_records[i] = _from_spec(self.be, spec, key, self.seed, self.dtype, p, source="auto")
             if plan.why:
                 trial_records[i]["inferred"] = plan.why
-        return trial, trial_records
+        return callable_params.bind(self.be, self.params, trial), trial_records  # fn:sinh@w holds w
 
     def plan_spec(self, plan: Plan, param, shapes: dict, domain) -> Spec:
         hint = param.hint
