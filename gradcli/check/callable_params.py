@@ -24,7 +24,7 @@ from typing import Optional
 
 SCALED = ("tanh", "sigmoid", "identity", "sinh", "asinh")  # stand-ins that take a parameter: fn:NAME@PARAM
 _PARAMETERS = re.compile(r"\bparameters\b|_parameters\b")  # self.parameters(), find_parameters(func)
-_SPEC = re.compile(r"^([a-z]+)@([A-Za-z_]\w*)$")
+_SPEC = re.compile(r"^([A-Za-z]+)@([A-Za-z_]\w*)$")
 RESOLVE_DEPTH = 3  # names followed through assignments (extras = state + params; params = tuple(...))
 
 

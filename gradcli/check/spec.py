@@ -156,7 +156,8 @@ def parse_spec(text: str) -> Spec:
         if scaled is not None:
             return Spec("callable", t, value=scaled)
         if name not in CALLABLES:
-            raise SpecError(f"unknown callable {t!r}: use one of {', '.join(CALLABLE + c for c in CALLABLES)}")
+            raise SpecError(f"unknown callable {t!r}: use one of {', '.join(CALLABLE + c for c in CALLABLES)}, "
+                            f"or fn:NAME@INPUT (NAME {'/'.join(callable_params.SCALED)}) holding INPUT as its Parameter")
         return Spec("callable", t, value=name)
     return _parse_body(t, t)
 
