@@ -41,7 +41,8 @@ def plan(plans: dict, why: str) -> Optional[dict]:
             out[name] = replace(p, value=_equal(p.value, n), why=reason)
         else:
             out[name] = p
-    return out if out != plans else None
+    changed = any(_sizes(out[name]) != _sizes(p) for name, p in plans.items())
+    return out if changed else None
 
 
 def _sizes(p) -> tuple:
