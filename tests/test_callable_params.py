@@ -165,3 +165,16 @@ def test_the_bench_torch_side_rebuilds_the_shared_parameter():
     x = torch.tensor([1.0], dtype=torch.float64)
     assert fn(x).item() == pytest.approx(1.9375792053127157, abs=1e-14)
     torch.testing.assert_close(inverse(fn(x)), x, rtol=0, atol=1e-15)
+
+
+def test_one_starred_concatenation_of_inputs_and_parameters_counts_two(tmp_path):
+    need("torch")
+    source = REVERSIBLE.replace("len(args), *args,\n                                    *tuple(p for p in self.parameters() if p.requires_grad))",
+                                "len(args), *(args + tuple(p for p in self.parameters())))")
+    assert "*(args + tuple(" in source
+    path = write(tmp_path, "rev.py", source)
+    _, doc = check_json(tmp_path, path)
+    result = by_name(doc)["Invertible"]
+    assert result["status"] == "pass", result["message"]
+    assert [r["spec"] for r in result["inputs"][0]] == ["fn:sinh@args_1", "fn:asinh@args_1", "1",
+                                                         "float64[3,4]@(-2,2)", "float64[1]@(-2,2)"]

@@ -8,8 +8,9 @@ failure of the stand-in, not of the Function as its package calls it.
 
 The evidence (nothing is evaluated): a ``Cls.apply(...)`` call in the Function's own module whose last argument
 is starred and built from ``.parameters()`` (``*tuple(p for p in self.parameters())``, ``*adjoint_params`` with
-``adjoint_params = tuple(find_parameters(func))``). Each starred argument stands for one extra argument (the
-count ``varargs.candidates`` tries first); the last is a parameter of the callables forward takes: a float
+``adjoint_params = tuple(find_parameters(func))``). Each starred argument stands for one extra argument, or one
+per operand of a ``+`` chain (``*(inputs + tuple(params))``: two); that count ``varargs.candidates`` tries first,
+and the last is a parameter of the callables forward takes: a float
 tensor ``w`` of one element, made a ``torch.nn.Parameter`` that the callables' stand-ins hold and use, ``fn:sinh@w`` (sinh of
 the last argument times ``exp(w)``) and, for its inverse, ``fn:asinh@w`` (``asinh(y · exp(-w))``). The Parameter
 itself is the argument (``TorchBackend.held_by_module``): the numeric check perturbs it in place, as
@@ -65,11 +66,26 @@ def apply_layout(target, named: int) -> Optional[tuple]:
                 and isinstance(node.args[-1], ast.Starred)):
             continue
         plain = [a for a in node.args if not isinstance(a, ast.Starred)]
-        starred = [a for a in node.args if isinstance(a, ast.Starred)]
-        if len(plain) != named or not _is_parameters(starred[-1].value, assigned, RESOLVE_DEPTH):
+        if len(plain) != named:
             continue
-        return len(starred), (len(starred) - 1,)
+        # one extra argument per part of each starred argument: *args, *params; *(inputs + tuple(params))
+        parts = [part for a in node.args if isinstance(a, ast.Starred)
+                 for part in _parts(a.value, assigned, RESOLVE_DEPTH)]
+        flags = [_is_parameters(part, assigned, RESOLVE_DEPTH) for part in parts]
+        if not flags or not flags[-1]:
+            continue
+        return len(parts), tuple(i for i, flag in enumerate(flags) if flag)
     return None
+
+
+def _parts(node, assigned: dict, depth: int) -> list:
+    """The operands of a ``+`` chain (tuples concatenated), through a name assigned once from one."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _parts(node.left, assigned, depth) + _parts(node.right, assigned, depth)
+    if isinstance(node, ast.Name) and depth > 0 and len(assigned.get(node.id, ())) == 1 \
+            and isinstance(assigned[node.id][0], ast.BinOp) and isinstance(assigned[node.id][0].op, ast.Add):
+        return _parts(assigned[node.id][0], assigned, depth - 1)
+    return [node]
 
 
 def _module_tree(target):
@@ -92,10 +108,7 @@ def _assignments(tree) -> dict:
 
 
 def _is_parameters(node, assigned: dict, depth: int) -> bool:
-    """The expression is (or ends with) a module's parameters: ``self.parameters()`` in it, or a name assigned
-    from one, or ``a + b`` whose right-hand side is."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _is_parameters(node.right, assigned, depth)
+    """The expression is a module's parameters: ``self.parameters()`` in it, or a name assigned from one."""
     if isinstance(node, ast.Name):
         return depth > 0 and any(_is_parameters(v, assigned, depth - 1) for v in assigned.get(node.id, ()))
     return any(isinstance(n, ast.Call) and _PARAMETERS.search(_tail_name(n.func) or "") for n in ast.walk(node))
