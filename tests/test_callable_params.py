@@ -113,14 +113,16 @@ def test_the_reproduce_line_rebuilds_the_shared_parameter(tmp_path):
     assert "FAIL  Invertible" in again.output and "args_1" in again.output
 
 
-def test_a_named_parameter_missing_is_reported_for_the_function(tmp_path):
+def test_a_named_parameter_missing_is_a_skip_saying_what_to_give(tmp_path):
     need("torch")
     path = write(tmp_path, "rev.py", REVERSIBLE)
     outcome, doc = check_json(tmp_path, f"{path}::Invertible", "--input", "fn=fn:sinh@w", "--input",
                               "fn_inverse=fn:asinh@w", "--input", "num_inputs=1", "--input", "args_0=3x4")
     (result,) = doc["results"]
-    assert result["status"] == "error"
-    assert "fn:sinh@w: no input w to take the parameter from" in result["message"]
+    assert result["status"] == "skip"
+    assert ("fn:sinh@w holds the input w as its Parameter, but w is not a tensor input of forward here: give "
+            "--input w=SPEC (a float tensor, like w=float64[1]) or name another input") in result["message"]
+    assert outcome.exit_code == 0
 
 
 def test_spec_grammar_and_the_stand_ins():

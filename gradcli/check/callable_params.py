@@ -195,12 +195,18 @@ def bind(be, params, args: list) -> list:
     values) that every such stand-in holds; the list is changed in place and returned."""
     if be.name != "torch":
         return args
+    from gradcli.check.inputs import NoInputs
+
     position = {p.name: i for i, p in enumerate(params)}
     made: dict = {}
     for value in list(args):
         param = getattr(value, "parameter_input", None)
-        if param is None or param not in position or not be.is_tensor(args[position[param]]):
+        if param is None:
             continue
+        if param not in position or not be.is_tensor(args[position[param]]):
+            raise NoInputs(f"fn:{type(value).__name__.removesuffix('Scaled').lower()}@{param} holds the input "
+                           f"{param} as its Parameter, but {param} is not a tensor input of forward here: give "
+                           f"--input {param}=SPEC (a float tensor, like {param}=float64[1]) or name another input")
         if param not in made:
             import torch
 
