@@ -126,7 +126,7 @@ def _tail_name(node) -> Optional[str]:
 
 def refine(target, hints: dict):
     """With the extra arguments at the count the call sites give, the last one is a parameter of every callable
-    forward takes: a 0-d tensor, and each callable's stand-in ``NAME@PARAM`` (infer.read_hints calls this)."""
+    forward takes: a 1-element tensor, and each callable's stand-in ``NAME@PARAM`` (infer.read_hints calls this)."""
     names = getattr(target, "star_names", None) or ()
     if getattr(target, "backend", "torch") != "torch" or not names:
         return
@@ -134,7 +134,10 @@ def refine(target, hints: dict):
                  and (h.stand_in or "tanh") in SCALED]
     if not callables:
         return
-    layout = apply_layout(target, len(hints) - len(names))
+    try:
+        layout = apply_layout(target, len(hints) - len(names))
+    except Exception:  # noqa: BLE001 -- evidence only: the other hints stand without it
+        return
     if layout is None or layout[0] != len(names):
         return
     for position in layout[1]:
@@ -142,7 +145,7 @@ def refine(target, hints: dict):
         hint = hints.get(param)
         if hint is None or hint.kind is not None:
             continue
-        hint.shape = (1,)  # not 0-d: a 0-d Parameter held by a module gets no numeric derivative (see report)
+        hint.shape = (1,)  # not 0-d: the numeric side finds no derivative for a 0-d Parameter a module holds
         hint.why = (f"a parameter of {' and '.join(callables)}: the package passes their module's parameters "
                     f"after the inputs (.apply(..., *parameters)); a torch.nn.Parameter the stand-in"
                     f"{'s' if len(callables) > 1 else ''} hold{'' if len(callables) > 1 else 's'}")
