@@ -52,6 +52,36 @@ def elementwise(torch, fn):
     return Elementwise()
 
 
+def scaled(torch, value):
+    """gradcli's fn:NAME@W (a stand-in holding the input W as its Parameter): NAME(x)*exp(W); asinh(y*exp(-W))."""
+    base, _, param = value.partition("@")
+    fn = getattr(torch, base) if base != "identity" else (lambda x: x)
+
+    class Scaled(torch.nn.Module):
+        parameter_input = param
+
+        def forward(self, *args):
+            if base == "asinh":
+                return fn(args[-1] * torch.exp(-self.weight))
+            return fn(args[-1]) * torch.exp(self.weight)
+
+    return Scaled()
+
+
+def bind_scaled(torch, records, args):
+    """The input each fn:NAME@W names becomes one torch.nn.Parameter that every such stand-in holds."""
+    position = {rec.get("name"): i for i, rec in enumerate(records)}
+    made = {}
+    for value in list(args):
+        param = getattr(value, "parameter_input", None)
+        if param in position and isinstance(args[position[param]], torch.Tensor):
+            if param not in made:
+                made[param] = torch.nn.Parameter(args[position[param]].detach().clone())
+                args[position[param]] = made[param]
+            value.weight = made[param]
+    return args
+
+
 def pairwise(torch, squared):
     """gradcli's pairwise stand-in, written here again on torch (the bench does not import gradcli)."""
     class Pairwise(torch.nn.Module):
@@ -88,6 +118,8 @@ def rebuild(records, torch, job=None, cls=None):
             if why:
                 return None, why
             args.append(value)
+        elif kind == "callable" and "@" in (rec.get("value") or ""):  # fn:sinh@w: holds the input w (below)
+            args.append(scaled(torch, rec["value"]))
         elif kind == "callable" and rec.get("value") in CALLABLES:  # fn:tanh -> torch.nn.Tanh()
             args.append(getattr(torch.nn, CALLABLES[rec["value"]])())
         elif kind == "callable" and rec.get("value") in ("sinh", "asinh"):
@@ -96,7 +128,7 @@ def rebuild(records, torch, job=None, cls=None):
             args.append(pairwise(torch, rec["value"] == "sqdist"))
         else:
             return None, f"{rec.get('name')}: a {kind} cannot be rebuilt from its record"
-    return args, ""
+    return bind_scaled(torch, records, args), ""
 
 
 def default_object(rec, function_cls):

@@ -11,7 +11,7 @@ import shlex
 from dataclasses import replace
 from typing import Optional
 
-from gradcli.check import environment, shape_search
+from gradcli.check import callable_params, environment, equal_sizes, shape_search
 from gradcli.check.inputs import (AUTO_DOMAINS, UNSUITABLE_INPUT_ERRORS, Case, ForwardBroken, NoInputs, Spec,
                                   _from_spec, _record, format_domain, forward_problem, parse_spec)
 from gradcli.check.more_sets import MoreSets
@@ -165,7 +165,8 @@ class Builder(MoreSets):
 
         if self.backward_refused is not None and self.taken is None:  # forward ran, backward asked for numbers
             plan = guided.single_elements(plans, self.backward_refused[2]) \
-                or guided.reduced_shapes(plans, self.backward_refused[2], hints={n: self.by_name[n].hint for n in plans})
+                or guided.reduced_shapes(plans, self.backward_refused[2], hints={n: self.by_name[n].hint for n in plans}) \
+                or equal_sizes.plan(plans, self.backward_refused[2])  # sizes of different inputs meet in backward
             for domain in AUTO_DOMAINS if plan is not None else ():
                 case, reason, _ = self._try(args, records, auto, plan, domain)
                 if case is not None:
@@ -331,7 +332,7 @@ class Builder(MoreSets):
             trial[i], trial_records[i] = _from_spec(self.be, spec, key, self.seed, self.dtype, p, source="auto")
             if plan.why:
                 trial_records[i]["inferred"] = plan.why
-        return trial, trial_records
+        return callable_params.bind(self.be, self.params, trial), trial_records  # fn:sinh@w holds w
 
     def plan_spec(self, plan: Plan, param, shapes: dict, domain) -> Spec:
         hint = param.hint

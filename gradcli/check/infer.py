@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gradcli.check import infer_calls, infer_flow, infer_matmul, infer_values
+from gradcli.check import callable_params, infer_calls, infer_flow, infer_matmul, infer_values, solver_operators
 from gradcli.check.infer_shapes import _conjuncts, _ndim_of, _size_of
 from gradcli.check import source_code
 
@@ -83,8 +83,10 @@ def read_hints(target, names: list) -> dict:
         infer_flow.setup_context(target.cls, names, hints)
         infer_matmul.matmul_shapes(forward, hints)
         infer_calls.refine(forward, target.cls.forward, hints)
+        solver_operators.refine(forward, hints)  # linear_cg(prec.matmul, ...): prec is definite
         infer_calls.annotated_objects(target.cls.forward, hints)
         infer_calls.inverse_pairs(hints)
+        callable_params.refine(target, hints)  # .apply(fn, *inputs, *fn.parameters()): fn:sinh@args_1
         infer_values.refine(forward, _function_node(getattr(target.cls, "backward", None)), hints)
         _scalars(target.cls, forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before

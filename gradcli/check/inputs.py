@@ -152,6 +152,9 @@ def _build_cases(target, params, specs, seed, dtype, shape) -> list:
         args.append(value)
         records.append(rec)
     found = auto_inputs.Builder(target, be, params, specs, seed, dtype, tuple(shape))
+    if not auto:  # --input fn=fn:sinh@w: w becomes the Parameter fn holds (callable_params.py)
+        from gradcli.check.callable_params import bind
+        bind(be, params, args)
     base = initializers.given_case(found, args, records) if not auto else found.search(args, records, auto)
     return [base] + found.variants(base)
 

@@ -113,8 +113,8 @@ def _hinted_shape(hint, base_shape: tuple) -> tuple:
 def _shape_why(hint) -> str:
     if hint is None:
         return ""
-    if hint.shape is not None:
-        return "shape fits forward's matmul/einsum"
+    if hint.shape is not None:  # or a callable's parameter (callable_params.py), whose why says so
+        return hint.why if hint.why.startswith("a parameter of ") else "shape fits forward's matmul/einsum"
     if hint.ndim is not None or hint.square or hint.unit_dims:
         return "shape satisfies forward's shape checks"
     if hint.leading is not None:

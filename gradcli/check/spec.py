@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 import click
 
+from gradcli.check import callable_params
+
 FLOAT_DTYPES = ("float64", "float32", "float16")
 INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
 DTYPES = FLOAT_DTYPES  # the dtypes --dtype takes
@@ -150,8 +152,12 @@ def parse_spec(text: str) -> Spec:
         return Spec("defaults", t)
     if t.lower().startswith(CALLABLE):
         name = t[len(CALLABLE):].strip().lower()
+        scaled = callable_params.parse(t[len(CALLABLE):])  # fn:sinh@w: a stand-in holding the input w
+        if scaled is not None:
+            return Spec("callable", t, value=scaled)
         if name not in CALLABLES:
-            raise SpecError(f"unknown callable {t!r}: use one of {', '.join(CALLABLE + c for c in CALLABLES)}")
+            raise SpecError(f"unknown callable {t!r}: use one of {', '.join(CALLABLE + c for c in CALLABLES)}, "
+                            f"or fn:NAME@INPUT (NAME {'/'.join(callable_params.SCALED)}) holding INPUT as its Parameter")
         return Spec("callable", t, value=name)
     return _parse_body(t, t)
 

@@ -28,6 +28,10 @@ def make_callable(be, name: str):
     between their rows, [..., n, m]."""
     from gradcli.check.spec import PAIRWISE
 
+    if "@" in name:  # fn:sinh@w: holds the input w as its Parameter (callable_params.py)
+        from gradcli.check import callable_params
+
+        return callable_params.make(be, name)
     if name in PAIRWISE:
         return _pairwise(be, squared=name == "sqdist")
     if name in ("sinh", "asinh"):

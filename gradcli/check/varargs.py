@@ -20,7 +20,7 @@ import inspect
 import textwrap
 from typing import Optional
 
-from gradcli.check import source_code
+from gradcli.check import callable_params, source_code
 
 MAX_EXTRA = 6  # a count above this from the source is ignored (a generic wrapper, not this Function's use)
 
@@ -48,6 +48,7 @@ def candidates(target, named: int) -> list:
     counts = [len(unpacked)] if unpacked else []
     if forward is not None:
         counts.append(_indexed_count(forward, star))
+    counts += callable_params.extra_counts(target, named)  # .apply(fn, *inputs, *fn_parameters): one per *
     counts += _apply_call_counts(target, named)
     counts.append(_backward_count(getattr(target.cls, "backward", None), named))
     counts += [0, 1, 2]
