@@ -237,7 +237,8 @@ def rebuild_captured(records, torch, job, cls):
         for argument in recipe["arguments"]:
             if "class" in argument:
                 class_module, _, class_name = argument["class"].rpartition(".")
-                value = getattr(importlib.import_module(class_module), class_name)(_recorded_tensor(torch, argument))
+                value = getattr(importlib.import_module(class_module), class_name)(_recorded_tensor(torch, argument),
+                                                                                   *argument.get("flags") or ())
             elif argument.get("callable") == "tanh_of_sum":
                 value = tanh_of_sum
             elif argument.get("spec"):

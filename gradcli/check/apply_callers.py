@@ -66,6 +66,21 @@ def _module_name(top: str, root: str, path: str) -> str:
     return ".".join([top, *rel])
 
 
+def dispatch_names(target) -> tuple:
+    """The string keys of dict literals in forward (``methods = {"cg": cg, "gmres": gmres}`` ...
+    ``methods[method]``): the names a mode parameter that reaches forward may take."""
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(target.forward)))
+    except (OSError, TypeError, SyntaxError):
+        return ()
+    keys = [k.value for node in ast.walk(tree) if isinstance(node, ast.Dict)
+            for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    return tuple(dict.fromkeys(keys))
+
+
 def find_callers(target) -> list:
     """The call sites of ``target.cls.apply`` in its package, the Function's own file first."""
     found = package_root(getattr(target, "module", "") or "")

@@ -25,7 +25,8 @@ from typing import Optional
 SELF_SPEC = "float64[4,4]@spd"
 TENSOR_SHAPES = ((4, 2), (), (4,), (4, 4))
 MAX_CALLERS = 6
-MAX_CLASSES = 8
+MAX_STRINGS = 8  # strings tried for one mode parameter
+MAX_VARIANTS = 32  # combinations of the keyword parameters varied
 
 
 def tanh_of_sum(*args):
@@ -85,19 +86,21 @@ def _resolve(caller):
 
 
 def _plans(caller, function, owner, target, seed):
-    """Each plan: a list of (parameter name, kind, detail) for the caller's positional parameters."""
+    """Each plan: how to build every positional parameter of the caller (and the keyword ones it varies)."""
+    from gradcli.check.package_objects import annotated_class, recipes
+
     try:
         params = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
         return
-    strings = dict(caller.strings)
-    selves = [None]
+    from gradcli.check.apply_callers import dispatch_names
+
+    # a mode the caller compares with strings may also take the names forward dispatches on (``"cg"``)
+    names = dispatch_names(target)
+    strings = {p: tuple(dict.fromkeys(s + names))[:MAX_STRINGS] for p, s in caller.strings}
     if owner is not None:
         params = params[1:]
-        selves = _self_classes(owner)
-        if not selves:
-            return
-    fixed, variants = [], [[]]
+    fixed, variants, objects = [], [[]], []
     for p in params:
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             continue
@@ -110,22 +113,32 @@ def _plans(caller, function, owner, target, seed):
                 options.append(("tensor", None))
             elif isinstance(p.default, (list, tuple)) and not p.default:  # params=[]: one passed on
                 options.append(("list", None))
-            variants = [v + [(p.name, *o)] for o in options for v in variants][:16]
+            variants = [v + [(p.name, *o)] for o in options for v in variants][:MAX_VARIANTS]
             continue
         text = _annotation_text(p.annotation)
+        cls = annotated_class(function, p.annotation)
         if p.name in caller.called or "Callable" in text:
             fixed.append((p.name, "callable", None))
         elif p.name in strings:
             fixed.append((p.name, "str", strings[p.name][0]))
         elif text in ("int", "float", "bool"):
             fixed.append((p.name, text, {"int": 2, "float": 0.5, "bool": False}[text]))
+        elif cls is not None:
+            objects.append(p.name)
+            fixed.append((p.name, "object", recipes(cls)))
+            if not fixed[-1][2]:
+                return
         else:
             fixed.append((p.name, "tensor", "sparse" in text.lower()))
-    for cls in selves:
-        tensors = any(k == "tensor" for _, k, _ in fixed) or any(k in ("tensor", "list") for v in variants for _, k, _ in v)
+    # the one object the plans vary: self, else the first parameter annotated with a package class
+    choices = recipes(owner) if owner is not None else \
+        next(detail for name, kind, detail in fixed if kind == "object") if objects else [None]
+    tensors = any(k == "tensor" for _, k, _ in fixed) or any(k in ("tensor", "list") for v in variants for _, k, _ in v)
+    for choice in choices:
         for shape in TENSOR_SHAPES if tensors else [None]:
             for variant in variants:
-                yield {"self": cls, "shape": shape, "args": fixed, "defaults": variant, "order": [p.name for p in params]}
+                yield {"self": choice if owner is not None else None, "object": choice if owner is None else None,
+                       "shape": shape, "args": fixed, "defaults": variant, "order": [p.name for p in params]}
 
 
 def _annotation_text(annotation) -> str:
@@ -136,28 +149,12 @@ def _annotation_text(annotation) -> str:
     return annotation.__name__ if isinstance(annotation, type) else str(annotation)
 
 
-def _self_classes(owner) -> list:
-    """``owner`` if it can be built from one tensor, then its concrete subclasses in the same package that can
-    (one required positional parameter), by name."""
-    top = owner.__module__.split(".")[0]
-    seen, todo, found = set(), [owner], []
-    while todo:
-        cls = todo.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        todo.extend(cls.__subclasses__())
-        if inspect.isabstract(cls) or cls.__module__.split(".")[0] != top:
-            continue
-        try:
-            params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-        except (TypeError, ValueError):
-            continue
-        required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if len(required) == 1:
-            found.append(cls)
-    found.sort(key=lambda c: (c is not owner, c.__name__))
-    return found[:MAX_CLASSES]
+def _object(be, recipe, key, seed, dtype, name):
+    """An object of the package built from one ``SELF_SPEC`` tensor (package_objects.Recipe), its recipe record."""
+    tensor, argument = _tensor(be, SELF_SPEC, key, seed, dtype, name)
+    value = recipe.build(tensor)
+    argument.update({"class": recipe.path, "flags": list(recipe.flags)})
+    return value, argument, f"{name}={recipe.describe(SELF_SPEC)}"
 
 
 def _tensor(be, spec_text, key, seed, dtype, name, sparse=False):
@@ -181,15 +178,10 @@ def _build(be, target, caller, plan, seed, dtype):
     values, recipe, shown = [], [], []
     key = f"{target.name}.{caller.qualname}"
     if plan["self"] is not None:
-        tensor, argument = _tensor(be, SELF_SPEC, f"{key}.self", seed, dtype, "self")
-        instance = plan["self"](tensor)
-        if tuple(getattr(instance, "shape", tensor.shape)) != tuple(tensor.shape):
-            raise ValueError("not a wrapper of the tensor")
-        cls = plan["self"]
-        argument["class"] = f"{cls.__module__}.{cls.__qualname__}"
-        values.append(instance)
+        value, argument, text = _object(be, plan["self"], f"{key}.self", seed, dtype, "self")
+        values.append(value)
         recipe.append(argument)
-        shown.append(f"self={cls.__name__}({SELF_SPEC})")
+        shown.append(text)
     given = {name: (kind, detail) for name, kind, detail in plan["args"]}
     keywords = {}
     for name, kind, value in plan["defaults"]:
@@ -211,6 +203,10 @@ def _build(be, target, caller, plan, seed, dtype):
             spec = format_tensor_spec(plan["shape"], "float64", (-2.0, 2.0), not detail, None)
             value, argument = _tensor(be, spec, f"{key}.{name}", seed, dtype, name, sparse=detail)
             shown.append(f"{name}={spec}{' as a sparse COO tensor' if detail else ''}")
+        elif kind == "object":  # the plan's choice for the first such parameter, the first recipe for others
+            chosen = plan["object"] if plan["object"] in detail else detail[0]
+            value, argument, text = _object(be, chosen, f"{key}.{name}", seed, dtype, name)
+            shown.append(text)
         elif kind == "callable":
             value, argument = tanh_of_sum, {"name": name, "callable": "tanh_of_sum"}
             shown.append(f"{name}=tanh of the sum of its arguments")
