@@ -55,9 +55,6 @@ def cases(target, specs, seed, dtype) -> Optional[list]:
 
     for caller in find_callers(target)[:MAX_CALLERS]:
         function, owner = _resolve(caller)
-        import os
-        if os.environ.get("REACH5_DEBUG"):
-            print("CALLER", caller, function, file=open("/tmp/reach5/log", "a"))
         if function is None:
             continue
         for plan in _plans(caller, function, owner, target, seed):
@@ -184,17 +181,6 @@ def _build(be, target, caller, plan, seed, dtype):
         shown.append(text)
     given = {name: (kind, detail) for name, kind, detail in plan["args"]}
     keywords = {}
-    for name, kind, value in plan["defaults"]:
-        if kind in ("tensor", "list"):  # an optional tensor given, or a list of one, shaped as the required ones
-            spec = format_tensor_spec((4, 2) if plan["shape"] is None else plan["shape"], "float64", (-2.0, 2.0), True, None)
-            value, argument = _tensor(be, spec, f"{key}.{name}", seed, dtype, name)
-            keywords[name] = [value] if kind == "list" else value
-            recipe.append(dict(argument, keyword=True, **({"list": True} if kind == "list" else {})))
-            shown.append(f"{name}={'[' + spec + ']' if kind == 'list' else spec}")
-        elif kind != "default":  # a string the caller compares it with, a flag's other value
-            keywords[name] = value
-            recipe.append({"name": name, "value": value, "keyword": True})
-            shown.append(f"{name}={value!r}")
     for name in plan["order"]:
         if name not in given:
             continue
@@ -215,6 +201,18 @@ def _build(be, target, caller, plan, seed, dtype):
             shown.append(f"{name}={detail!r}")
         values.append(value)
         recipe.append(argument)
+    for name, kind, value in plan["defaults"]:
+        if kind in ("tensor", "list"):  # an optional tensor given, or a list of one, shaped as the required ones
+            shape = (4, 2) if plan["shape"] is None else plan["shape"]
+            spec = format_tensor_spec(shape, "float64", (-2.0, 2.0), True, None)
+            value, argument = _tensor(be, spec, f"{key}.{name}", seed, dtype, name)
+            keywords[name] = [value] if kind == "list" else value
+            recipe.append(dict(argument, keyword=True, **({"list": True} if kind == "list" else {})))
+            shown.append(f"{name}={'[' + spec + ']' if kind == 'list' else spec}")
+        elif kind != "default":  # a string the caller compares it with, a flag's other value
+            keywords[name] = value
+            recipe.append({"name": name, "value": value, "keyword": True})
+            shown.append(f"{name}={value!r}")
     return values, keywords, recipe, f"{caller.qualname}({', '.join(shown)})"
 
 
@@ -277,16 +275,13 @@ def _try(target, caller, function, plan, seed, dtype):
         ran, why = backward_runs(be, target.fn, copies) if problem is None else (False, problem)
         if not ran:
             raise ValueError(f"forward or backward refuses it: {why}")
-    except Exception as e:  # noqa: BLE001 -- what the package passed does not run here: not this plan
-        import os
-        if os.environ.get("REACH5_DEBUG"):
-            import traceback; traceback.print_exc(file=open("/tmp/reach5/log", "a"))
+    except Exception:  # noqa: BLE001 -- what the package passed does not run here: not this plan
         target.star_names = None
         return None
     for position, rec in enumerate(case.records):
         rec.pop("case", None)
-        rec.update(source="captured", inferred=f"what {shown} passes {target.name}.apply "
-                   f"({caller.file}:{caller.line})",
+        rec.update(source="captured", inferred=f"what the package's {shown} passes {target.name}.apply "
+                   f"({caller.file}:{caller.line}); the same --seed builds them again",
                    captured={"module": caller.module, "qualname": caller.qualname, "arguments": recipe,
                              "position": position})
     return case
