@@ -254,3 +254,48 @@ def test_given_inputs_are_never_replaced_by_captured_ones(tmp_path):
     _, doc = check_json(tmp_path, f"{root / 'ops.py'}::Matmul", "--input", "rhs=4x2")
     r = by_name(doc)["Matmul"]
     assert r["status"] == "skip" and "captured" not in json.dumps(r)
+
+
+OUTER = """
+    from typing import Callable
+
+    import torch
+
+
+    def _impl(fcn, x, options):
+        '''Private: its options must be a dict, which only the public function below passes.'''
+        return Scaled.apply(fcn, x, dict(options))
+
+
+    def run(fcn: Callable, x):
+        return _impl(fcn, x, {"scale": 2.0})
+
+
+    class Scaled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, fcn, x, options):
+            scale = options.get("scale", 1.0)
+            ctx.save_for_backward(x)
+            ctx.fcn, ctx.scale = fcn, scale
+            return scale * fcn(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, = ctx.saved_tensors
+            with torch.enable_grad():
+                x_ = x.detach().requires_grad_()
+                g, = torch.autograd.grad(ctx.fcn(x_), x_, grad)
+            return None, ctx.scale * g, None
+"""
+
+
+def test_a_public_function_calling_the_private_caller_is_tried_one_level_up(tmp_path):
+    pytest.importorskip("torch")
+    root = package(tmp_path, "capouter", {"scaled.py": OUTER})
+    _, doc = check_json(tmp_path, f"{root / 'scaled.py'}::Scaled")
+    r = by_name(doc)["Scaled"]
+    assert r["status"] == "pass", r["message"]
+    records = r["inputs"][0]
+    assert records[0]["captured"]["qualname"] == "run" and records[2]["value"] == "{'scale': 2.0}"
+    assert records[0]["inferred"].startswith(
+        "what the package's run(fcn=tanh of the sum of its arguments, x=float64[4,2]@(-2,2)) passes Scaled.apply (")

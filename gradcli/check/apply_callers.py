@@ -5,7 +5,8 @@ a user of the package would reach the Function (``captured_calls.py`` does, spec
 own caller builds").
 
 A call site counts when it is inside a module-level function or a method of a module-level class, and calls
-``NAME.apply(...)`` directly or through a local alias (``func = NAME.apply`` ... ``func(...)``). Test folders are
+``NAME.apply(...)`` directly or through a local alias (``func = NAME.apply`` ... ``func(...)``); after those, the
+module-level functions of the same file that call such a module-level function (one level up). Test folders are
 not read: a test's call is the test's inputs, not the package's.
 """
 from __future__ import annotations
@@ -106,6 +107,28 @@ def find_callers(target) -> list:
             line = _apply_line(fn, name)
             if line is not None:
                 out.append(Caller(module, qualname, path, line, _compared_strings(fn), _called_parameters(fn)))
+    return out + _outer_callers(out, root, getattr(target, "file", None), top)
+
+
+def _outer_callers(direct, root, first, top) -> list:
+    """The module-level functions of the same files that call a module-level direct caller (``mcquad`` calls
+    ``_mcquad``, which calls ``Cls.apply``): one level up, after the direct ones."""
+    names = {c.qualname: c for c in direct if "." not in c.qualname}
+    out = []
+    for path in dict.fromkeys(c.file for c in direct if c.qualname in names):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            continue
+        for qualname, fn in _functions(tree):
+            if "." in qualname or qualname in names:
+                continue
+            line = next((n.lineno for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                         and n.func.id in names and names[n.func.id].file == path), None)
+            if line is not None:
+                out.append(Caller(_module_name(top, root, path), qualname, path, line, _compared_strings(fn),
+                                  _called_parameters(fn)))
     return out
 
 

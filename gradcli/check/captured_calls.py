@@ -22,6 +22,8 @@ from __future__ import annotations
 import inspect
 from typing import Optional
 
+from gradcli.check.trials import SLOW_SHARE
+
 SELF_SPEC = "float64[4,4]@spd"
 TENSOR_SHAPES = ((4, 2), (), (4,), (4, 4))
 MAX_CALLERS = 6
@@ -53,14 +55,28 @@ def cases(target, specs, seed, dtype) -> Optional[list]:
         return None
     from gradcli.check.apply_callers import find_callers
 
+    from gradcli.check.inputs import NoInputs, backend_for
+    from gradcli.check.trials import too_slow
+
+    slow = None  # why the first plan that ran is too slow to check in --timeout
     for caller in find_callers(target)[:MAX_CALLERS]:
         function, owner = _resolve(caller)
         if function is None:
             continue
         for plan in _plans(caller, function, owner, target, seed):
             case = _try(target, caller, function, plan, seed, dtype)
-            if case is not None:
+            if case is None:
+                continue
+            why = too_slow(backend_for("torch"), target, case)
+            if why is None:
                 return [case]
+            slow = slow or why.replace(" at the inputs gradcli built ()", f" at {case.records[0]['inferred'].split('; ')[0]}")
+            break  # another plan of the same caller is no faster: the next caller
+    if slow is not None:
+        target.star_names = None
+        raise NoInputs(f"{slow}: more than {SLOW_SHARE:g} of --timeout {target.timeout:g} s, which leaves room for "
+                       f"the rest of the check: not checked. Raise --timeout, or give smaller inputs with an inputs "
+                       f"file (--inputs-from FILE.py; specs/check.md §2a)")
     return None
 
 
