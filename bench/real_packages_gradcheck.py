@@ -237,8 +237,10 @@ def rebuild_captured(records, torch, job, cls):
         for argument in recipe["arguments"]:
             if "class" in argument:
                 class_module, _, class_name = argument["class"].rpartition(".")
-                value = getattr(importlib.import_module(class_module), class_name)(_recorded_tensor(torch, argument),
-                                                                                   *argument.get("flags") or ())
+                made = getattr(importlib.import_module(class_module), class_name)
+                value = (made().double() if issubclass(made, torch.nn.Module) else made()) \
+                    if argument.get("from_tensor") is False else \
+                    made(_recorded_tensor(torch, argument), *argument.get("flags") or ())
             elif argument.get("callable") == "tanh_of_sum":
                 value = tanh_of_sum
             elif argument.get("spec"):

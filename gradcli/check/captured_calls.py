@@ -25,7 +25,7 @@ from typing import Optional
 from gradcli.check.trials import SLOW_SHARE
 
 SELF_SPEC = "float64[4,4]@spd"
-TENSOR_SHAPES = ((4, 2), (), (4,), (4, 4))
+TENSOR_SHAPES = ((4, 2), (), (4,), (4, 4), (2, 3, 8, 8))  # the last: a batch of images, N x C x H x W
 MAX_CALLERS = 6
 MAX_STRINGS = 8  # strings tried for one mode parameter
 MAX_VARIANTS = 32  # combinations of the keyword parameters varied
@@ -168,6 +168,9 @@ def _annotation_text(annotation) -> str:
 
 def _object(be, recipe, key, seed, dtype, name):
     """An object of the package built from one ``SELF_SPEC`` tensor (package_objects.Recipe), its recipe record."""
+    if not recipe.from_tensor:  # built with its defaults
+        return recipe.build(None), {"name": name, "class": recipe.path, "from_tensor": False}, \
+            f"{name}={recipe.describe(SELF_SPEC)}"
     tensor, argument = _tensor(be, SELF_SPEC, key, seed, dtype, name)
     value = recipe.build(tensor)
     argument.update({"class": recipe.path, "flags": list(recipe.flags)})

@@ -5,7 +5,8 @@ Its concrete subclasses in the same top-level package (else the class itself), w
 required parameter that is not annotated as a Python number/string (the tensor) and at most two annotated ``bool``
 (``MatrixLinearOperator(mat, is_hermitian)``: tried all False, then all True). The object is kept only when it has
 the tensor's shape (or no shape): a wrapper of that matrix, not a batch built from it. By class name, so the same
-class is chosen every run.
+class is chosen every run. After those, classes whose constructor has a default for everything (and takes no
+``*operands``) built with none (a torch module then made float64, ``.double()``, as the inputs are).
 """
 from __future__ import annotations
 
@@ -21,20 +22,33 @@ MAX_FLAGS = 2
 class Recipe:
     cls: type
     flags: tuple = ()  # the constructor's required bool arguments, after the tensor
+    from_tensor: bool = True  # False: a class whose constructor has defaults for everything, built with none
 
     @property
     def path(self) -> str:
         return f"{self.cls.__module__}.{self.cls.__qualname__}"
 
     def describe(self, spec: str) -> str:
+        if not self.from_tensor:
+            return f"{self.cls.__name__}(){'.double()' if _is_module(self.cls) else ''}"
         return f"{self.cls.__name__}({', '.join([spec, *map(repr, self.flags)])})"
 
     def build(self, tensor):
+        if not self.from_tensor:  # a torch module's float32 buffers and weights: float64, as the inputs are
+            made = self.cls()
+            return made.double() if _is_module(self.cls) else made
         made = self.cls(tensor, *self.flags)
         shape = getattr(made, "shape", None)
         if shape is not None and tuple(shape) != tuple(tensor.shape):
             raise ValueError(f"{self.cls.__name__} of a {tuple(tensor.shape)} tensor has shape {tuple(shape)}")
         return made
+
+
+def _is_module(cls) -> bool:
+    import sys
+
+    nn = getattr(sys.modules.get("torch"), "nn", None)
+    return nn is not None and issubclass(cls, nn.Module)
 
 
 def _text(annotation) -> str:
@@ -44,13 +58,18 @@ def _text(annotation) -> str:
 
 
 def _constructor_flags(cls) -> Optional[int]:
-    """How many required bool parameters follow the one tensor parameter, or None if it is not built that way."""
+    """How many required bool parameters follow the one tensor parameter; -1 for a constructor with defaults for
+    everything (and no ``*args``); None if it is not built either way."""
     try:
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     except (TypeError, ValueError):
         return None
     required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if not required or _text(required[0].annotation) in ("bool", "int", "float", "str"):
+    if not required:  # everything has a default (a module with its settings): built with none, unless it takes *operands
+        operands = any(p.kind is p.VAR_POSITIONAL or p.kind is p.KEYWORD_ONLY and p.default is p.empty
+                       for p in params)
+        return None if operands else -1
+    if _text(required[0].annotation) in ("bool", "int", "float", "str"):
         return None
     rest = required[1:]
     if len(rest) > MAX_FLAGS or any(_text(p.annotation) != "bool" for p in rest):
@@ -79,7 +98,9 @@ def recipes(base) -> list:
     found = subclasses or [item for item in found if item[0] is base]
     out = []
     for cls, flags in found:
-        out += [Recipe(cls, (False,) * flags), Recipe(cls, (True,) * flags)] if flags else [Recipe(cls)]
+        if flags >= 0:
+            out += [Recipe(cls, (False,) * flags), Recipe(cls, (True,) * flags)] if flags else [Recipe(cls)]
+    out += [Recipe(cls, from_tensor=False) for cls, flags in found if flags < 0]  # after those built from the tensor
     return out[:MAX_RECIPES]
 
 
