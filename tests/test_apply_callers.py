@@ -124,6 +124,16 @@ class Abstract(Matrixish, abc.ABC):
         ...
 
 
+class Settings(Matrixish):           # defaults for everything: built with none, after those built from a tensor
+    def __init__(self, size=(4, 4), mode="full"):
+        super().__init__(size)
+
+
+class Operands(Matrixish):           # takes *operands: not built with none
+    def __init__(self, *parts):
+        super().__init__((4, 4))
+
+
 class Square:
     shape = (4, 4)
 
@@ -131,8 +141,10 @@ class Square:
 def test_recipes_are_the_subclasses_built_from_one_tensor_by_name_with_flags_both_ways():
     module = Matrixish.__module__
     found = recipes(Matrixish)
-    assert [(r.cls.__name__, r.flags) for r in found] == [
-        ("Batched", ()), ("Dense", ()), ("Flagged", (False,)), ("Flagged", (True,))]
+    assert [(r.cls.__name__, r.flags, r.from_tensor) for r in found] == [
+        ("Batched", (), True), ("Dense", (), True), ("Flagged", (False,), True), ("Flagged", (True,), True),
+        ("Settings", (), False)]
+    assert found[4].build(None).shape == (4, 4) and found[4].describe("float64[4,4]@spd") == "Settings()"
     assert found[3].describe("float64[4,4]@spd") == "Flagged(float64[4,4]@spd, True)"
     assert found[1].path == f"{module}.Dense"
     assert found[1].build(Square()).tensor.shape == (4, 4)

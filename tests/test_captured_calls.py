@@ -299,3 +299,44 @@ def test_a_public_function_calling_the_private_caller_is_tried_one_level_up(tmp_
     assert records[0]["captured"]["qualname"] == "run" and records[2]["value"] == "{'scale': 2.0}"
     assert records[0]["inferred"].startswith(
         "what the package's run(fcn=tanh of the sum of its arguments, x=float64[4,2]@(-2,2)) passes Scaled.apply (")
+
+
+MODULE = """
+    import torch
+
+
+    class Smoother(torch.nn.Module):
+        # its filter is a float32 buffer, as a module's are made: gradcli makes the module float64
+        def __init__(self, width=8):
+            super().__init__()
+            self.register_buffer("h", torch.linspace(0.5, 1.5, width))
+
+        def forward(self, x):
+            return Smooth.apply(x, self)
+
+
+    class Smooth(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, smoother):
+            if x.dim() != 4:
+                raise ValueError("expected N x C x H x W")
+            ctx.h = smoother.h
+            return x @ smoother.h            # the same dtype on both sides, or matmul raises
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.unsqueeze(-1) * ctx.h, None
+"""
+
+
+def test_a_module_built_with_its_defaults_is_made_float64_and_its_forward_reached(tmp_path):
+    pytest.importorskip("torch")
+    root = package(tmp_path, "capmod", {"smooth.py": MODULE})
+    result, doc = check_json(tmp_path, f"{root / 'smooth.py'}::Smooth")
+    r = by_name(doc)["Smooth"]
+    assert r["status"] == "pass", r["message"]
+    x, smoother = r["inputs"][0]
+    assert x["shape"] == [2, 3, 8, 8] and x["requires_grad"] and smoother["type"] == "Smoother"
+    assert x["inferred"].startswith(
+        "what the package's Smoother.forward(self=Smoother().double(), x=float64[2,3,8,8]@(-2,2)) passes Smooth.apply")
+    assert x["captured"]["arguments"][0] == {"name": "self", "class": "capmod.smooth.Smoother", "from_tensor": False}
