@@ -25,7 +25,7 @@ from typing import Optional
 from gradcli.check.trials import SLOW_SHARE
 
 SELF_SPEC = "float64[4,4]@spd"
-TENSOR_SHAPES = ((4, 2), (), (4,), (4, 4), (2, 3, 8, 8))  # the last: a batch of images, N x C x H x W
+TENSOR_SHAPES = ((4, 2), (), (4,), (4, 4), (1, 1, 8, 8))  # the last: an image, N x C x H x W (small: 64 elements)
 MAX_CALLERS = 6
 MAX_STRINGS = 8  # strings tried for one mode parameter
 MAX_VARIANTS = 32  # combinations of the keyword parameters varied
