@@ -3,12 +3,13 @@ code that calls ``Cls.apply`` (apply_callers.py) with inputs it builds, stops th
 the arguments the package passed as forward's input set (specs/check.md §2, "Inputs the package's own caller
 builds").
 
-The caller's parameters: a method's ``self`` is an instance of its class (or of a concrete subclass in the
-package) built from one tensor, ``float64[4,4]@spd``, whose shape is the instance's (a wrapper of that matrix);
+The caller's parameters: a method's ``self``, and a parameter annotated with a class of the package, is an object
+of that class (package_objects.py: a concrete subclass built from one tensor, ``float64[4,4]@spd``, whose shape is
+the object's; else one built with its defaults, a torch module made float64);
 a parameter with a default keeps it, except that one the caller compares with strings is also tried at each
 (``method == "lanczos"``); a parameter the caller calls, or annotated ``Callable``, gets ``tanh_of_sum``; one
 annotated ``int`` / ``float`` / ``bool`` gets ``2`` / ``0.5`` / ``False``; any other a float64 tensor, every
-such tensor with one shape of ``4x2``, ``()``, ``4``, ``4x4`` (a sparse COO tensor, not requiring grad, where
+such tensor with one shape of ``4x2``, ``()``, ``4``, ``4x4``, ``1x1x8x8`` (a sparse COO tensor, not requiring grad, where
 the annotation says sparse). The first plan at which the package reaches ``Cls.apply`` and forward and backward
 run on what it passed is taken.
 
