@@ -96,6 +96,8 @@ def rebuild(records, torch, job=None, cls=None):
     """Forward's arguments from gradcli's records, or (None, why) when a record cannot be reproduced."""
     if any(rec.get("inputs_from") for rec in records):
         return rebuild_from_file(records, torch, job, cls)
+    if any(rec.get("captured") for rec in records):
+        return rebuild_captured(records, torch, job, cls)
     args = []
     for rec in records:
         kind = rec.get("type")
@@ -235,6 +237,86 @@ def rebuild_from_file(records, torch, job, cls):
                 return None, f"{rec.get('name')}: the inputs file gave other values than gradcli recorded"
         if rec.get("requires_grad") and not arg.requires_grad:  # gradcli marks every float tensor when none is
             args[i] = arg.detach().requires_grad_(True)
+    return args, ""
+
+
+def tanh_of_sum(*args):
+    """gradcli's stand-in for a caller's function parameter (gradcli/check/captured_calls.py)."""
+    import torch
+    total = args[0]
+    for a in args[1:]:
+        total = total + a
+    return torch.tanh(total)
+
+
+def _recorded_tensor(torch, argument):
+    value = torch.tensor(argument["value"], dtype=getattr(torch, argument.get("dtype") or "float64"))
+    if argument.get("sparse"):
+        return value.to_sparse()
+    return value.requires_grad_(True) if argument.get("requires_grad") else value
+
+
+def rebuild_captured(records, torch, job, cls):
+    """Inputs gradcli took from the package's own call of Cls.apply (gradcli/check/captured_calls.py): the same
+    caller called again with the recorded arguments (a method's self built from its recorded tensor), the torch
+    generator seeded as gradcli seeds it, stopped at Cls.apply; its tensors must equal the recorded values."""
+    recipe = records[0]["captured"]
+    try:
+        module = importlib.import_module(recipe["module"])
+        owner, _, method = recipe["qualname"].rpartition(".")
+        function = vars(getattr(module, owner))[method] if owner else getattr(module, method)
+        positional, keywords = [], {}
+        for argument in recipe["arguments"]:
+            if "class" in argument:
+                class_module, _, class_name = argument["class"].rpartition(".")
+                made = getattr(importlib.import_module(class_module), class_name)
+                value = (made().double() if issubclass(made, torch.nn.Module) else made()) \
+                    if argument.get("from_tensor") is False else \
+                    made(_recorded_tensor(torch, argument), *argument.get("flags") or ())
+            elif argument.get("callable") == "tanh_of_sum":
+                value = tanh_of_sum
+            elif argument.get("spec"):
+                value = _recorded_tensor(torch, argument)
+                value = [value] if argument.get("list") else value
+            else:
+                value = argument.get("value")
+            if argument.get("keyword"):
+                keywords[argument["name"]] = value
+            else:
+                positional.append(value)
+    except Exception as e:  # noqa: BLE001
+        return None, f"the captured caller {recipe.get('qualname')} cannot be set up again: {type(e).__name__}: {e}"
+
+    class Captured(Exception):
+        pass
+
+    def grab(*args, **kwargs):
+        raise Captured(args)
+
+    seed_like_gradcli(torch, job.get("seed") or 0, job["class"])
+    had, original = "apply" in vars(cls), vars(cls).get("apply")
+    cls.apply = grab
+    try:
+        function(*positional, **keywords)
+        return None, f"{recipe['qualname']} did not call {job['class']}.apply again"
+    except Captured as got:
+        args = list(got.args[0])
+    except Exception as e:  # noqa: BLE001
+        return None, f"{recipe['qualname']} raised {type(e).__name__}: {str(e)[:200]}"
+    finally:
+        if had:
+            cls.apply = original
+        else:
+            del cls.apply
+    if len(args) != len(records):
+        return None, f"{recipe['qualname']} passed {len(args)} arguments, gradcli recorded {len(records)}"
+    for i, (arg, rec) in enumerate(zip(args, records)):
+        if not isinstance(arg, torch.Tensor) or arg.layout != torch.strided:
+            continue
+        if rec.get("value") is not None and not torch.equal(arg.detach(), torch.tensor(rec["value"], dtype=arg.dtype)):
+            return None, f"{rec.get('name')}: the caller passed other values than gradcli recorded"
+        if arg.requires_grad:  # a leaf of its own, as gradcli checks it (the caller may pass a view)
+            args[i] = arg.detach().clone().requires_grad_(True)
     return args, ""
 
 

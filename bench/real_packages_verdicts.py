@@ -71,7 +71,7 @@ def _built_by_gradcli(outcome):
     """Any argument gradcli chose itself (automatic, a default): an error at them may be our inputs' fault."""
     result = (outcome or {}).get("result") or {}
     records = [rec for rs in result.get("inputs") or [] for rec in rs or []]
-    return not records or any(rec.get("source") in ("auto", "default") for rec in records)
+    return not records or any(rec.get("source") in ("auto", "default", "captured") for rec in records)
 
 
 def whose_error(status, message, outcome, importable, truth):

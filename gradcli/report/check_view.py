@@ -218,12 +218,19 @@ def input_summary(records) -> str:
                 what = f"{rec['dtype']}[{','.join(str(s) for s in rec['shape'])}]"
                 if rec.get("value") is not None and len(str(rec["value"])) <= 60:
                     what += f" = {rec['value']}"
+            elif rec.get("source") == "captured" and rec.get("type") not in PLAIN_TYPES:
+                what = f"a {rec.get('type')}"  # an object the package built: its repr may be a page (or an address)
             else:
                 what = repr(rec.get("value"))
         source = rec["source"] + (", shaped like the gradient its backward returned" if rec.get("shape_from") else
                                   ", a number: forward refused tensors there" if rec.get("number") else "")
         parts.append(f"{rec['name']} = {what} ({source})")
-    return ", ".join(parts) if parts else "no arguments"
+    text = ", ".join(parts) if parts else "no arguments"
+    captured = next((rec.get("inferred") for rec in records if rec.get("source") == "captured"), None)
+    return f"{text}; captured: {captured}" if captured else text  # captured_calls.py: where they came from
+
+
+PLAIN_TYPES = ("tensor", "int", "float", "bool", "str", "none", "tuple", "callable", "object")
 
 
 def repro_command(result, records, seed: int) -> str:
