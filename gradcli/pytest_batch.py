@@ -62,7 +62,7 @@ def items_to_check(item, state) -> list:
         return isinstance(other, type(item)) and other.result is None and _key(other) not in state.done
 
     worker = getattr(config, "workerinput", None)
-    dist = config.getoption("dist", "no") if worker is not None else "no"
+    dist = worker.get("gradcli_dist") if worker is not None else None  # the controller's --dist (workers get "no")
     if worker is None or dist == "each":
         return [other for other in item.session.items if unchecked(other)]
     if dist in ("loadfile", "loadscope"):

@@ -122,7 +122,14 @@ def pytest_collection_finish(session):
                      [item.nodeid for item in session.items if isinstance(item, GradcliItem)])
 
 
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown, and never called, without it
+@pytest.hookimpl(optionalhook=True)  # hooks of pytest-xdist: unknown, and never called, without it
+def pytest_configure_node(node):
+    """Tell each worker the controller's ``--dist`` (xdist sets its workers' own to "no"): pytest_batch.py."""
+    if node.config.stash.get(_STATE, None) is not None:
+        node.workerinput["gradcli_dist"] = node.config.getvalue("dist")
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist load`` (xdist's default), deal the gradcli items in one block per worker."""
     state = config.stash.get(_STATE, None)

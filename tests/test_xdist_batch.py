@@ -179,3 +179,10 @@ def test_each_worker_checks_its_block_in_one_run_beside_ordinary_tests(pytester,
     assert junit(pytester.path / "parallel.xml") == junit(pytester.path / "serial.xml")
     for what in ("items", "blocks"):  # the run's files in the temporary directory are gone
         assert not os.path.exists(shared_file(run_id, what))
+
+    log.unlink()  # --dist loadfile: xdist sends a file's items to one worker, which checks them in one run
+    by_file = pytester.runpytest_subprocess("tests", "--gradcli", "ops", "-n", "2", "--dist", "loadfile")
+    by_file.assert_outcomes(passed=10, failed=2)
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(json.dumps(files, sort_keys=True) for _, files in runs) == sorted(
+        json.dumps({name: [n for n, _, _ in functions]}) for name, functions in FILES.items())
