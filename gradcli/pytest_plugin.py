@@ -91,13 +91,11 @@ def pytest_unconfigure(config):
     state = config.stash.get(_STATE, None)
     if state is None:
         return
-    if state.run_id:  # every xdist worker collected before any test ran
-        from gradcli.pytest_batch import shared_file
-        from gradcli.pytest_collection import shared_path
+    if state.run_id:  # an xdist worker: every worker collected before any test ran
+        from gradcli.pytest_state import run_files
 
-        state.written += [shared_path(state.run_id), shared_path(state.run_id) + ".lock",
-                          shared_file(state.run_id, "items")]
-    state.remove_written()
+        state.written += run_files(state.run_id)[:3]  # the blocks only after the others read them
+    state.remove_written()  # the controller, after its workers: all of them (pytest_configure_node)
 
 
 def pytest_report_header(config):
@@ -124,9 +122,15 @@ def pytest_collection_finish(session):
 
 @pytest.hookimpl(optionalhook=True)  # hooks of pytest-xdist: unknown, and never called, without it
 def pytest_configure_node(node):
-    """Tell each worker the controller's ``--dist`` (xdist sets its workers' own to "no"): pytest_batch.py."""
-    if node.config.stash.get(_STATE, None) is not None:
+    """Tell each worker the controller's ``--dist`` (xdist sets its workers' own to "no"): pytest_batch.py.
+    The controller removes the run's shared files at its end, after its workers (which may be stopped
+    before their own pytest_unconfigure)."""
+    state = node.config.stash.get(_STATE, None)
+    if state is not None:
         node.workerinput["gradcli_dist"] = node.config.getvalue("dist")
+        from gradcli.pytest_state import run_files
+
+        state.written += [path for path in run_files(node.workerinput["testrunuid"]) if path not in state.written]
 
 
 @pytest.hookimpl(optionalhook=True)

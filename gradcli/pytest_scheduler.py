@@ -66,8 +66,8 @@ class GradcliScheduling(LoadScheduling):
         blocks = deal(gradcli, sorted(nodes, key=_worker_number))
         path = shared_file(run_id, "blocks")
         write_shared(path, blocks)  # before any item goes out: a worker reads it at its first
-        if self.state is not None:
-            self.state.written.append(path)
+        if self.state is not None and path not in self.state.written:
+            self.state.written.append(path)  # removed at the end (pytest_configure_node adds it as well)
         self.collection = collection
         if self.maxschedchunk is None:
             self.maxschedchunk = len(collection)

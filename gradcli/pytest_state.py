@@ -21,7 +21,7 @@ class RunState:
     run_id: object = None  # pytest-xdist's testrunuid on its workers (they share one collection), else None
     collected: dict = field(default_factory=dict)  # realpath -> (TargetInfos, load error): every file at once
     blocks: object = None  # xdist worker: {workerid: [nodeid]} dealt by pytest_scheduler (read once), or {}
-    written: list = field(default_factory=list)  # files of this run in the temporary directory to remove
+    written: list = field(default_factory=list)  # files of this run in the temporary directory to remove (run_files)
 
     @classmethod
     def from_config(cls, config) -> "RunState":
@@ -95,6 +95,16 @@ class RunState:
             except OSError:
                 pass
         self.written.clear()
+
+
+def run_files(run_id) -> list:
+    """The files one xdist run leaves in the temporary directory (its testrunuid in their names): the
+    shared collection and its lock, the gradcli items the workers list, the controller's blocks."""
+    from gradcli.pytest_batch import shared_file
+    from gradcli.pytest_collection import shared_path
+
+    return [shared_path(run_id), shared_path(run_id) + ".lock", shared_file(run_id, "items"),
+            shared_file(run_id, "blocks")]
 
 
 def _given_inputs(opt):
