@@ -107,20 +107,22 @@ def check_together(state, keys: list, exitfirst: bool = False) -> None:
     stopped = exitfirst and any(r.status in BAD for r in run_result.results)
     for abspath, file in zip(names, files):
         results = finished.results.get(file.path)
-        if results is None:
+        if results is None and stopped:
             continue  # not reached before -x stopped the run
+        if results is None:  # (every file of a run that was not stopped finishes; kept apart all the same)
+            results = [r for r in run_result.results if r.file == file.path]
         for name in file.names:
             found = [r for r in results if r.function == name] or \
                 [r for r in results if r.function is None]  # the file stopped importing
             if found:
                 state.done[(abspath, name)] = found[0]
             elif not stopped:
-                state.done[(abspath, name)] = FunctionResult(
-                    file.path, name, "gradcli", "error", f"{name} was collected but is no longer defined in {file.path}")
+                message = f"{name} was collected but is no longer defined in {file.path}"
+                state.done[(abspath, name)] = FunctionResult(file.path, name, "gradcli", "error", message)
 
 
 class _FinishedFiles:
-    """The run's events (collector.RunEvents' methods) that keep each finished file's results (a FunctionResult names no file of the run)."""
+    """The run's events (collector.RunEvents' methods): each finished file's results, by its path."""
 
     def __init__(self):
         self.results: dict = {}

@@ -119,3 +119,47 @@ def test_the_plugin_loads_without_xdist(project, runs):
     # pytest_xdist_make_scheduler is an optional hook: unknown without xdist, it must not be an error
     project.runpytest("-p", "no:xdist", "--gradcli", "ops/b_good.py").assert_outcomes(passed=2)
     assert runs == [{"ops/b_good.py": ["Double", "Quadruple"]}]
+
+
+def test_ctrl_c_during_the_batch_stops_pytest(pytester):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (pytester.path / "ops").mkdir()
+    (pytester.path / "ops" / "a_hangs.py").write_text(HEADER + textwrap.dedent("""
+        import time
+
+
+        class Hangs(Function):
+            @staticmethod
+            def forward(ctx, x):
+                open("started", "w").close()
+                time.sleep(600)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                return grad_output
+    """))
+    (pytester.path / "ops" / "b_good.py").write_text(HEADER + textwrap.dedent(FUNCTION.format(
+        name="Double", factor=2, slope=2)))
+    process = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gradcli", "ops",
+                                "--gradcli-timeout", "300", "-rA"], cwd=pytester.path,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (pytester.path / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (pytester.path / "started").exists()  # the batch is checking Hangs
+        os.kill(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 2, output  # pytest's "interrupted"
+    assert "KeyboardInterrupt" in output
+    assert "PASSED" not in output  # Double, later in the batch, was never reported
