@@ -163,3 +163,14 @@ def test_ctrl_c_during_the_batch_stops_pytest(pytester):
     assert process.returncode == 2, output  # pytest's "interrupted"
     assert "KeyboardInterrupt" in output
     assert "PASSED" not in output  # Double, later in the batch, was never reported
+
+
+def test_after_the_batch_the_pytest_process_is_frozen_for_its_garbage_collector(project):
+    # pytest's collections at its end and the interpreter's at exit then skip torch, SymPy and gradcli
+    (project.path / "ops" / "test_zz_after.py").write_text(
+        "import gc\n\n\ndef test_frozen():\n    assert gc.get_freeze_count() > 10000, gc.get_freeze_count()\n")
+    result = project.runpytest_subprocess("--gradcli", "ops", "-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=4, failed=1, errors=1)
+    result.stdout.fnmatch_lines(["PASSED ops/test_zz_after.py::test_frozen"])
+    alone = project.runpytest_subprocess("ops/test_zz_after.py", "-p", "no:cacheprovider")
+    alone.assert_outcomes(failed=1)  # without a batch before it nothing is frozen
