@@ -1,12 +1,14 @@
 """Wall time of `pytest --gradcli examples/` serial (-n 0) and on pytest-xdist workers (-n 2).
 
-    python bench/pytest_xdist.py [--runs 3] [--workers 2] [--shape 3x4] [PATH]
+    python bench/pytest_xdist.py [--runs 3] [--workers 2] [--shape 3x4] [--per-process] [--workload N] [PATH]
 
 Runs each configuration --runs times, alternating them so that a change in the machine's load hits
 both alike, and prints the median and every run. `gradcli check PATH` is timed alongside for
 reference. CPU seconds (all processes) are printed too: on a busy machine they show the fixed cost of
 each xdist worker better than wall time. The verdict counts of every run must not depend on -n.
 --shape sets the automatic inputs' shape (larger: more work per Function, where xdist can pay off).
+--workload N times, instead of PATH, a temporary folder of N one-Function torch files: the CI workload
+of bench/folder_workload.py (87 files there).
 
 --per-process loads a small plugin into every pytest process (the controller and each xdist worker)
 that records, at its end, its own CPU seconds, those of its children (the forked collectors,
@@ -62,9 +64,19 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--shape", default="3x4")
+    parser.add_argument("--workload", type=int, metavar="N",
+                        help="time a temporary folder of N torch Function files (bench/workload_functions.py)")
     parser.add_argument("--per-process", action="store_true",
                         help="CPU seconds and lifetime of each pytest process (controller, each xdist worker)")
     args = parser.parse_args()
+    if args.workload:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from workload_functions import sources
+
+        workload = Path(tempfile.mkdtemp(prefix="gradcli-workload-"))
+        for name, text in sources("torch", args.workload).items():
+            (workload / name).write_text(text)
+        args.path = str(workload)
     env, log = None, None
     if args.per_process:
         folder = tempfile.mkdtemp(prefix="gradcli-bench-")
@@ -104,6 +116,10 @@ def main():
         for role, rows in sorted(processes[name].items()):
             own, kids, alive = (statistics.median(column) for column in zip(*rows))
             print(f"      {role:<6} itself {own:5.2f} s CPU, its children {kids:5.2f} s CPU, alive {alive:5.1f} s")
+    if args.workload:
+        import shutil
+
+        shutil.rmtree(args.path, ignore_errors=True)
 
 
 if __name__ == "__main__":

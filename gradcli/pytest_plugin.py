@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from fnmatch import fnmatch
 
 import pytest
@@ -83,19 +82,20 @@ def pytest_configure(config):
         "markers", "gradcheck(**options): default options (mode, atol, rtol, seed, ...) of the gradcheck "
                    "fixture in the marked tests")
     if config.option.gradcli_paths:
-        config.stash[_STATE] = _State.from_config(config)
+        from gradcli.pytest_state import RunState
+
+        config.stash[_STATE] = RunState.from_config(config)
 
 
 def pytest_unconfigure(config):
     state = config.stash.get(_STATE, None)
-    if state is not None and state.run_id:  # every xdist worker collected before any test ran
-        from gradcli.pytest_collection import shared_path
+    if state is None:
+        return
+    if state.run_id:  # an xdist worker: every worker collected before any test ran
+        from gradcli.pytest_state import run_files
 
-        for path in (shared_path(state.run_id), shared_path(state.run_id) + ".lock"):
-            try:
-                os.remove(path)
-            except OSError:
-                pass
+        state.written += run_files(state.run_id)[:3]  # the blocks only after the others read them
+    state.remove_written()  # the controller, after its workers: all of them (pytest_configure_node)
 
 
 def pytest_report_header(config):
@@ -109,145 +109,42 @@ def pytest_report_header(config):
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reports its collection to the controller
+def pytest_collection_finish(session):
+    """An xdist worker lists its gradcli items for the controller's scheduler (pytest_scheduler.py)."""
+    state = session.config.stash.get(_STATE, None)
+    if state is not None and state.run_id:
+        from gradcli.pytest_batch import shared_file, write_shared
+
+        write_shared(shared_file(state.run_id, "items"),
+                     [item.nodeid for item in session.items if isinstance(item, GradcliItem)])
+
+
+@pytest.hookimpl(optionalhook=True)  # hooks of pytest-xdist: unknown, and never called, without it
+def pytest_configure_node(node):
+    """Tell each worker the controller's ``--dist`` (xdist sets its workers' own to "no"): pytest_batch.py.
+    The controller removes the run's shared files at its end, after its workers (which may be stopped
+    before their own pytest_unconfigure)."""
+    state = node.config.stash.get(_STATE, None)
+    if state is not None:
+        node.workerinput["gradcli_dist"] = node.config.getvalue("dist")
+        from gradcli.pytest_state import run_files
+
+        state.written += [path for path in run_files(node.workerinput["testrunuid"]) if path not in state.written]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist load`` (xdist's default), deal the gradcli items in one block per worker."""
+    state = config.stash.get(_STATE, None)
+    if state is None or config.getvalue("dist") != "load":
+        return None  # xdist's own scheduler
+    from gradcli.pytest_scheduler import GradcliScheduling
+
+    return GradcliScheduling(config, log, state)
+
+
 # ----- the --gradcli run --------------------------------------------------------------------------
-
-@dataclass
-class _State:
-    files: dict  # realpath -> discovery.FileItem: exactly the files `gradcli check PATHS` reads
-    options: object  # runner.RunOptions for checking one Function
-    seed: int
-    strict: bool
-    collect_timeout: float
-    torch_loaded: bool = False
-    done: dict = field(default_factory=dict)  # (realpath, name) -> FunctionResult checked ahead in a batch
-    run_id: object = None  # pytest-xdist's testrunuid on its workers (they share one collection), else None
-    collected: dict = field(default_factory=dict)  # realpath -> (TargetInfos, load error): every file at once
-
-    @classmethod
-    def from_config(cls, config) -> "_State":
-        from gradcli.check.discovery import UsageError, expand_paths
-        from gradcli.check.inputs import SpecError, parse_assignment, parse_at, parse_shape
-        from gradcli.check.runner import RunOptions, unsupported_options
-
-        opt = config.option
-        try:
-            specs = dict(pair for text in opt.gradcli_at for pair in parse_at(text))
-            specs.update(dict(parse_assignment(text) for text in opt.gradcli_input))
-            shape = parse_shape(opt.gradcli_shape) if opt.gradcli_shape else (3, 4)
-            items = expand_paths([p.partition("::")[0] for p in opt.gradcli_paths])
-        except (SpecError, UsageError) as e:
-            raise pytest.UsageError(f"--gradcli: {e}") from None
-        if opt.gradcli_timeout <= 0:
-            raise pytest.UsageError("--gradcli-timeout must be positive")
-        seed = opt.gradcli_seed if opt.gradcli_seed is not None else 0
-        gradcheck = dict(_command_line_gradcheck_options(config), seed=seed)
-        gradcheck.setdefault("second_order", False)
-        for name in unsupported_options(gradcheck):
-            raise pytest.UsageError(f"--gradcli-{name.replace('_', '-')} is not supported by this gradcli.gradcheck")
-        options = RunOptions(gradcheck=gradcheck, seed=seed, dtype=opt.gradcli_dtype or "float64", shape=shape,
-                             specs=specs, timeout=opt.gradcli_timeout, jobs=1, exact=opt.gradcli_exact,
-                             prove=opt.gradcli_prove, given_inputs=_given_inputs(opt))
-        _add_collection_args(config)
-        run_id = getattr(config, "workerinput", {}).get("testrunuid")
-        return cls({it.abspath: it for it in items}, options, seed, opt.gradcli_strict, opt.gradcli_timeout,
-                   run_id=run_id)
-
-    def collection(self, abspath: str) -> tuple:
-        """(TargetInfos, load-error FunctionResult or None) of one file, from the runner's
-        --collect-only, each file in a forked worker: user code never runs in the pytest process,
-        so a file that hangs or exits on import cannot take pytest down. All files are collected
-        at the first call, several at a time (as `gradcli check -j`); pytest-xdist's workers share
-        that collection (``_shared_collection``) instead of each collecting every file."""
-        from gradcli.pytest_collection import collect_all, shared_collection
-
-        if not self.collected:
-            self.collected = shared_collection(self) if self.run_id else collect_all(self)
-        return self.collected.get(abspath) or collect_all(self, [abspath])[abspath]
-
-    def check(self, abspath: str, name: str, batch=()):
-        """The FunctionResult of ``gradcli check file.py::name``: the runner's isolation (a forked
-        worker imports the file, a forked checker runs the check under --gradcli-timeout).
-
-        ``batch``: other Functions of the same file this process will run; they are checked by the
-        same worker (one fork and one import of the file instead of one per Function) and their
-        results kept for their items. Each Function is still checked alone, so batching changes
-        no verdict."""
-        import dataclasses
-
-        from gradcli.check.runner import FunctionResult
-        from gradcli.check.session import run
-
-        if (abspath, name) in self.done:
-            return self.done.pop((abspath, name))
-        names = [name] + [n for n in batch if n != name and (abspath, n) not in self.done]
-        item = dataclasses.replace(self.files[abspath], names=names)
-        run_result = run([item], self.options, warm_symbolic=True)  # file after file: warm SymPy here once
-        if run_result.interrupted:
-            raise KeyboardInterrupt
-        for result in run_result.results:
-            if result.function in names[1:]:
-                self.done[(abspath, result.function)] = result
-        found = [r for r in run_result.results if r.function == name] or \
-            [r for r in run_result.results if r.function is None]  # the file stopped importing
-        if found:
-            return found[0]
-        return FunctionResult(item.path, name, "gradcli", "error",
-                              f"{name} was collected but is no longer defined in {item.path}")
-
-    def _load_torch(self):
-        """Import torch (and its lazily loaded autograd machinery) once in this process, so that the
-        forked workers and checkers inherit it instead of each paying seconds to import it (the
-        runner does the same for `gradcli check`: one worker for the files that import torch)."""
-        if not self.torch_loaded:
-            self.torch_loaded = True
-            from gradcli.heavy_import import import_paused
-            try:
-                torch = import_paused("torch")  # without garbage collection during the import
-            except ImportError:
-                return  # the check itself reports "needs PyTorch" as a skip
-            x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
-            torch.autograd.grad(x * 2, x, torch.ones(1, dtype=torch.float64))
-
-
-def _given_inputs(opt):
-    """Inputs for Functions without example_inputs(), as `gradcli check` reads them: --gradcli-inputs-from,
-    then the nearest pyproject.toml's [tool.gradcli] inputs-from and [tool.gradcli.inputs] (specs/check.md 2a)."""
-    import os
-
-    from gradcli.check.config import find_config
-    from gradcli.check.discovery import UsageError
-    from gradcli.check.inputs_from import GivenInputs
-    from gradcli.check.paths import locate
-
-    path = opt.gradcli_inputs_from
-    if path is not None and not (path.endswith(".py") and os.path.isfile(path)):
-        raise pytest.UsageError(f"--gradcli-inputs-from takes an existing Python file: {path}")
-    try:
-        config = find_config([locate(p)[0] for p in opt.gradcli_paths])
-    except UsageError as e:
-        raise pytest.UsageError(f"--gradcli: {e}") from None
-    files = [os.path.realpath(f) for f in (path, config.inputs_from) if f]
-    given = GivenInputs(tuple(dict.fromkeys(files)), config.inputs)
-    return given or None
-
-
-def _command_line_gradcheck_options(config) -> dict:
-    """gradcheck options given as --gradcli-* (only those given: gradcheck's defaults stay defaults)."""
-    opt = config.option
-    given = {"mode": opt.gradcli_mode, "method": opt.gradcli_method, "atol": opt.gradcli_atol,
-             "rtol": opt.gradcli_rtol, "eps": opt.gradcli_eps, "seed": opt.gradcli_seed,
-             "second_order": opt.gradcli_second_order}
-    return {k: v for k, v in given.items() if v is not None}
-
-
-def _add_collection_args(config):
-    """--gradcli paths are collection arguments like pytest's own: given alone, they replace
-    testpaths (``pytest --gradcli ops/`` checks ops/ only); with explicit paths, they add to them.
-    xdist workers parse the same command line, so they arrive at the same arguments."""
-    explicit = bool(config.getoption("file_or_dir"))  # positional paths (command line or addopts)
-    args = list(config.args) if explicit else []
-    config.args = args + [p for p in config.option.gradcli_paths if p not in args]
-
 
 def _is_test_module(path, config) -> bool:
     """Whether pytest's python plugin collects this file by name (``python_files``)."""
@@ -304,21 +201,15 @@ class GradcliItem(pytest.Item):
     def setup(self):
         state = self.config.stash[_STATE]
         if self.result is None:
-            self.result = state.check(os.path.realpath(self.path), self.name, self._batch())
+            from gradcli.pytest_batch import check_ahead
+
+            check_ahead(self, state)  # this item and the others this process runs, in one run (at the first)
+            self.result = state.check(os.path.realpath(self.path), self.name)
         status = self.result.status
         if status == "error":
             pytest.fail(self.result.message, pytrace=False)  # the report shows the panel instead
         if status == "skip" and not state.strict:
             pytest.skip(self.skip_reason())
-
-    def _batch(self) -> list:
-        """The Functions of this file that this run still has to check: all of its selected items in
-        a serial run; none under xdist, where the controller deals items out one by one and a
-        batch would check, on this worker, Functions that another worker is given."""
-        if hasattr(self.config, "workerinput") or self.config.getoption("exitfirst", False):
-            return []  # (with -x, Functions after the first failure must not be checked at all)
-        return [item.name for item in self.session.items
-                if isinstance(item, GradcliItem) and item.path == self.path and item.result is None]
 
     def runtest(self):
         if self.result.status == "fail":
@@ -424,7 +315,9 @@ def gradcheck(request):
     Raises AssertionError with gradcli's failure panel; returns the report(s)."""
     opt = request.config.option
     defaults = {k: v for k, v in (("dtype", opt.gradcli_dtype), ("shape", opt.gradcli_shape)) if v is not None}
-    defaults.update(_command_line_gradcheck_options(request.config))
+    from gradcli.pytest_state import command_line_gradcheck_options
+
+    defaults.update(command_line_gradcheck_options(request.config))
     defaults.update(_marker_options(request.node))
 
     def check(fn, *inputs, **options):
