@@ -303,6 +303,7 @@ class _Diagnosis:
             ev.backward_rows = lazy(lambda ev=ev: extras.backward_rows(self, ev))
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
             ev.index_writes = lazy(lambda ev=ev: extras.index_writes_finding(self, ev))
+            ev.empty_masks = lazy(lambda ev=ev: extras.empty_masks(self, ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):

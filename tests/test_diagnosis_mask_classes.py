@@ -1,0 +1,107 @@
+"""Issue 17, ninth pass: evidence guards and mistake classes, each reproduced with a small Function
+of its own, on both backends.
+
+- A gradient that is zero everywhere only because a mask backward computes by a comparison is
+  false at every element (an active set tested without its margin: ``x > 1.5`` for inputs below
+  it) is a ``region`` quoted at the mask, not a forgotten gradient (``zero``); a zero gradient
+  with no such mask stays ``zero``.
+- A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
+  "a factor 1e-16".
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from test_diagnosis_cases import backend  # noqa: E402
+
+from gradcli.check.diagnosis import diagnose  # noqa: E402
+from gradcli.check.gradcheck import gradcheck  # noqa: E402
+
+BACKENDS = ["gradcli", "torch"]
+
+
+def _findings(cls, args):
+    report = gradcheck(cls.apply, args)
+    assert not report.ok
+    return diagnose(report, cls.apply, args)
+
+
+def _inputs(B, seed, shape=(3, 4)):
+    rng = np.random.default_rng(seed)
+    return B.tensor(rng.uniform(0.5, 1.5, size=shape) * rng.choice([-1.0, 1.0], size=shape))
+
+
+# ----- a mask false everywhere, or no mask at all ------------------------------------------------------
+def shifted_relu(B, masked):
+    class ShiftedRelu(B.Function):
+        """relu(x + 0.5)·3; backward's active set forgets the shift and tests x > 2 (no input is
+        above it: the gradient is zero everywhere), or backward returns zeros outright."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x + 0.5).clamp(min=0.0) * 3.0
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            if masked:
+                on = x > 2.0  # the shift of 0.5 forgotten, and the wrong bound
+                return g * on * 3.0
+            return g * 0.0
+
+    return ShiftedRelu
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_gradient_zeroed_by_a_mask_false_everywhere_is_a_region_at_the_mask(name):
+    B = backend(name)
+    x = _inputs(B, 11)
+    findings = _findings(shifted_relu(B, masked=True), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    params = findings[0].params
+    assert params["empty"] is True and params["mask"] == "on"
+    values = np.asarray(x.detach().numpy() if hasattr(x, "detach") else x.numpy() if hasattr(x, "numpy") else x)
+    assert params["count"] == int(np.sum(values > -0.5)) and params["total"] == 12
+    assert params["source"]["code"] == "on = x > 2.0"
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_gradient_of_zeros_with_no_mask_is_still_zero(name):
+    B = backend(name)
+    findings = _findings(shifted_relu(B, masked=False), (_inputs(B, 12),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "zero")], findings
+
+
+# ----- an extra term ------------------------------------------------------------------------------------
+def square_with_extra_exp(B):
+    class SquareWithExtraExp(B.Function):
+        """x²; backward adds exp(x) to 2x (an extra term)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * (2.0 * x + x.exp())
+
+    return SquareWithExtraExp
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_term_with_coefficient_minus_one_is_an_extra_term_of_factor_zero(name):
+    B = backend(name)
+    findings = _findings(square_with_extra_exp(B), (_inputs(B, 13),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert params["variant"] == "coefficient" and params["coefficient"] == -1.0 and params["factor"] == 0.0
+    assert "extra term" in findings[0].message and "exp" in params["term"]
