@@ -5,6 +5,9 @@ of its own, on both backends.
   false at every element (an active set tested without its margin: ``x > 1.5`` for inputs below
   it) is a ``region`` quoted at the mask, not a forgotten gradient (``zero``); a zero gradient
   with no such mask stays ``zero``.
+- A term dropped from a gradient built of backward's names, over a name's square of any shape
+  (a row-normalised dot product's ``−g·f·a/na²``), with the grad_output argument reassigned
+  first (``g = g[:, None]``: its reassigned value is what the statements read).
 - A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
   "a factor 1e-16".
 """
@@ -82,7 +85,7 @@ def test_a_gradient_of_zeros_with_no_mask_is_still_zero(name):
 # ----- an extra term ------------------------------------------------------------------------------------
 def square_with_extra_exp(B):
     class SquareWithExtraExp(B.Function):
-        """x²; backward adds exp(x) to 2x (an extra term)."""
+        """x²; backward adds exp(x)/3 to 2x (an extra term: its fitted coefficient −1 up to rounding)."""
 
         @staticmethod
         def forward(ctx, x):
@@ -92,7 +95,7 @@ def square_with_extra_exp(B):
         @staticmethod
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
-            return g * (2.0 * x + x.exp())
+            return g * (2.0 * x + x.exp() / 3.0)
 
     return SquareWithExtraExp
 
@@ -105,3 +108,39 @@ def test_a_term_with_coefficient_minus_one_is_an_extra_term_of_factor_zero(name)
     params = findings[0].params
     assert params["variant"] == "coefficient" and params["coefficient"] == -1.0 and params["factor"] == 0.0
     assert "extra term" in findings[0].message and "exp" in params["term"]
+
+
+# ----- a term over a name's square, with grad_output reassigned ---------------------------------------
+def projection_without_norm_term(B):
+    class ProjectionWithoutNormTerm(B.Function):
+        """Per row, f = (a·b)/|a|; backward for a keeps b/|a| and drops −f·a/|a|² (the norm's own
+        derivative); b's gradient is right. grad_output is reassigned to a column first."""
+
+        @staticmethod
+        def forward(ctx, a, b):
+            na = (a * a).sum(1, keepdim=True).sqrt()
+            f = (a * b).sum(1, keepdim=True) / na
+            ctx.save_for_backward(a, b, na, f)
+            return f.sum(1)
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b, na, f = ctx.saved_tensors
+            g = g[:, None]
+            grad_a = g * b / na  # misses - g * f * a / na ** 2
+            grad_b = g * a / na
+            return grad_a, grad_b
+
+    return ProjectionWithoutNormTerm
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_dropped_term_over_a_square_of_a_name_is_a_named_missing_term(name):
+    B = backend(name)
+    args = (_inputs(B, 14), _inputs(B, 15))
+    findings = _findings(projection_without_norm_term(B), args)
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert params["variant"] == "named" and params["coefficient"] == -1.0
+    assert sorted(params["term"].split("/")[0].split("·")) == ["a", "f", "g"] and params["term"].endswith("/na²")
+    assert params["source"]["code"] == "grad_a = g * b / na"
