@@ -8,6 +8,9 @@ of its own, on both backends.
 - A term dropped from a gradient built of backward's names, over a name's square of any shape
   (a row-normalised dot product's ``−g·f·a/na²``), with the grad_output argument reassigned
   first (``g = g[:, None]``: its reassigned value is what the statements read).
+- A reduction over the wrong axis of a view (``g.view(n, 3, w).sum(1)`` where each element's
+  copies are adjacent: ``view(n, w, 3).sum(2)``) is a ``wrong_axis`` (the re-run's permute only
+  moves the reduced axis), found although backward is right for a cotangent of ones.
 - A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
   "a factor 1e-16".
 """
@@ -144,3 +147,35 @@ def test_a_dropped_term_over_a_square_of_a_name_is_a_named_missing_term(name):
     assert params["variant"] == "named" and params["coefficient"] == -1.0
     assert sorted(params["term"].split("/")[0].split("·")) == ["a", "f", "g"] and params["term"].endswith("/na²")
     assert params["source"]["code"] == "grad_a = g * b / na"
+
+
+# ----- a view reduced over the wrong axis --------------------------------------------------------------
+def tripled_columns(B, right):
+    class TripledColumns(B.Function):
+        """Each column repeated 3 times side by side, (n, w) -> (n, 3w); backward sums a view whose
+        axes are (copy, column) where the copies are adjacent: (column, copy)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            return B.ns.stack([x, x, x], dim=2).reshape(x.shape[0], 3 * x.shape[1])
+
+        @staticmethod
+        def backward(ctx, g):
+            n, width = g.shape
+            if right:
+                return g.reshape(n, width // 3, 3).sum(2)
+            return g.reshape(n, 3, width // 3).sum(1)  # the tiling axis, not the copies'
+
+    return TripledColumns
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_view_reduced_over_the_wrong_axis_is_a_wrong_axis(name):
+    B = backend(name)
+    x = _inputs(B, 16)
+    assert gradcheck(tripled_columns(B, right=True).apply, (x,)).ok
+    findings = _findings(tripled_columns(B, right=False), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "wrong_axis")], findings
+    params = findings[0].params
+    assert params["dims"] == [1] and params["expected_dims"] == [2] and params["layout"] == [3, 4, 3]
+    assert params["source"]["code"] == "return g.reshape(n, 3, width // 3).sum(1)"

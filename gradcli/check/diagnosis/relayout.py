@@ -223,14 +223,16 @@ def search(probe, cls, ev):
                 patched.edit = (site, list(perm))
                 if rerun_fits(probe, ev, A, N, E):
                     patched.edit = None
-                    return _finding(ev, line, written, perm)
+                    return _reduced_axis(ev, patched.sites, line, written, perm) or _finding(ev, line, written, perm)
                 patched.edit = None
     return None
 
 
 def rerun_fits(probe, ev, A, N, E):
-    """The re-run backward gives the numerical gradient for every cotangent (and, for the first,
-    not what backward gave): the evidence of every re-run (relayout, index_writes)."""
+    """The re-run backward gives the numerical gradient for every cotangent, one of them one
+    where what backward gave is wrong: the evidence of every re-run (relayout, index_writes).
+    (Not "differs on the first cotangent": a backward right for ones is still fixed by it.)"""
+    changed = False
     for k, row in enumerate(ev.cotangents):
         try:
             g = probe.vjp(row).get(ev.index)
@@ -239,9 +241,36 @@ def rerun_fits(probe, ev, A, N, E):
         if g is None or g.size != N[k].size:
             return False
         g = g.reshape(N[k].shape)
-        if not ev.fits(g, N[k], E[k]) or (k == 0 and ev.fits(g, A[k])):
+        if not ev.fits(g, N[k], E[k]):
             return False
-    return True
+        changed = changed or not ev.fits(A[k], N[k], E[k])
+    return changed
+
+
+REDUCTIONS = ("sum", "mean", "amax", "amin", "logsumexp")
+
+
+def _reduced_axis(ev, sites, line, written, perm):
+    """A wrong_axis finding when the permute that fixes a reshape only moves the axis that the same
+    line then reduces (``g.view(n, 2, w // 2).sum(1)`` where the copies are adjacent:
+    ``g.view(n, w // 2, 2).sum(2)``): the other layout reduced over another axis, no permute."""
+    inverse = [perm.index(i) for i in range(len(perm))]
+    layout = [written[p] for p in perm]
+    for site in sorted(s for s in sites if s[0] == "dim" and s[2] == line and s[3] == tuple(written)):
+        name, dim = site[1], site[4] % len(written)
+        if name.split(" ")[0].replace("torch.", "") not in REDUCTIONS:
+            continue
+        kept = [inverse[i] for i in range(len(written)) if i != dim]
+        if kept != sorted(kept):
+            continue  # the permute also reorders the axes kept: a layout's story
+        shape_text = ", ".join(map(str, written))
+        return Finding("wrong_axis",
+                       f"backward for input {ev.name} reduces its ({shape_text}) view over dim {dim}, where the "
+                       f"values to add lie along another axis: a view ({', '.join(map(str, layout))}) reduced over dim "
+                       f"{inverse[dim]} makes the gradient right, exactly", input=ev.index,
+                       params={"dims": [dim], "expected_dims": [inverse[dim]], "call": name, "written": list(written),
+                               "layout": layout, "at_line": int(line)}, confidence=0.85)
+    return None
 
 
 def _finding(ev, line, written, perm):
