@@ -11,6 +11,9 @@ of its own, on both backends.
 - A reduction over the wrong axis of a view (``g.view(n, 3, w).sum(1)`` where each element's
   copies are adjacent: ``view(n, w, 3).sum(2)``) is a ``wrong_axis`` (the re-run's permute only
   moves the reduced axis), found although backward is right for a cotangent of ones.
+- A tensor read unflipped at one statement (a valid correlation's input gradient: the full
+  correlation with the *flipped* kernel, given the kernel as it is) is a ``missing_flip`` at that
+  statement, found by re-running backward with that one read flipped.
 - A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
   "a factor 1e-16".
 """
@@ -179,3 +182,49 @@ def test_a_view_reduced_over_the_wrong_axis_is_a_wrong_axis(name):
     params = findings[0].params
     assert params["dims"] == [1] and params["expected_dims"] == [2] and params["layout"] == [3, 4, 3]
     assert params["source"]["code"] == "return g.reshape(n, 3, width // 3).sum(1)"
+
+
+# ----- a kernel read unflipped ---------------------------------------------------------------------------
+def _full_correlate(B, grad, kernel):
+    """Correlate each row of grad (n, L) with kernel (k,) over grad zero-padded by k - 1 each side."""
+    k, (n, length) = kernel.shape[0], grad.shape
+    pad = B.ns.zeros((n, k - 1), dtype=grad.dtype)
+    padded = B.ns.cat([pad, grad, pad], dim=1)
+    return sum(kernel[j] * padded[:, j:j + length + k - 1] for j in range(k))
+
+
+def row_correlation(B, flipped):
+    class RowCorrelation(B.Function):
+        """A valid correlation of each row of x (n, L) with w (3,): y[:, i] = Σ_j w[j]·x[:, i + j];
+        x's gradient is the full correlation of g with the kernel flipped (given as it is: the bug)."""
+
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            width = x.shape[1] - 2
+            return sum(w[j] * x[:, j:j + width] for j in range(3))
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            if flipped:
+                grad_x = _full_correlate(B, g, w.flip(0))
+            else:
+                grad_x = _full_correlate(B, g, w)  # w.flip(0) is needed
+            grad_w = B.ns.stack([(g * x[:, j:j + g.shape[1]]).sum() for j in range(3)])
+            return grad_x, grad_w
+
+    return RowCorrelation
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_kernel_read_unflipped_is_a_missing_flip_at_that_statement(name):
+    B = backend(name)
+    rng = np.random.default_rng(17)
+    args = (B.tensor(rng.standard_normal((2, 6))), B.tensor(np.array([0.5, -1.25, 2.0])))
+    assert gradcheck(row_correlation(B, flipped=True).apply, args).ok
+    findings = _findings(row_correlation(B, flipped=False), args)
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_flip")], findings
+    params = findings[0].params
+    assert params["variant"] == "operand" and params["dim"] == 0
+    assert params["operand"] == "w" and params["source"]["code"] == "grad_x = _full_correlate(B, g, w)"

@@ -78,6 +78,15 @@ def index_writes_finding(diag, ev):
         return None
 
 
+def flips_finding(diag, ev):
+    from gradcli.check.diagnosis import flips
+
+    try:
+        return flips.search(diag.probe, diag.cls, ev, diag.executed)
+    except Exception:  # an unusual backward: no re-run evidence
+        return None
+
+
 def overwrites(diag, ev) -> bool:
     try:
         src = backward_source(diag.cls, diag.executed)
