@@ -14,6 +14,10 @@ of its own, on both backends.
 - A tensor read unflipped at one statement (a valid correlation's input gradient: the full
   correlation with the *flipped* kernel, given the kernel as it is) is a ``missing_flip`` at that
   statement, found by re-running backward with that one read flipped.
+- A gate held constant (y = x·h(x), backward grad_output·h: exactly grad_output·y/x) is a
+  ``missing_term`` (``held_constant``): the product rule's other half x·h′(x) dropped.
+- A per-row loss (one output per row) missing a constant part of its target: α·v·1 with v
+  grad_output broadcast along the row (the scalar loss's rule, per row).
 - A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
   "a factor 1e-16".
 """
@@ -228,3 +232,61 @@ def test_a_kernel_read_unflipped_is_a_missing_flip_at_that_statement(name):
     params = findings[0].params
     assert params["variant"] == "operand" and params["dim"] == 0
     assert params["operand"] == "w" and params["source"]["code"] == "grad_x = _full_correlate(B, g, w)"
+
+
+# ----- a gate held constant -----------------------------------------------------------------------------
+def tanh_gate_held_constant(B):
+    class TanhGateHeldConstant(B.Function):
+        """x·tanh(x); backward returns g·tanh(x), the gate's own derivative x·(1 − tanh²x) dropped."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x.tanh()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.tanh()
+
+    return TanhGateHeldConstant
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_gate_held_constant_is_the_product_rules_missing_half(name):
+    B = backend(name)
+    findings = _findings(tanh_gate_held_constant(B), (_inputs(B, 18),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert params["variant"] == "held_constant" and params["factor"] == "output/x"
+    assert params["source"]["code"] == "return g * x.tanh()"
+
+
+# ----- a per-row loss missing a constant part ---------------------------------------------------------------
+def soft_target_rows(B):
+    class SoftTargetRows(B.Function):
+        """Per row, −Σ_j q_j·x_j with q = 0.8·one-hot(col 0) + 0.05 (a smoothed target of 4 columns);
+        backward uses 0.8·one-hot only, dropping the uniform 0.05."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            q = B.ns.tensor(np.array([0.85, 0.05, 0.05, 0.05]), dtype=x.dtype)
+            return -(x * q).sum(1)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            hard = B.ns.tensor(np.array([0.8, 0.0, 0.0, 0.0]), dtype=x.dtype)
+            return -g[:, None] * hard
+
+    return SoftTargetRows
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_per_row_loss_missing_a_constant_term_is_a_missing_term(name):
+    B = backend(name)
+    findings = _findings(soft_target_rows(B), (_inputs(B, 19),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert params["variant"] == "missing" and params["term"] == "1" and abs(params["coefficient"] + 0.05) < 1e-12

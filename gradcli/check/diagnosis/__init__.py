@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import branch, extras, flips, index_writes, mutations, named_terms
+from gradcli.check.diagnosis import branch, extras, flips, held_constant, index_writes, mutations, named_terms
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -50,7 +50,8 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
             separable.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
-            terms.missing_reduction_term, named_terms.missing_named_term, mutations.edited_term)
+            terms.missing_reduction_term, named_terms.missing_named_term, held_constant.held_constant_factor,
+            mutations.edited_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 

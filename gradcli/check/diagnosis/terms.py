@@ -69,16 +69,18 @@ def _cosine(a, b):
 
 
 def missing_term(ev: Evidence):
-    """Elementwise functions (one output shaped like the input) and scalar ones (a loss: its one
-    grad_output broadcast to every element): numeric − analytic = α·v·t for one simple term t
-    (α < 0: a term too many) — a label-smoothed loss missing its uniform ε/C part is α·v·1."""
+    """Elementwise functions (one output shaped like the input) and scalar or per-row losses (v:
+    grad_output broadcast along the reduced trailing dims): numeric − analytic = α·v·t for one simple
+    term t (α < 0: a term too many) — a label-smoothed loss missing its uniform ε/C part is α·v·1."""
     if ev.analytic is None or ev.values is None or len(ev.outputs) != 1:
         return None
-    scalar = np.size(ev.outputs[0]) == 1
-    if not scalar and ev.outputs[0].shape != ev.values.shape:
+    out = ev.outputs[0].shape  # a loss reduced over trailing dims: a scalar, or one value per row
+    scalar = np.size(ev.outputs[0]) == 1 or (0 < len(out) < len(ev.shape) and tuple(ev.shape[:len(out)]) == out)
+    if not scalar and out != ev.values.shape:
         return None
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
-    V = np.stack([np.broadcast_to(np.reshape(row[0], () if scalar else ev.shape), ev.shape) for row in ev.cotangents])
+    kept = () if np.size(ev.outputs[0]) == 1 else out + (1,) * (len(ev.shape) - len(out))
+    V = np.stack([np.broadcast_to(np.reshape(row[0], kept), ev.shape) for row in ev.cotangents])
     if ev.support() < 3:
         return None
     variables = _variables(ev) + _backward_variables(ev)
