@@ -13,7 +13,9 @@ of its own, on both backends.
   moves the reduced axis), found although backward is right for a cotangent of ones.
 - A tensor read unflipped at one statement (a valid correlation's input gradient: the full
   correlation with the *flipped* kernel, given the kernel as it is) is a ``missing_flip`` at that
-  statement, found by re-running backward with that one read flipped.
+  statement, found by re-running backward with that one read flipped; never by undoing a
+  statement that reassigns the flipped name (``d = d * (x > 0)``: restoring d would drop the
+  statement), nor by a flip along 2 elements (a pair's other element: a wrong index).
 - A gate held constant (y = x·h(x), backward grad_output·h: exactly grad_output·y/x) is a
   ``missing_term`` (``held_constant``): the product rule's other half x·h′(x) dropped.
 - A per-row loss (one output per row) missing a constant part of its target: α·v·1 with v
@@ -290,3 +292,52 @@ def test_a_per_row_loss_missing_a_constant_term_is_a_missing_term(name):
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
     params = findings[0].params
     assert params["variant"] == "missing" and params["term"] == "1" and abs(params["coefficient"] + 0.05) < 1e-12
+
+
+def square_then_masked(B):
+    class SquareThenMasked(B.Function):
+        """x²; backward computes 2x·g right, then masks it to x > 0 in a statement reassigning d."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = 2.0 * x * g
+            d = d * (x > 0)
+            return d
+
+    return SquareThenMasked
+
+
+def pair_swapped(B):
+    class PairSwapped(B.Function):
+        """Each pair of columns times (1, 3); backward applies the factors swapped within each pair
+        (built as a (n, m, 2) array): a flip along the pair's 2 elements would fix it."""
+
+        @staticmethod
+        def forward(ctx, x):
+            n, width = x.shape
+            w = B.ns.tensor(np.array([1.0, 3.0]), dtype=x.dtype)
+            return (x.reshape(n, width // 2, 2) * w).reshape(n, width)
+
+        @staticmethod
+        def backward(ctx, g):
+            n, width = g.shape
+            w = B.ns.tensor(np.array([3.0, 1.0]), dtype=g.dtype)
+            d = g.reshape(n, width // 2, 2) * w
+            return d.reshape(n, width)
+
+    return PairSwapped
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_no_flip_story_from_undoing_a_reassignment_or_from_two_elements(name):
+    B = backend(name)
+    findings = _findings(square_then_masked(B), (_inputs(B, 20),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    findings = _findings(pair_swapped(B), (_inputs(B, 21),))
+    assert "missing_flip" not in [f.kind for f in findings], findings

@@ -4,7 +4,8 @@ A convolution's input gradient is a full correlation of grad_output with the *fl
 written with the kernel as it is (``F.conv1d(padded, w.view(1, 1, -1))``, a helper given ``w``
 where ``w.flip(-1)`` is needed), every element is wrong and no transformation of the whole
 gradient shows it. Here backward is re-run with one local tensor name replaced by its flip along
-one dim while one statement runs (restored at the next line) — one (line, name, dim) at a time —
+one dim of 3 or more elements while one statement runs (restored at the next line, unless the
+statement assigned the name) — one (line, name, dim) at a time —
 and a finding is named only when that makes the gradient equal the numerical one for every
 cotangent (``relayout.rerun_fits``). The flip is applied through the frame's locals by a line
 tracer on backward's own code object (chained to a tracer already installed); nothing is
@@ -53,12 +54,18 @@ class _FlipOnce:
                 nonlocal chained
                 if event == "line":
                     if held:
-                        _store(frame, patched.name, held.pop())
+                        original, flipped = held.pop()
+                        if frame.f_locals.get(patched.name) is flipped:  # not reassigned by the statement
+                            _store(frame, patched.name, original)
                     if frame.f_lineno == patched.line and patched.name in frame.f_locals:
                         original = frame.f_locals[patched.name]
-                        if hasattr(original, "flip") and len(getattr(original, "shape", ())) > patched.dim:
-                            held.append(original)
-                            _store(frame, patched.name, original.flip(patched.dim))
+                        shape = tuple(getattr(original, "shape", ()))
+                        # along 2 elements a flip is any exchange of two (a pair's other element:
+                        # a wrong index), no evidence of a reversal
+                        if hasattr(original, "flip") and len(shape) > patched.dim and shape[patched.dim] >= 3:
+                            flipped = original.flip(patched.dim)
+                            held.append((original, flipped))
+                            _store(frame, patched.name, flipped)
                 if chained is not None:
                     chained = chained(frame, event, arg)
                 return local
