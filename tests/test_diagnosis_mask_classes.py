@@ -20,6 +20,9 @@ of its own, on both backends.
   ``missing_term`` (``held_constant``): the product rule's other half x·h′(x) dropped.
 - A per-row loss (one output per row) missing a constant part of its target: α·v·1 with v
   grad_output broadcast along the row (the scalar loss's rule, per row).
+- A mask built by ``triu``/``tril`` with its diagonal offset off by one (a causal mask re-applied
+  with ``triu(0)``, zeroing the diagonal too) is a ``region`` at that call, found by re-running
+  backward with the offset changed by one.
 - A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
   "a factor 1e-16".
 """
@@ -341,3 +344,37 @@ def test_no_flip_story_from_undoing_a_reassignment_or_from_two_elements(name):
     assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
     findings = _findings(pair_swapped(B), (_inputs(B, 21),))
     assert "missing_flip" not in [f.kind for f in findings], findings
+
+
+# ----- a causal mask's offset off by one -----------------------------------------------------------------
+def lower_triangle_products(B, offset):
+    class LowerTriangleProducts(B.Function):
+        """(a @ b) kept on and below the diagonal (square, 4x4); backward re-masks grad_output with
+        ``triu(offset)``: offset 1 is right, 0 also zeroes the diagonal."""
+
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            n = a.shape[0]
+            return (a @ b).masked_fill(B.ns.ones((n, n), dtype=B.ns.bool).triu(1), 0.0)
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            n = a.shape[0]
+            kept = g.masked_fill(B.ns.ones((n, n), dtype=B.ns.bool).triu(offset), 0.0)
+            return kept @ b.t(), a.t() @ kept
+
+    return LowerTriangleProducts
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_triangular_mask_off_by_one_diagonal_is_a_region_at_the_mask(name):
+    B = backend(name)
+    args = (_inputs(B, 22, (4, 4)), _inputs(B, 23, (4, 4)))
+    assert gradcheck(lower_triangle_products(B, 1).apply, args).ok
+    findings = _findings(lower_triangle_products(B, 0), args)
+    assert [(f.input, f.kind) for f in findings] == [(0, "region"), (1, "region")], findings
+    for finding in findings:
+        assert finding.params["diagonal"] == 0 and finding.params["expected"] == 1
+        assert finding.params["source"]["code"].startswith("kept = g.masked_fill(")

@@ -29,6 +29,8 @@ METHODS = ("reshape", "view")
 DIM_METHODS = ("sum", "mean", "softmax", "log_softmax", "cumsum", "scatter", "scatter_add", "gather", "index_select",
                "index_add", "logsumexp", "amax", "amin",  # not norm: its first argument is p
                "scatter_", "scatter_add_", "index_add_")  # the in-place writes: dim first too
+# mask builders whose ``diagonal`` offset decides which elements a causal mask keeps
+DIAGONAL_METHODS = ("triu", "tril")
 MAX_CANDIDATES = 120  # (call site, change) pairs re-run per input
 BUDGET_S = 3.0  # and at most this long: a large Function's re-runs must not eat its check's timeout
 _LOCK = threading.Lock()
@@ -68,15 +70,17 @@ class _Patched:
         _LOCK.acquire()
         self.saved = []  # (owner, name, what its __dict__ held: None when inherited or lazily resolved)
         try:
-            for name in [n for n in METHODS + DIM_METHODS if hasattr(self.cls, n)]:
+            for name in [n for n in METHODS + DIM_METHODS + DIAGONAL_METHODS if hasattr(self.cls, n)]:
                 original = getattr(self.cls, name)
                 self.saved.append((self.cls, name, self.cls.__dict__.get(name)))
-                setattr(self.cls, name, self._wrap(original) if name in METHODS else self._wrap_dim(name, original))
+                setattr(self.cls, name, self._wrap(original) if name in METHODS else self._wrap_diagonal(
+                    name, original) if name in DIAGONAL_METHODS else self._wrap_dim(name, original))
             for module in self.modules:  # torch.sum(x, dim): the tensor is the first argument
-                for name in [n for n in DIM_METHODS if callable(getattr(module, n, None))]:
+                for name in [n for n in DIM_METHODS + DIAGONAL_METHODS if callable(getattr(module, n, None))]:
                     original = getattr(module, name)
                     self.saved.append((module, name, module.__dict__.get(name)))
-                    setattr(module, name, self._wrap_dim(name, original, function=True))
+                    setattr(module, name, self._wrap_diagonal(name, original, function=True)
+                            if name in DIAGONAL_METHODS else self._wrap_dim(name, original, function=True))
         except BaseException:
             self.__exit__()
             raise
@@ -155,6 +159,26 @@ class _Patched:
         return wrapper
 
 
+    def _wrap_diagonal(self, name, original, function=False):
+        """``triu``/``tril``: records the offset written (``diagonal``, default 0), or edits it."""
+        patched = self
+
+        def wrapper(tensor, *args, **kwargs):
+            frame, helper = patched._backward_frame(sys._getframe(1))
+            keyword = "diagonal" in kwargs
+            k = kwargs["diagonal"] if keyword else (args[0] if args else 0)
+            if frame is None or not hasattr(tensor, "shape") or not isinstance(k, int) or isinstance(k, bool):
+                return original(tensor, *args, **kwargs)
+            called = ("torch." if function else "") + name + (f" (in {helper})" if helper else "")
+            site = ("diagonal", called, frame.f_lineno, tuple(int(s) for s in tensor.shape), k)
+            patched.sites.add(site)
+            if patched.edit is not None and patched.edit[0] == site:
+                kwargs, args = dict(kwargs, diagonal=patched.edit[1]), tuple(args[1:]) if not keyword else args
+            return original(tensor, *args, **kwargs)
+
+        return wrapper
+
+
 def _permutations(ndim):
     if ndim <= 4:
         return [p for p in itertools.permutations(range(ndim)) if p != tuple(range(ndim))]
@@ -209,6 +233,21 @@ def search(probe, cls, ev):
                                    f"{other} makes the gradient right, exactly (with that one change)",
                                    input=ev.index, params={"dims": [dim], "expected_dims": [other], "call": name,
                                                            "at_line": int(line)}, confidence=0.9)
+                patched.edit = None
+        for site in sorted(s for s in patched.sites if s[0] == "diagonal"):
+            _, name, line, shape, k = site
+            for other in (k - 1, k + 1):
+                tried += 1
+                if spent():
+                    return None
+                patched.edit = (site, other)
+                if rerun_fits(probe, ev, A, N, E):
+                    patched.edit = None
+                    return Finding("region", f"backward for input {ev.name} masks the wrong elements: {name} with "
+                                   f"diagonal {other} instead of {k} makes the gradient right, exactly (the mask's "
+                                   "offset: which diagonal it keeps)", input=ev.index,
+                                   params={"description": f"the mask `{name}({k})`", "call": name, "diagonal": k,
+                                           "expected": other, "at_line": int(line)}, confidence=0.85)
                 patched.edit = None
         for site in sorted(s for s in patched.sites if s[0] == "reshape"):
             _, line, _, written = site
