@@ -17,7 +17,9 @@ of its own, on both backends.
   statement that reassigns the flipped name (``d = d * (x > 0)``: restoring d would drop the
   statement), nor by a flip along 2 elements (a pair's other element: a wrong index).
 - A gate held constant (y = x·h(x), backward grad_output·h: exactly grad_output·y/x) is a
-  ``missing_term`` (``held_constant``): the product rule's other half x·h′(x) dropped.
+  ``missing_term`` (``held_constant``): the product rule's other half x·h′(x) dropped — only when
+  forward writes that product at its top (any f is x·(f/x): a quotient's derivative missing its
+  square, x/(1 + |x|) differentiated as 1/(1 + |x|), is no held gate).
 - A per-row loss (one output per row) missing a constant part of its target: α·v·1 with v
   grad_output broadcast along the row (the scalar loss's rule, per row).
 - A mask built by ``triu``/``tril`` with its diagonal offset off by one (a causal mask re-applied
@@ -378,3 +380,27 @@ def test_a_triangular_mask_off_by_one_diagonal_is_a_region_at_the_mask(name):
     for finding in findings:
         assert finding.params["diagonal"] == 0 and finding.params["expected"] == 1
         assert finding.params["source"]["code"].startswith("kept = g.masked_fill(")
+
+
+def quotient_not_squared(B):
+    class QuotientNotSquared(B.Function):
+        """x / (1 + |x|); backward g / (1 + |x|) — exactly g·output/x, but forward writes no product."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x / (1.0 + x.abs())
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g / (1.0 + x.abs())
+
+    return QuotientNotSquared
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_no_gate_held_constant_where_forward_writes_no_product(name):
+    B = backend(name)
+    findings = _findings(quotient_not_squared(B), (_inputs(B, 24),))
+    assert all(f.params.get("variant") != "held_constant" for f in findings), findings

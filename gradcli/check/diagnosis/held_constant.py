@@ -4,7 +4,8 @@ For an elementwise y = x·h(x) (Swish x·σ(βx), GELU x·Φ(x), Mish), a backwa
 grad_output·h(x) — the gate as if it did not depend on x — is exactly grad_output·y/x. That
 signature is specific: y/x must vary (else y is linear and the gradient would be right), x must
 be non-zero, and the backward must equal it at every element and cotangent while the numerical
-gradient does not. The missing term is x·h′(x)."""
+gradient does not — and forward must write the product (``x * …``): any f is x·(f/x), so softsign's
+1/(1 + |x|) for 1/(1 + |x|)² would fit too. The missing term is x·h′(x)."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +17,8 @@ from gradcli.check.report import Finding
 def held_constant_factor(ev: Evidence):
     if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.support() < 3:
         return None
+    if ev.forward_multiplies is None or not ev.forward_multiplies():
+        return None  # any f has f = x·(f/x): only a product forward writes is evidence of one
     x, y = ev.values, np.asarray(ev.outputs[0], dtype=float)
     if y.shape != x.shape or np.any(x == 0):
         return None
