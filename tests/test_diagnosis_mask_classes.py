@@ -25,6 +25,8 @@ of its own, on both backends.
 - A mask built by ``triu``/``tril`` with its diagonal offset off by one (a causal mask re-applied
   with ``triu(0)``, zeroing the diagonal too) is a ``region`` at that call, found by re-running
   backward with the offset changed by one.
+- A gradient of zeros that backward computes and writes (``out[:, :] = g * 0.0`` then a reshape)
+  is quoted at that write, where the values are, not at the return.
 - A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
   "a factor 1e-16".
 """
@@ -404,3 +406,30 @@ def test_no_gate_held_constant_where_forward_writes_no_product(name):
     B = backend(name)
     findings = _findings(quotient_not_squared(B), (_inputs(B, 24),))
     assert all(f.params.get("variant") != "held_constant" for f in findings), findings
+
+
+def zeros_written_then_reshaped(B):
+    class ZerosWrittenThenReshaped(B.Function):
+        """3x; backward writes g·0 into a buffer by index and returns it reshaped."""
+
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3.0
+
+        @staticmethod
+        def backward(ctx, g):
+            n, m = g.shape
+            out = B.ns.zeros((n, m), dtype=g.dtype)
+            out[:, :] = g * 0.0
+            return out.reshape(n, m)
+
+    return ZerosWrittenThenReshaped
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_zeros_written_into_a_buffer_are_quoted_at_the_write(name):
+    B = backend(name)
+    findings = _findings(zeros_written_then_reshaped(B), (_inputs(B, 25),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "zero")], findings
+    assert findings[0].params["returned"] == "zeros"
+    assert findings[0].params["source"]["code"] == "out[:, :] = g * 0.0"
