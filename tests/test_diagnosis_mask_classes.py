@@ -28,7 +28,8 @@ of its own, on both backends.
 - A gradient of zeros that backward computes and writes (``out[:, :] = g * 0.0`` then a reshape)
   is quoted at that write, where the values are, not at the return.
 - A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
-  "a factor 1e-16".
+  "a factor 1e-16" — only where the statement keeps two or more terms without it: with two, the
+  right gradient is the other term alone, as much another formula as an extra term (say less).
 """
 from __future__ import annotations
 
@@ -102,31 +103,42 @@ def test_a_gradient_of_zeros_with_no_mask_is_still_zero(name):
 
 
 # ----- an extra term ------------------------------------------------------------------------------------
-def square_with_extra_exp(B):
-    class SquareWithExtraExp(B.Function):
-        """x²; backward adds exp(x)/3 to 2x (an extra term: its fitted coefficient −1 up to rounding)."""
+def cubic_with_extra_exp(B, extra_only):
+    class CubicWithExtraExp(B.Function):
+        """x³ + x²; backward adds exp(x)/3 to 3x² + 2x (an extra term: its fitted coefficient −1 up to
+        rounding), or (extra_only) the gradient of x² with exp(x)/3 added: two terms, the right
+        gradient one of them alone — another formula as much as an extra term."""
 
         @staticmethod
         def forward(ctx, x):
             ctx.save_for_backward(x)
-            return x * x
+            return x * x * x + x * x if not extra_only else x * x
 
         @staticmethod
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
-            return g * (2.0 * x + x.exp() / 3.0)
+            if extra_only:
+                return g * (2.0 * x + x.exp() / 3.0)
+            return g * (3.0 * x * x + 2.0 * x + x.exp() / 3.0)
 
-    return SquareWithExtraExp
+    return CubicWithExtraExp
 
 
 @pytest.mark.parametrize("name", BACKENDS)
 def test_a_term_with_coefficient_minus_one_is_an_extra_term_of_factor_zero(name):
     B = backend(name)
-    findings = _findings(square_with_extra_exp(B), (_inputs(B, 13),))
+    findings = _findings(cubic_with_extra_exp(B, extra_only=False), (_inputs(B, 13),))
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
     params = findings[0].params
     assert params["variant"] == "coefficient" and params["coefficient"] == -1.0 and params["factor"] == 0.0
     assert "extra term" in findings[0].message and "exp" in params["term"]
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_no_extra_term_when_the_right_gradient_is_the_other_of_two_terms(name):
+    B = backend(name)
+    findings = _findings(cubic_with_extra_exp(B, extra_only=True), (_inputs(B, 13),))
+    assert all(f.params.get("factor") != 0.0 for f in findings), findings
 
 
 # ----- a term over a name's square, with grad_output reassigned ---------------------------------------
