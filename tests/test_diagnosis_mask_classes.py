@@ -16,10 +16,11 @@ of its own, on both backends.
   statement, found by re-running backward with that one read flipped; never by undoing a
   statement that reassigns the flipped name (``d = d * (x > 0)``: restoring d would drop the
   statement), nor by a flip along 2 elements (a pair's other element: a wrong index).
-- A gate held constant (y = x·h(x), backward grad_output·h: exactly grad_output·y/x) is a
-  ``missing_term`` (``held_constant``): the product rule's other half x·h′(x) dropped — only when
-  forward writes that product at its top (any f is x·(f/x): a quotient's derivative missing its
-  square, x/(1 + |x|) differentiated as 1/(1 + |x|), is no held gate).
+- A factor of forward's product held constant (y = x·tanh(x), backward grad_output·tanh(x); a
+  modulated log-loss −(1 − p)²·log p whose backward drops the modulator's derivative) is a
+  ``missing_term`` (``held_constant``), quoted where backward writes that factor — only when
+  forward writes a product (a quotient's derivative missing its square, x/(1 + |x|)
+  differentiated as 1/(1 + |x|), is exactly grad_output·y/x too, and is no held factor).
 - A per-row loss (one output per row) missing a constant part of its target: α·v·1 with v
   grad_output broadcast along the row (the scalar loss's rule, per row).
 - A mask built by ``triu``/``tril`` with its diagonal offset off by one (a causal mask re-applied
@@ -279,8 +280,38 @@ def test_a_gate_held_constant_is_the_product_rules_missing_half(name):
     findings = _findings(tanh_gate_held_constant(B), (_inputs(B, 18),))
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
     params = findings[0].params
-    assert params["variant"] == "held_constant" and params["factor"] == "output/x"
+    assert params["variant"] == "held_constant" and params["factor"] == "x.tanh()"
     assert params["source"]["code"] == "return g * x.tanh()"
+
+
+def modulated_log_loss(B):
+    class ModulatedLogLoss(B.Function):
+        """Per element −(1 − p)²·log p with p = sigmoid(z); backward keeps d(log p) and holds the
+        modulator (1 − p)² constant."""
+
+        @staticmethod
+        def forward(ctx, z):
+            p = B.ns.sigmoid(z)
+            ctx.save_for_backward(p)
+            return -(1 - p) ** 2 * p.log()
+
+        @staticmethod
+        def backward(ctx, g):
+            (p,) = ctx.saved_tensors
+            dl_dp = -(1 - p) ** 2 / p  # the modulator's own derivative dropped
+            return g * dl_dp * p * (1 - p)
+
+    return ModulatedLogLoss
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_modulator_held_constant_is_quoted_where_backward_writes_it(name):
+    B = backend(name)
+    findings = _findings(modulated_log_loss(B), (_inputs(B, 26),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert params["variant"] == "held_constant" and params["factor"] == "(1 - p) ** 2"
+    assert params["source"]["code"] == "dl_dp = -(1 - p) ** 2 / p"
 
 
 # ----- a per-row loss missing a constant part ---------------------------------------------------------------

@@ -305,7 +305,7 @@ class _Diagnosis:
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
             ev.index_writes = lazy(lambda ev=ev: extras.index_writes_finding(self, ev))
             ev.flips = lazy(lambda ev=ev: extras.flips_finding(self, ev))
-            ev.forward_multiplies = lazy(lambda ev=ev: extras.forward_multiplies(self, ev))
+            ev.forward_factors = lazy(lambda ev=ev: extras.forward_factors(self, ev))
             ev.empty_masks = lazy(lambda ev=ev: extras.empty_masks(self, ev))
         self._raw(evidence)
 

@@ -11,8 +11,7 @@ import numpy as np
 from gradcli.check.diagnosis import index_writes, mutations, relayout
 from gradcli.check.diagnosis.backward_terms import backward_names_for, substitutions_for, terms_for
 from gradcli.check.diagnosis.probe import parameter_name
-from gradcli.check.diagnosis.source import (backward_source, chain, forward_source, gradient_statement,
-                                            overwrite_statement, statements)
+from gradcli.check.diagnosis.source import backward_source, chain, gradient_statement, overwrite_statement
 from gradcli.check.diagnosis.values_source import strided_cotangent_read
 
 
@@ -125,30 +124,10 @@ def empty_masks(diag, ev):
         return []
 
 
-def forward_multiplies(diag, ev) -> bool:
-    """Whether forward's output is written as a product with input ``ev`` as one factor at its top
-    (``x * torch.sigmoid(beta * x)``, ``0.5 * x * (1 + …)``; not ``x / (1 + x * x)``): the evidence
-    that a product rule applies to it."""
-    import ast
-
-    def factors(node):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-            return factors(node.left) + factors(node.right)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return factors(node.operand)
-        return [node]
+def forward_factors(diag, ev):
+    from gradcli.check.diagnosis.held_constant import factor_values
 
     try:
-        src = forward_source(diag.cls)
-        body = statements(src.tree)
-        returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
-        if not returns:
-            return False
-        value = returns[-1].value
-        if isinstance(value, ast.Name):  # `y = x * s; return y`
-            assigned = [n for n in body if isinstance(n, ast.Assign) and n.lineno < returns[-1].lineno and any(
-                isinstance(t, ast.Name) and t.id == value.id for t in n.targets)]
-            value = assigned[-1].value if assigned else value
-        return any(isinstance(f, ast.Name) and f.id == ev.name for f in factors(value))
-    except Exception:  # noqa: BLE001 -- unreadable forward: no evidence of a product
-        return False
+        return factor_values(diag, ev)
+    except Exception:  # noqa: BLE001 -- unreadable forward, a factor outside the vocabulary: no evidence
+        return None

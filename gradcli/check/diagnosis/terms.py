@@ -11,7 +11,7 @@ import numpy as np
 
 from gradcli.check.diagnosis import mutations
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
-from gradcli.check.diagnosis.fitted import sign_of_term, term_words
+from gradcli.check.diagnosis.fitted import sign_of_term, term_words, written_term
 from gradcli.check.diagnosis.patterns import broadcast_dims, sum_to
 from gradcli.check.report import Finding
 
@@ -27,9 +27,8 @@ def _variables(ev: Evidence):
 
 
 def _backward_variables(ev: Evidence):
-    """The tensors backward computes or unpacks itself (``ds = s * (1 - s)``), shaped like the
-    input and not already among the inputs and the output: the product rule's missing half is
-    often one of them (Swish's x·σ′(βx), with β a number)."""
+    """The tensors backward computes or unpacks itself (``ds = s * (1 - s)``), shaped like the input
+    and not among the inputs and the output: often the product rule's missing half (Swish's x·σ′)."""
     if ev.backward_names is None:
         return []
     known = _variables(ev)
@@ -69,8 +68,7 @@ def _cosine(a, b):
 
 
 def missing_term(ev: Evidence):
-    """Elementwise functions (one output shaped like the input) and scalar or per-row losses (v:
-    grad_output broadcast along the reduced trailing dims): numeric − analytic = α·v·t for one simple
+    """Elementwise, scalar or per-row outputs (v: grad_output broadcast): N − A = α·v·t for one simple
     term t (α < 0: a term too many) — a label-smoothed loss missing its uniform ε/C part is α·v·1."""
     if ev.analytic is None or ev.values is None or len(ev.outputs) != 1:
         return None
@@ -99,7 +97,9 @@ def missing_term(ev: Evidence):
             # of them, no evidence; the same offset at every element (the constant term) still is
             continue
         if nice == -2.0:
-            return sign_of_term(ev, text[2:])
+            if written_term(_statement_terms(ev), T):  # else twice a missing term, by chance
+                return sign_of_term(ev, text[2:])
+            continue
         return Finding("missing_term",
                        f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
                        input=ev.index, params={"variant": "missing", "term": description, "coefficient": coefficient,
