@@ -91,7 +91,7 @@ def missing_term(ev: Evidence):
         if not ev.fits(A + alpha * T, N, E):
             continue
         nice, coefficient, text, what = term_words(alpha, description)
-        if scalar and nice is None and description != "1":
+        if scalar and description != "1" and (nice is None or kept[1:]):  # per row: its constant part only
             # a scalar output's own values (a ratio r, a norm) are constants of every element: a
             # coefficient at no simple number times a term of the input is then any dropped term
             # of them, no evidence; the same offset at every element (the constant term) still is
