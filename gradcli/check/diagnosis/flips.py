@@ -105,11 +105,11 @@ def search(probe, cls, ev, executed=None):
     if subject is None or src is None:
         return None
     code, A, N, E = subject
-    tried, started = 0, time.perf_counter()
+    tried, started = 0, time.process_time()
     for line, name, stmt in _reads(src):
         for dim in range(4):
             tried += 1
-            if tried > MAX_CANDIDATES or time.perf_counter() - started > BUDGET_S:
+            if tried > MAX_CANDIDATES or time.process_time() - started > BUDGET_S:
                 return None
             if _fits_flipped(probe, ev, A, N, E, _FlipOnce(code, line, name, dim)):
                 return Finding("missing_flip",
