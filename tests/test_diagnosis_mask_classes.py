@@ -29,8 +29,7 @@ of its own, on both backends.
 - A gradient of zeros that backward computes and writes (``out[:, :] = g * 0.0`` then a reshape)
   is quoted at that write, where the values are, not at the return.
 - A term with coefficient −1 (numeric = analytic − that term) is an *extra* term, factor 0 — not
-  "a factor 1e-16" — only where the statement keeps two or more terms without it: with two, the
-  right gradient is the other term alone, as much another formula as an extra term (say less).
+  "a factor 1e-16".
 """
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ def test_a_gradient_of_zeros_with_no_mask_is_still_zero(name):
 def cubic_with_extra_exp(B, extra_only):
     class CubicWithExtraExp(B.Function):
         """x³ + x²; backward adds exp(x)/3 to 3x² + 2x (an extra term: its fitted coefficient −1 up to
-        rounding), or (extra_only) the gradient of x² with exp(x)/3 added: two terms, the right
-        gradient one of them alone — another formula as much as an extra term."""
+        rounding), or (extra_only) the gradient of x² with exp(x)/3 added."""
 
         @staticmethod
         def forward(ctx, x):
@@ -136,10 +134,11 @@ def test_a_term_with_coefficient_minus_one_is_an_extra_term_of_factor_zero(name)
 
 
 @pytest.mark.parametrize("name", BACKENDS)
-def test_no_extra_term_when_the_right_gradient_is_the_other_of_two_terms(name):
+def test_an_extra_term_beside_the_right_one_is_named_too(name):
     B = backend(name)
     findings = _findings(cubic_with_extra_exp(B, extra_only=True), (_inputs(B, 13),))
-    assert all(f.params.get("factor") != 0.0 for f in findings), findings
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    assert findings[0].params["factor"] == 0.0 and findings[0].params["coefficient"] == -1.0
 
 
 # ----- a term over a name's square, with grad_output reassigned ---------------------------------------

@@ -243,9 +243,8 @@ def term_coefficient(ev: Evidence):
                 "term_sign", f"backward for input {ev.name} has the wrong sign on one term: `{code}` (numeric = "
                 f"analytic − 2·that term, exactly)", input=ev.index, params={"term": code}, confidence=0.9)
         coefficient = nice if nice is not None else float(f"{alpha:.6g}")
+        # 1 + α from the simple α (nice_number never names 0: α = −1 is an extra term)
         factor = 1 + nice if nice is not None else (nice_number(1 + alpha) or float(f"{1 + alpha:.6g}"))
-        if factor == 0 and len(terms) < 3:  # (α = −1: an extra term; nice_number never names 0)
-            continue  # N is the other term alone: another formula as much as an extra term; say less
         what = (f"has an extra term `{code}` (numeric = analytic − that term, exactly)" if factor == 0 else
                 f"has the wrong coefficient on one term: `{code}` needs a factor {short_number(factor)} (numeric − "
                 f"analytic = {short_number(coefficient)}·that term, exactly) — a parameter or constant missing there")
