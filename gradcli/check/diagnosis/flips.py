@@ -24,6 +24,7 @@ from gradcli.check.report import Finding
 
 BUDGET_S = 2.0
 MAX_CANDIDATES = 60
+NOT_TENSORS = ("ctx", "self", "torch", "np", "math", "F", "gradcli", "range", "len")  # no re-run spent on them
 
 
 def _store(frame, name, value):
@@ -92,7 +93,7 @@ def _reads(src):
         names = []
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in shape_reads \
-                    and node.id not in names:
+                    and node.id not in names and node.id not in NOT_TENSORS:
                 names.append(node.id)
         found.extend((src.line_of(stmt), name, stmt) for name in names)
     return found
