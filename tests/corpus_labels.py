@@ -1,7 +1,8 @@
 """Shared static readers for the labelled diagnosis corpora (bench/diagnosis_*/).
 
-Used by tests/test_diagnosis_{heldout,blind,fresh}_corpus.py. Everything here is ``ast`` and
-text: nothing imports a corpus or runs the diagnosis (scoring is bench/diagnosis_untuned.py's job).
+Used by tests/test_diagnosis_{heldout,blind,fresh,unseen,sealed,latest}_corpus.py. Everything
+here is ``ast`` and text: nothing imports a corpus or runs the diagnosis (scoring is
+bench/diagnosis_untuned.py's job).
 """
 import ast
 import importlib.util

@@ -1,4 +1,4 @@
-"""The sixth blind diagnosis corpus (bench/diagnosis_latest/) is well formed.
+"""The sixth diagnosis corpus (bench/diagnosis_latest/, blind until 2026-12-02 01:15 UTC, a design corpus since) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_latest --summary``), validation by
@@ -120,7 +120,8 @@ def test_example_inputs_are_static_and_take_no_argument():
 
 def test_readme_states_the_rules_and_matches_the_corpus():
     readme = CORPUS.readme()
-    assert "BLIND" in readme
+    # blind until the integrator released it to the ninth diagnosis pass; a design corpus since
+    assert "BLIND until 2026-12-02 01:15 UTC" in readme and "design corpus" in readme
     assert "--corpus bench/diagnosis_latest" in readme and "--summary" in readme
     assert readme_table_mismatches(CORPUS) == []
     no_pattern = CORPUS.kind_counts()["none"]

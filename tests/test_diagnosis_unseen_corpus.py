@@ -4,47 +4,23 @@ corpus since) is well formed.
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_unseen --summary``), validation by
 verdicts is bench/diagnosis_blind_verdicts.py's (``--corpus bench/diagnosis_unseen``). These tests
-pass with and without torch.
+pass with and without torch. The readers are tests/corpus_labels.py's, shared with the other corpora.
 """
 import ast
-import importlib.util
 import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH = os.path.join(ROOT, "bench", "diagnosis_untuned.py")
+from tests.corpus_labels import (ENGINE_IMPORT, ROOT, Corpus, bench,
+                                 bug_marks_outside_function_classes, bug_site_problems,
+                                 example_inputs_taking_arguments, imported_modules,
+                                 label_problems, readme_kind_counts, readme_table_mismatches,
+                                 record_id, twinless_buggy)
+
 UNSEEN = os.path.join(ROOT, "bench", "diagnosis_unseen")
-ENGINE_IMPORT = "import gradcli as torch"
-ESTIMATORS = {"straight_through", "smooth_surrogate", "gradient_reversal"}
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load(BENCH, "diagnosis_untuned_bench_unseen")
-RECORDS = bench.read_corpus(UNSEEN)
-BUGGY = [r for r in RECORDS if r["bug"] is not None]
-CORRECT = [r for r in RECORDS if r["bug"] is None]
-FILES = sorted(n for n in os.listdir(UNSEEN) if n.endswith(".py"))
-
-
-def _id(record):
-    return f"{os.path.basename(record['file'])}::{record['function']}"
-
-
-def _source(name):
-    with open(os.path.join(UNSEEN, name), encoding="utf-8") as handle:
-        return handle.read()
-
-
-def _readme():
-    with open(os.path.join(UNSEEN, "README.md"), encoding="utf-8") as handle:
-        return handle.read()
+CORPUS = Corpus(UNSEEN)
+RECORDS, BUGGY, CORRECT, FILES = CORPUS.records, CORPUS.buggy, CORPUS.correct, CORPUS.files
+_id, _source, _readme = record_id, CORPUS.source, CORPUS.readme
 
 
 def test_corpus_is_read_from_its_own_folder():
@@ -76,17 +52,9 @@ def test_both_backends_about_one_third_engine():
 
 
 def test_engine_files_use_no_real_torch():
-    for name in FILES:
-        source = _source(name)
-        if ENGINE_IMPORT + "\n" not in source:
-            continue
-        imported = set()
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.Import):
-                imported |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                imported.add((node.module or "").split(".")[0])
-        assert imported <= {"gradcli", "math"}, (name, imported)
+    engine, _ = CORPUS.engine_and_torch_files()
+    for name in engine:
+        assert imported_modules(_source(name)) <= {"gradcli", "math"}, name
 
 
 OLDER_CORPORA = ("diagnosis_untuned", "diagnosis_heldout", "diagnosis_blind", "diagnosis_fresh")
@@ -136,25 +104,13 @@ def test_every_function_declares_bug(record):
 
 @pytest.mark.parametrize("record", BUGGY, ids=_id)
 def test_buggy_label_is_valid(record):
-    bug = record["bug"]
-    assert set(bug) <= {"kind", "input", "note", "also"}
-    assert bug["kind"] in bench.KINDS
-    assert bug["input"] in record["params"], f"{bug['input']} is not a parameter of forward"
-    assert isinstance(bug["note"], str) and len(bug["note"]) > 10
-    also = bug.get("also", [])
-    assert isinstance(also, list) and set(also) <= bench.KINDS - {"none", bug["kind"]}
+    assert label_problems(record) == []
 
 
 @pytest.mark.parametrize("record", BUGGY, ids=_id)
 def test_buggy_has_exactly_one_bug_line(record):
-    assert len(record["bug_marks"]) == 1, record["bug_marks"]
-    assert len(record["bug_sites"]) == 1, "the # BUG line must be in forward or backward"
-    site = record["bug_sites"][0]
-    low, high = site["statement"]
-    assert low <= site["line"] <= high
     # the bug is in backward, except an in-place change forward makes after saving
-    expected = "forward" if record["bug"]["kind"] == "inplace" else "backward"
-    assert site["method"] == expected
+    assert bug_site_problems(record) == []
 
 
 @pytest.mark.parametrize("record", CORRECT, ids=_id)
@@ -163,35 +119,15 @@ def test_correct_twin_has_no_bug_line(record):
 
 
 def test_every_buggy_function_has_a_twin_with_the_same_parameters_unless_an_estimator():
-    for name in FILES:
-        rows = [r for r in RECORDS if os.path.basename(r["file"]) == name]
-        twins = [r for r in rows if r["bug"] is None]
-        for r in rows:
-            if r["bug"] is not None and r["bug"]["kind"] not in ESTIMATORS:
-                assert any(t["params"] == r["params"] for t in twins), f"{name}::{r['function']}"
+    assert twinless_buggy(CORPUS) == []
 
 
 def test_no_bug_mark_outside_a_function_class():
-    for name in FILES:
-        source = _source(name)
-        spans = [(n.lineno, n.end_lineno) for n in ast.parse(source).body
-                 if isinstance(n, ast.ClassDef) and bench._is_function_class(n)]
-        for number, line in enumerate(source.splitlines(), 1):
-            if bench.BUG_MARK in line:
-                assert any(lo <= number <= hi for lo, hi in spans), f"{name}:{number}"
+    assert bug_marks_outside_function_classes(CORPUS) == []
 
 
 def test_example_inputs_are_static_and_take_no_argument():
-    for name in FILES:
-        for node in ast.parse(_source(name)).body:
-            if not (isinstance(node, ast.ClassDef) and bench._is_function_class(node)):
-                continue
-            method = bench._methods(node).get("example_inputs")
-            if method is None:
-                continue
-            decorators = {ast.unparse(d) for d in method.decorator_list}
-            assert "staticmethod" in decorators, f"{name}::{node.name}"
-            assert method.args.args == [], f"{name}::{node.name}"
+    assert example_inputs_taking_arguments(CORPUS, allow_classmethod=False) == []
 
 
 def test_readme_states_the_rules_and_matches_the_corpus():
@@ -199,26 +135,12 @@ def test_readme_states_the_rules_and_matches_the_corpus():
     # blind until the integrator released it to the seventh diagnosis pass; a design corpus since
     assert "BLIND until 2026-12-01 23:25 UTC" in readme and "design corpus" in readme
     assert "--corpus bench/diagnosis_unseen" in readme and "--summary" in readme
-    for name in FILES:
-        rows = [r for r in RECORDS if os.path.basename(r["file"]) == name]
-        buggy = sum(1 for r in rows if r["bug"] is not None)
-        line = next(line for line in readme.splitlines() if line.startswith(f"| {name}"))
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        assert cells[-2:] == [str(buggy), str(len(rows) - buggy)], line
-    no_pattern = sum(1 for r in BUGGY if r["bug"]["kind"] == "none")
+    assert readme_table_mismatches(CORPUS) == []
+    no_pattern = CORPUS.kind_counts()["none"]
     assert (f"{len(BUGGY)} buggy Functions ({len(BUGGY) - no_pattern} with a pattern, "
             f"{no_pattern} without)") in readme
     assert f"{len(CORRECT)} correct twins" in readme
 
 
 def test_readme_counts_by_kind_match_the_labels():
-    readme = " ".join(_readme().split())
-    line = readme.split("By kind: ", 1)[1].split(".", 1)[0]
-    stated = {}
-    for part in line.split(", "):
-        kind, count = part.rsplit(" ", 1)
-        stated[kind] = int(count)
-    actual = {}
-    for r in BUGGY:
-        actual[r["bug"]["kind"]] = actual.get(r["bug"]["kind"], 0) + 1
-    assert stated == actual
+    assert readme_kind_counts(CORPUS) == CORPUS.kind_counts()

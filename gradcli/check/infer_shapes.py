@@ -35,14 +35,18 @@ def _ndim_of(node) -> Optional[str]:
     return None
 
 
+def int_literal(n) -> Optional[int]:
+    """``3`` -> 3, ``-1`` -> -1; anything else -> None (also the diagnosis's written dims)."""
+    if isinstance(n, ast.Constant) and isinstance(n.value, int):
+        return n.value
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant):
+        return -n.operand.value
+    return None
+
+
 def _size_of(node) -> Optional[tuple]:
     """x.shape[-1], x.size(-1), x.size()[-1] -> ("x", -1)."""
-    def const(n):
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return n.value
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant):
-            return -n.operand.value
-        return None
+    const = int_literal
     if isinstance(node, ast.Subscript) and const(node.slice) is not None:
         base = node.value
         if isinstance(base, ast.Attribute) and base.attr == "shape":

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import branch, extras, index_writes, mutations, named_terms
+from gradcli.check.diagnosis import branch, extras, flips, held_constant, index_writes, mutations, named_terms
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -48,9 +48,10 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
-            mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute,
+            mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
             separable.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
-            terms.missing_reduction_term, named_terms.missing_named_term, mutations.edited_term)
+            terms.missing_reduction_term, named_terms.missing_named_term, held_constant.held_constant_factor,
+            mutations.edited_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -303,6 +304,9 @@ class _Diagnosis:
             ev.backward_rows = lazy(lambda ev=ev: extras.backward_rows(self, ev))
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
             ev.index_writes = lazy(lambda ev=ev: extras.index_writes_finding(self, ev))
+            ev.flips = lazy(lambda ev=ev: extras.flips_finding(self, ev))
+            ev.forward_factors = lazy(lambda ev=ev: extras.forward_factors(self, ev))
+            ev.empty_masks = lazy(lambda ev=ev: extras.empty_masks(self, ev))
         self._raw(evidence)
 
     def _add_ones_row(self, ev, outputs):

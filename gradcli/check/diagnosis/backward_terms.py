@@ -180,4 +180,5 @@ def backward_rows_for(probe, cls, position, rows, executed=None):
         if not all(np.all(np.isfinite(v)) for v in values):
             continue
         found.append((name, values))
-    return found + [(name, [np.asarray(row[k], dtype=float) for row in shaped]) for k, name in enumerate(args)]
+    return found + [(name, [np.asarray(e.env.get(name, row[k]), dtype=float) for e, row in zip(evaluators, shaped)])
+                    for k, name in enumerate(args)]

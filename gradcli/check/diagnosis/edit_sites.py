@@ -8,6 +8,8 @@ import ast
 
 import numpy as np
 
+from gradcli.check.infer_shapes import int_literal as written_dim_of  # one reader of ``-1``, ``3``
+
 
 def every_occurrence(value, masked, cotangents, edits, occurrences, stmt):
     """A name read more than once in one statement, every read replaced by the same tensor: the
@@ -51,12 +53,4 @@ def written_dim(node):
         return tuple(dims) if None not in dims else None
     if found and isinstance(found[0], ast.UnaryOp) and isinstance(found[0].operand, ast.Constant):
         return -found[0].operand.value
-    return None
-
-
-def written_dim_of(node):
-    if isinstance(node, ast.Constant) and isinstance(node.value, int):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
     return None

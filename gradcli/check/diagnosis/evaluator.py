@@ -17,7 +17,7 @@ import numpy as np
 
 from gradcli.check.diagnosis import calls
 from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported
-from gradcli.check.diagnosis.source import statements
+from gradcli.check.diagnosis.source import grad_output_names, statements
 
 UNARY = {
     "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
@@ -66,6 +66,18 @@ class _Evaluator:
                          if isinstance(n, ast.Name)}
         first = next(iter(self.env.values()), None)  # this cotangent row's first grad_output
         self.recorded = getattr(src, "recorded", {}).get(id(first), {})
+        self._reassign_arguments()
+
+    def _reassign_arguments(self):
+        """A grad_output argument backward reassigns (``g = g[:, None]``, ``grad = grad.unsqueeze(1)``)
+        has that value after the assignment, in source order; unreadable, it keeps the argument's."""
+        arguments = grad_output_names(self.src) & set(self.env)  # not a name an edit binds
+        for stmt in self.assignments:
+            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in arguments:
+                try:
+                    self.env[stmt.targets[0].id] = self.value(stmt.value)
+                except (Unsupported, ValueError, TypeError, IndexError, ArithmeticError):
+                    return
 
     def name(self, name):
         if name in self.env:

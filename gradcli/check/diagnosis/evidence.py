@@ -57,6 +57,9 @@ class Evidence:
     labels: list = field(default_factory=list)  # (name, values broadcast to the input's shape) of integer inputs
     relayout: Optional[Callable[[], Any]] = None  # lazily: a missing_reshape finding from re-running backward
     index_writes: Optional[Callable[[], Any]] = None  # lazily: a not_accumulated finding from re-running backward
+    flips: Optional[Callable[[], Any]] = None  # lazily: a missing_flip finding from re-running backward
+    forward_factors: Optional[Callable[[], Any]] = None  # lazily: forward's product's factors, evaluated
+    empty_masks: Optional[Callable[[], Any]] = None  # lazily: [(name, line, code)] of masks false everywhere
 
     @property
     def rho(self) -> float:

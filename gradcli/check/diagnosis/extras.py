@@ -11,7 +11,7 @@ import numpy as np
 from gradcli.check.diagnosis import index_writes, mutations, relayout
 from gradcli.check.diagnosis.backward_terms import backward_names_for, substitutions_for, terms_for
 from gradcli.check.diagnosis.probe import parameter_name
-from gradcli.check.diagnosis.source import backward_source, overwrite_statement
+from gradcli.check.diagnosis.source import backward_source, chain, gradient_statement, overwrite_statement
 from gradcli.check.diagnosis.values_source import strided_cotangent_read
 
 
@@ -78,6 +78,15 @@ def index_writes_finding(diag, ev):
         return None
 
 
+def flips_finding(diag, ev):
+    from gradcli.check.diagnosis import flips
+
+    try:
+        return flips.search(diag.probe, diag.cls, ev, diag.executed)
+    except Exception:  # an unusual backward: no re-run evidence
+        return None
+
+
 def overwrites(diag, ev) -> bool:
     try:
         src = backward_source(diag.cls, diag.executed)
@@ -86,3 +95,39 @@ def overwrites(diag, ev) -> bool:
                                     or strided_cotangent_read(src, position) is not None)
     except Exception:  # unparsable source: no source evidence
         return False
+
+
+def empty_masks(diag, ev):
+    """(name, line, code) of each mask the gradient's statements compute by a comparison
+    (``active = (s - t > 0)...``) that is false at every element: a gradient that is zero only
+    because of it has the mask's condition wrong, not a forgotten gradient. [] when none."""
+    import ast
+
+    try:
+        src = backward_source(diag.cls, diag.executed)
+        statement, expr = gradient_statement(src, diag.positions.get(ev.index, ev.index))
+        if statement is None or expr is None:
+            return []
+        assigned = {}
+        for stmt in chain(src, statement, expr):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and any(isinstance(n, ast.Compare) for n in ast.walk(stmt.value)):
+                assigned[stmt.targets[0].id] = stmt
+        found = []
+        for name, z in ev.backward_names() or []:
+            z = np.asarray(z)
+            if name in assigned and z.size > 1 and not np.any(z):
+                stmt = assigned[name]
+                found.append((name, src.line_of(stmt), src.code(stmt)))
+        return found
+    except Exception:  # noqa: BLE001 -- an unusual backward: no evidence about its masks
+        return []
+
+
+def forward_factors(diag, ev):
+    from gradcli.check.diagnosis.held_constant import factor_values
+
+    try:
+        return factor_values(diag, ev)
+    except Exception:  # noqa: BLE001 -- unreadable forward, a factor outside the vocabulary: no evidence
+        return None

@@ -4,6 +4,10 @@ needed (issue 17: "extra term 2·grad_output·1/x²" is true arithmetic, but the
 """
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
+
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
 from gradcli.check.report import Finding
 
@@ -28,3 +32,18 @@ def sign_of_term(ev: Evidence, text: str, where: str = ""):
         params["region"] = where
     return Finding("term_sign", f"backward for input {ev.name} has the wrong sign on the term {text}{there} "
                    "(numeric = analytic − 2·that term, exactly)", input=ev.index, params=params, confidence=0.85)
+
+
+def written_term(terms, T) -> bool:
+    """Whether ``T`` (K, *shape) is one of the statement's additive terms ``terms`` (or the sum of
+    two: a distributed product), up to a factor — True when the statement is not readable (no
+    terms): the sign of a term is then named from the fit alone."""
+    if not terms:
+        return True
+    pieces = [t for _, t in terms] + [a + b for (_, a), (_, b) in itertools.combinations(terms, 2)]
+    return any(_parallel(piece, T) for piece in pieces)
+
+
+def _parallel(a, b):
+    na, nb = float(np.sqrt(np.sum(a * a))), float(np.sqrt(np.sum(b * b)))
+    return na > 0 and nb > 0 and abs(float(np.sum(a * b))) / (na * nb) > 1 - 1e-9

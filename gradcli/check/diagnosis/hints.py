@@ -180,6 +180,9 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("returned") == "missing":
             return _with_code("return one gradient per forward input (None only where no gradient flows)",
                               src, last_return(src), "in ")
+        if params.get("returned") == "zeros" and statement is not None:
+            # zeros computed, not forgotten: quoted where the values are (`g.scatter_(2, i, grad_which)`)
+            statement = values_statement(src, statement, expr)[0] or statement
         return _with_code(f"return a gradient for {name} instead of "
                           f"{'None' if params.get('returned') == 'None' else 'zeros'}", src, statement, "in ")
     return "", None

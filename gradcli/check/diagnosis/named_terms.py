@@ -13,7 +13,7 @@ from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
 from gradcli.check.report import Finding
 
 MAX_NAMES = 16  # names tried (pairs of them: 120 products at most)
-MAX_MONOMIALS = 600  # longer products tried, when no name or pair fits
+MAX_MONOMIALS = 1200  # longer products tried, when no name or pair fits
 
 
 def _cosine(a, b):
@@ -39,17 +39,24 @@ def _rows(ev: Evidence):
 def _monomials(names):
     """The longer products, tried only when no name or pair fits: a term that follows grad_output
     times one or two names that do not (a square among them: ``3·x·x·g3``), over at most one 0-d name
-    that does not (a normaliser: ``−2·grad·r·x / xx``)."""
+    that does not (a normaliser: ``−2·grad·r·x / xx``); then over one name that does not, or its
+    square, of any shape (a norm's term ``−g·cos·a/na²``, dropped from a cosine's gradient)."""
     followers = [(n, z) for n, z, follows, _ in names if follows]
     others = [(n, z) for n, z, follows, _ in names if not follows]
     scalars = [(n, z) for n, z, follows, scalar in names if not follows and scalar]
     products = [(f"{a}·{b}", za * zb) for (a, za), (b, zb) in itertools.combinations_with_replacement(others, 2)]
-    for f, zf in followers:
-        for p, zp in products + [(n, z) for n, z in others]:
-            yield f"{f}·{p}", zf * zp
-            for d, zd in scalars:
-                if d not in p.split("·") and np.all(zd != 0):
-                    yield f"{f}·{p}/{d}", zf * zp / zd
+    numerators = [(f"{f}·{p}", zf * zp) for f, zf in followers for p, zp in products + others]
+    for p, zp in numerators:
+        yield p, zp
+        for d, zd in scalars:
+            if d not in p.split("·") and np.all(zd != 0):
+                yield f"{p}/{d}", zp / zd
+    denominators = [(d, zd) for d, zd in others if (d, zd) not in scalars and np.all(zd != 0)]
+    for p, zp in numerators:
+        for d, zd in denominators:
+            if d not in p.split("·"):
+                yield f"{p}/{d}", zp / zd
+                yield f"{p}/{d}²", zp / (zd * zd)
 
 
 def missing_named_term(ev: Evidence):

@@ -36,6 +36,19 @@ def zero(ev: Evidence):
         return Finding("zero", f"backward returns None for input {ev.name}, but the function depends on it",
                        input=ev.index, params={"returned": "None"}, confidence=0.98)
     if ev.fits(ev.analytic, 0.0 * ev.analytic):
+        masks = ev.empty_masks() if ev.empty_masks is not None else []
+        if masks:
+            # zero only because a mask of backward's own selects nothing here (an active set
+            # tested without its margin): the mask's condition is the mistake, a region's story
+            name, line, code = masks[0]
+            wrong = ev.wrong()
+            count, total = int(wrong.sum()), int(wrong.size)
+            return Finding("region", f"backward for input {ev.name} is zero everywhere because its mask `{name}` is "
+                           f"false at every element, where the true gradient is not zero at {count} of {total}: "
+                           "the mask's condition is wrong", input=ev.index,
+                           params={"description": f"the mask `{name}`", "mask": name, "empty": True,
+                                   "count": count, "total": total, "at_line": line, "statement": code},
+                           confidence=0.85)
         return Finding("zero", f"backward's gradient for input {ev.name} is all zeros, but the function depends on it",
                        input=ev.index, params={"returned": "zeros"}, confidence=0.97)
     return None

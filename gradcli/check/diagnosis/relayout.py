@@ -29,6 +29,8 @@ METHODS = ("reshape", "view")
 DIM_METHODS = ("sum", "mean", "softmax", "log_softmax", "cumsum", "scatter", "scatter_add", "gather", "index_select",
                "index_add", "logsumexp", "amax", "amin",  # not norm: its first argument is p
                "scatter_", "scatter_add_", "index_add_")  # the in-place writes: dim first too
+# mask builders whose ``diagonal`` offset decides which elements a causal mask keeps
+DIAGONAL_METHODS = ("triu", "tril")
 MAX_CANDIDATES = 120  # (call site, change) pairs re-run per input
 BUDGET_S = 3.0  # and at most this long: a large Function's re-runs must not eat its check's timeout
 _LOCK = threading.Lock()
@@ -68,15 +70,17 @@ class _Patched:
         _LOCK.acquire()
         self.saved = []  # (owner, name, what its __dict__ held: None when inherited or lazily resolved)
         try:
-            for name in [n for n in METHODS + DIM_METHODS if hasattr(self.cls, n)]:
+            for name in [n for n in METHODS + DIM_METHODS + DIAGONAL_METHODS if hasattr(self.cls, n)]:
                 original = getattr(self.cls, name)
                 self.saved.append((self.cls, name, self.cls.__dict__.get(name)))
-                setattr(self.cls, name, self._wrap(original) if name in METHODS else self._wrap_dim(name, original))
+                setattr(self.cls, name, self._wrap(original) if name in METHODS else self._wrap_diagonal(
+                    name, original) if name in DIAGONAL_METHODS else self._wrap_dim(name, original))
             for module in self.modules:  # torch.sum(x, dim): the tensor is the first argument
-                for name in [n for n in DIM_METHODS if callable(getattr(module, n, None))]:
+                for name in [n for n in DIM_METHODS + DIAGONAL_METHODS if callable(getattr(module, n, None))]:
                     original = getattr(module, name)
                     self.saved.append((module, name, module.__dict__.get(name)))
-                    setattr(module, name, self._wrap_dim(name, original, function=True))
+                    setattr(module, name, self._wrap_diagonal(name, original, function=True)
+                            if name in DIAGONAL_METHODS else self._wrap_dim(name, original, function=True))
         except BaseException:
             self.__exit__()
             raise
@@ -155,6 +159,26 @@ class _Patched:
         return wrapper
 
 
+    def _wrap_diagonal(self, name, original, function=False):
+        """``triu``/``tril``: records the offset written (``diagonal``, default 0), or edits it."""
+        patched = self
+
+        def wrapper(tensor, *args, **kwargs):
+            frame, helper = patched._backward_frame(sys._getframe(1))
+            keyword = "diagonal" in kwargs
+            k = kwargs["diagonal"] if keyword else (args[0] if args else 0)
+            if frame is None or not hasattr(tensor, "shape") or not isinstance(k, int) or isinstance(k, bool):
+                return original(tensor, *args, **kwargs)
+            called = ("torch." if function else "") + name + (f" (in {helper})" if helper else "")
+            site = ("diagonal", called, frame.f_lineno, tuple(int(s) for s in tensor.shape), k)
+            patched.sites.add(site)
+            if patched.edit is not None and patched.edit[0] == site:
+                kwargs, args = dict(kwargs, diagonal=patched.edit[1]), tuple(args[1:]) if not keyword else args
+            return original(tensor, *args, **kwargs)
+
+        return wrapper
+
+
 def _permutations(ndim):
     if ndim <= 4:
         return [p for p in itertools.permutations(range(ndim)) if p != tuple(range(ndim))]
@@ -189,10 +213,10 @@ def search(probe, cls, ev):
             probe.vjp(ev.cotangents[0])  # records backward's reshape sites
         except ProbeError:
             return None
-        tried, started = 0, time.perf_counter()
+        tried, started = 0, time.process_time()
 
         def spent():
-            return tried > MAX_CANDIDATES or time.perf_counter() - started > BUDGET_S
+            return tried > MAX_CANDIDATES or time.process_time() - started > BUDGET_S
 
         for site in sorted(s for s in patched.sites if s[0] == "dim"):
             _, name, line, shape, dim = site
@@ -210,6 +234,21 @@ def search(probe, cls, ev):
                                    input=ev.index, params={"dims": [dim], "expected_dims": [other], "call": name,
                                                            "at_line": int(line)}, confidence=0.9)
                 patched.edit = None
+        for site in sorted(s for s in patched.sites if s[0] == "diagonal"):
+            _, name, line, shape, k = site
+            for other in (k - 1, k + 1):
+                tried += 1
+                if spent():
+                    return None
+                patched.edit = (site, other)
+                if rerun_fits(probe, ev, A, N, E):
+                    patched.edit = None
+                    return Finding("region", f"backward for input {ev.name} masks the wrong elements: {name} with "
+                                   f"diagonal {other} instead of {k} makes the gradient right, exactly (the mask's "
+                                   "offset: which diagonal it keeps)", input=ev.index,
+                                   params={"description": f"the mask `{name}({k})`", "call": name, "diagonal": k,
+                                           "expected": other, "at_line": int(line)}, confidence=0.85)
+                patched.edit = None
         for site in sorted(s for s in patched.sites if s[0] == "reshape"):
             _, line, _, written = site
             if len(written) < 2:
@@ -223,14 +262,16 @@ def search(probe, cls, ev):
                 patched.edit = (site, list(perm))
                 if rerun_fits(probe, ev, A, N, E):
                     patched.edit = None
-                    return _finding(ev, line, written, perm)
+                    return _reduced_axis(ev, patched.sites, line, written, perm) or _finding(ev, line, written, perm)
                 patched.edit = None
     return None
 
 
 def rerun_fits(probe, ev, A, N, E):
-    """The re-run backward gives the numerical gradient for every cotangent (and, for the first,
-    not what backward gave): the evidence of every re-run (relayout, index_writes)."""
+    """The re-run backward gives the numerical gradient for every cotangent, one of them one
+    where what backward gave is wrong: the evidence of every re-run (relayout, index_writes).
+    (Not "differs on the first cotangent": a backward right for ones is still fixed by it.)"""
+    changed = False
     for k, row in enumerate(ev.cotangents):
         try:
             g = probe.vjp(row).get(ev.index)
@@ -239,9 +280,36 @@ def rerun_fits(probe, ev, A, N, E):
         if g is None or g.size != N[k].size:
             return False
         g = g.reshape(N[k].shape)
-        if not ev.fits(g, N[k], E[k]) or (k == 0 and ev.fits(g, A[k])):
+        if not ev.fits(g, N[k], E[k]):
             return False
-    return True
+        changed = changed or not ev.fits(A[k], N[k], E[k])
+    return changed
+
+
+REDUCTIONS = ("sum", "mean", "amax", "amin", "logsumexp")
+
+
+def _reduced_axis(ev, sites, line, written, perm):
+    """A wrong_axis finding when the permute that fixes a reshape only moves the axis that the same
+    line then reduces (``g.view(n, 2, w // 2).sum(1)`` where the copies are adjacent:
+    ``g.view(n, w // 2, 2).sum(2)``): the other layout reduced over another axis, no permute."""
+    inverse = [perm.index(i) for i in range(len(perm))]
+    layout = [written[p] for p in perm]
+    for site in sorted(s for s in sites if s[0] == "dim" and s[2] == line and s[3] == tuple(written)):
+        name, dim = site[1], site[4] % len(written)
+        if name.split(" ")[0].replace("torch.", "") not in REDUCTIONS:
+            continue
+        kept = [inverse[i] for i in range(len(written)) if i != dim]
+        if kept != sorted(kept):
+            continue  # the permute also reorders the axes kept: a layout's story
+        shape_text = ", ".join(map(str, written))
+        return Finding("wrong_axis",
+                       f"backward for input {ev.name} reduces its ({shape_text}) view over dim {dim}, where the "
+                       f"values to add lie along another axis: a view ({', '.join(map(str, layout))}) reduced over dim "
+                       f"{inverse[dim]} makes the gradient right, exactly", input=ev.index,
+                       params={"dims": [dim], "expected_dims": [inverse[dim]], "call": name, "written": list(written),
+                               "layout": layout, "at_line": int(line)}, confidence=0.85)
+    return None
 
 
 def _finding(ev, line, written, perm):

@@ -11,7 +11,7 @@ import numpy as np
 
 from gradcli.check.diagnosis import mutations
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
-from gradcli.check.diagnosis.fitted import sign_of_term, term_words
+from gradcli.check.diagnosis.fitted import sign_of_term, term_words, written_term
 from gradcli.check.diagnosis.patterns import broadcast_dims, sum_to
 from gradcli.check.report import Finding
 
@@ -27,9 +27,8 @@ def _variables(ev: Evidence):
 
 
 def _backward_variables(ev: Evidence):
-    """The tensors backward computes or unpacks itself (``ds = s * (1 - s)``), shaped like the
-    input and not already among the inputs and the output: the product rule's missing half is
-    often one of them (Swish's x·σ′(βx), with β a number)."""
+    """The tensors backward computes or unpacks itself (``ds = s * (1 - s)``), shaped like the input
+    and not among the inputs and the output: often the product rule's missing half (Swish's x·σ′)."""
     if ev.backward_names is None:
         return []
     known = _variables(ev)
@@ -69,16 +68,17 @@ def _cosine(a, b):
 
 
 def missing_term(ev: Evidence):
-    """Elementwise functions (one output shaped like the input) and scalar ones (a loss: its one
-    grad_output broadcast to every element): numeric − analytic = α·v·t for one simple term t
-    (α < 0: a term too many) — a label-smoothed loss missing its uniform ε/C part is α·v·1."""
+    """Elementwise, scalar or per-row outputs (v: grad_output broadcast): N − A = α·v·t for one simple
+    term t (α < 0: a term too many) — a label-smoothed loss missing its uniform ε/C part is α·v·1."""
     if ev.analytic is None or ev.values is None or len(ev.outputs) != 1:
         return None
-    scalar = np.size(ev.outputs[0]) == 1
-    if not scalar and ev.outputs[0].shape != ev.values.shape:
+    out = ev.outputs[0].shape  # a loss reduced over trailing dims: a scalar, or one value per row
+    scalar = np.size(ev.outputs[0]) == 1 or (0 < len(out) < len(ev.shape) and tuple(ev.shape[:len(out)]) == out)
+    if not scalar and out != ev.values.shape:
         return None
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
-    V = np.stack([np.broadcast_to(np.reshape(row[0], () if scalar else ev.shape), ev.shape) for row in ev.cotangents])
+    kept = () if np.size(ev.outputs[0]) == 1 else out + (1,) * (len(ev.shape) - len(out))
+    V = np.stack([np.broadcast_to(np.reshape(row[0], kept), ev.shape) for row in ev.cotangents])
     if ev.support() < 3:
         return None
     variables = _variables(ev) + _backward_variables(ev)
@@ -91,13 +91,15 @@ def missing_term(ev: Evidence):
         if not ev.fits(A + alpha * T, N, E):
             continue
         nice, coefficient, text, what = term_words(alpha, description)
-        if scalar and nice is None and description != "1":
+        if scalar and description != "1" and (nice is None or kept[1:]):  # per row: its constant part only
             # a scalar output's own values (a ratio r, a norm) are constants of every element: a
             # coefficient at no simple number times a term of the input is then any dropped term
             # of them, no evidence; the same offset at every element (the constant term) still is
             continue
         if nice == -2.0:
-            return sign_of_term(ev, text[2:])
+            if written_term(_statement_terms(ev), T):  # else twice a missing term, by chance
+                return sign_of_term(ev, text[2:])
+            continue
         return Finding("missing_term",
                        f"backward for input {ev.name} {what} {text} (numeric − analytic fits it exactly)",
                        input=ev.index, params={"variant": "missing", "term": description, "coefficient": coefficient,
@@ -241,8 +243,8 @@ def term_coefficient(ev: Evidence):
                 "term_sign", f"backward for input {ev.name} has the wrong sign on one term: `{code}` (numeric = "
                 f"analytic − 2·that term, exactly)", input=ev.index, params={"term": code}, confidence=0.9)
         coefficient = nice if nice is not None else float(f"{alpha:.6g}")
-        factor = nice_number(1 + alpha)
-        factor = factor if factor is not None else float(f"{1 + alpha:.6g}")
+        # 1 + α from the simple α (nice_number never names 0: α = −1 is an extra term)
+        factor = 1 + nice if nice is not None else (nice_number(1 + alpha) or float(f"{1 + alpha:.6g}"))
         what = (f"has an extra term `{code}` (numeric = analytic − that term, exactly)" if factor == 0 else
                 f"has the wrong coefficient on one term: `{code}` needs a factor {short_number(factor)} (numeric − "
                 f"analytic = {short_number(coefficient)}·that term, exactly) — a parameter or constant missing there")
