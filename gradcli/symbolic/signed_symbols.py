@@ -23,7 +23,9 @@ def _templates():
         for kind, flags in (("real", {}), ("positive", {"positive": True}), ("negative", {"negative": True})):
             pair = tuple(sympy.Symbol(f"_gradcli_{kind}{k}", real=True, **flags) for k in (0, 1))
             _TEMPLATES[kind] = pair
-            _KINDS[pair[0]._assumptions0] = kind
+            facts = getattr(pair[0], "_assumptions0", None)  # another SymPy without it: no symbol has a kind
+            if facts is not None:
+                _KINDS[facts] = kind
     return _TEMPLATES
 
 
