@@ -161,3 +161,27 @@ def test_point_partials_keep_no_numbers_and_give_the_same_partials():
         for s, (value, kink) in found.items():  # SymPy's derivative, its constants exact (not at 53 bits)
             exact = sympy.diff(rational, s).subs({x: sympy.Rational(5, 8), y: sympy.Rational(-11, 8)}).evalf(50)
             assert abs(value - mpmath.mpf(str(exact))) < mpmath.mpf(10) ** -30 and not kink
+
+
+def test_shared_numbers_in_two_threads_is_off_only_after_both():
+    import threading
+
+    original_new = sympy.Float.__dict__["_new"]
+    inside, leave, seen = threading.Barrier(2), threading.Event(), []
+
+    def work(first):
+        with shared_numbers():
+            inside.wait()
+            if first:
+                leave.wait()  # the other thread has left: still on here
+                seen.append(sympy.Float(1.5) is sympy.Float(1.5))
+        if not first:
+            seen.append(sympy.Float.__dict__["_new"] is not original_new)
+            leave.set()
+
+    threads = [threading.Thread(target=work, args=(k == 0,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert seen == [True, True] and sympy.Float.__dict__["_new"] is original_new

@@ -19,17 +19,20 @@ Both are put back when the outermost ``shared_numbers()`` ends (also on an excep
 and the Floats it shared are let go.
 """
 import contextlib
+import threading
 
+_LOCK = threading.Lock()  # the patches are process-wide: on at the first entry, off at the last exit
 _DEPTH = [0]
 _SHARED: dict = {}   # (class, _mpf_, _prec, zero) -> the one Float made for it while on
-_ORIGINAL: dict = {}
+_ORIGINAL: dict = {}  # what the patches replaced, while they are on
+_MAKE_FLOAT: list = []  # Float._new's own function, kept (a thread may still be inside a patched call)
 
 
 def _shared_new(cls, _mpf_, _prec, zero=True):
     key = (cls, _mpf_, _prec, zero)
     found = _SHARED.get(key)
     if found is None:
-        found = _SHARED[key] = _ORIGINAL["float_new"].__func__(cls, _mpf_, _prec, zero)
+        found = _SHARED[key] = _MAKE_FLOAT[0](cls, _mpf_, _prec, zero)
     return found
 
 
@@ -48,21 +51,26 @@ def shared_numbers():
     from sympy.core.assumptions import StdFactKB
     from sympy.core.numbers import Float
 
-    if _DEPTH[0] == 0:
-        original = Float.__dict__.get("_new")
-        if not isinstance(original, classmethod) or "copy" not in StdFactKB.__dict__ \
-                or not hasattr(StdFactKB(), "_generator"):
-            yield  # another SymPy than the one this was written for: nothing changed
-            return
-        _ORIGINAL.update(float_new=original, copy=StdFactKB.__dict__["copy"])
-        Float._new = classmethod(_shared_new)
-        StdFactKB.copy = _copied_facts
-    _DEPTH[0] += 1
+    with _LOCK:
+        if _DEPTH[0] == 0:
+            original = Float.__dict__.get("_new")
+            # another SymPy than the one this was written for: nothing is changed, the context does nothing
+            if isinstance(original, classmethod) and "copy" in StdFactKB.__dict__ \
+                    and hasattr(StdFactKB(), "_generator"):
+                _MAKE_FLOAT[:] = [original.__func__]
+                _ORIGINAL.update(float_new=original, copy=StdFactKB.__dict__["copy"])
+                Float._new = classmethod(_shared_new)
+                StdFactKB.copy = _copied_facts
+        on = _DEPTH[0] > 0 or bool(_ORIGINAL)
+        if on:
+            _DEPTH[0] += 1
     try:
         yield
     finally:
-        _DEPTH[0] -= 1
-        if _DEPTH[0] == 0:
-            Float._new = _ORIGINAL.pop("float_new")
-            StdFactKB.copy = _ORIGINAL.pop("copy")
-            _SHARED.clear()
+        if on:
+            with _LOCK:
+                _DEPTH[0] -= 1
+                if _DEPTH[0] == 0:
+                    Float._new = _ORIGINAL.pop("float_new")
+                    StdFactKB.copy = _ORIGINAL.pop("copy")
+                    _SHARED.clear()
