@@ -20,6 +20,7 @@ import sympy
 from gradcli.symbolic.jacobian_values import exact_vjp_values
 from gradcli.symbolic.evaluation import DPS, MpEvaluator, as_mp, exact_float
 from gradcli.symbolic.ops import almost_everywhere
+from gradcli.symbolic.shared_numbers import shared_numbers
 from gradcli.symbolic.unevaluated import unevaluated_unary
 from gradcli.symbolic.trace import (NotTraceable, callable_of, differentiable_positions, function_class,
                                     parameter_names, trace_function)
@@ -170,18 +171,19 @@ def _from_trace(fn, inputs, cotangent_sets):
     # each symbol carries the sign of its value at the check point, so SymPy simplifies as it may there
     signs = {i: {idx: ("positive" if v > 0 else "negative" if v < 0 else "real")
                  for idx, v in np.ndenumerate(inputs[i].data.astype(np.float64))} for i in positions}
-    try:
-        with unevaluated_unary():  # values are all it needs of the trace (unevaluated.py)
-            trace = trace_function(fn, inputs, signs=signs, with_backward=False)
-    except NotTraceable as error:
-        raise ExactUnavailable(f"not traceable: {error.reason}") from None
-    point = {}
-    for i in positions:
-        point.update(zip(trace.inputs[i].flat, as_mp(inputs[i].data).flat))
-    try:
-        sums, kinks, magnitudes = exact_vjp_values(trace, point, cotangent_sets)
-    except ValueError as error:
-        raise ExactUnavailable(str(error)) from None
+    with shared_numbers():  # equal Floats shared, known facts not deduced again (shared_numbers.py)
+        try:
+            with unevaluated_unary():  # values are all it needs of the trace (unevaluated.py)
+                trace = trace_function(fn, inputs, signs=signs, with_backward=False)
+        except NotTraceable as error:
+            raise ExactUnavailable(f"not traceable: {error.reason}") from None
+        point = {}
+        for i in positions:
+            point.update(zip(trace.inputs[i].flat, as_mp(inputs[i].data).flat))
+        try:
+            sums, kinks, magnitudes = exact_vjp_values(trace, point, cotangent_sets)
+        except ValueError as error:
+            raise ExactUnavailable(str(error)) from None
     to_float = np.vectorize(exact_float, otypes=[float])
     values = {i: [to_float(s) if s.size else np.zeros(s.shape) for s in sums[i]] for i in positions}
     return ExactReference("trace", "traced forward", values, kinks, magnitudes=magnitudes)

@@ -22,7 +22,7 @@ import sympy
 from sympy import S
 
 from gradcli.autograd.ops import elementwise
-from gradcli.symbolic import unevaluated
+from gradcli.symbolic import signed_symbols, unevaluated
 
 
 class Indicator(sympy.Function):
@@ -71,7 +71,9 @@ def _condition(value):
 
 def _compare_elements(np_op, a, b):
     if np_op in _RELATIONS:
-        return Indicator(_RELATIONS[np_op](a, b))
+        relation = _RELATIONS[np_op]
+        decided = signed_symbols.relation(relation, a, b)  # two input symbols: by their signs
+        return Indicator(relation(a, b) if decided is None else decided)
     if np_op is np.logical_and:
         return Indicator(sympy.And(_condition(a), _condition(b)))
     if np_op is np.logical_or:
@@ -106,7 +108,12 @@ def symbolic_where(c, a, b):
 
 
 def _extreme_rule(head):
-    element = np.frompyfunc(lambda a, b: head(sympy.sympify(a), sympy.sympify(b)), 2, 1)
+    def pick(a, b):
+        a, b = sympy.sympify(a), sympy.sympify(b)
+        decided = signed_symbols.extreme(head, a, b)  # input symbols: by their signs
+        return head(a, b) if decided is None else decided
+
+    element = np.frompyfunc(pick, 2, 1)
 
     def rule(a, b):
         return np.asarray(element(a, b), dtype=object)

@@ -34,6 +34,7 @@ _FLAT = (sympy.sign, sympy.floor, sympy.ceiling, sympy.Heaviside, Indicator)   #
 _SWITCHES = _FLAT + (sympy.Abs, sympy.Max, sympy.Min, sympy.Piecewise)
 _VALUE_FUNCTIONS = dict(_FUNCTIONS, Heaviside=_heaviside, sign=mpmath.sign)
 _ONE, _ZERO = mpmath.mpf(1), mpmath.mpf(0)
+_NO_KINKS = (False, frozenset(), frozenset())
 
 # f'(u) of one-argument functions, from u and f(u) (the closed forms SymPy's derivatives have)
 _DERIVATIVES = {
@@ -63,8 +64,9 @@ class PointPartials:
 
     def __init__(self, point):
         self.point = point       # {symbol: mpf}
-        self.values = {}         # node -> mpmath value (or bool, for conditions)
+        self.values = {}         # node -> mpmath value (or bool, for conditions); numbers are not kept
         self.branch = {}         # Piecewise node -> the expression of the branch chosen at the point
+        self.kink_memo = {}      # node -> _kinks(node): the same for every expression asked about
 
     def partials(self, expr):
         """[(symbol, ∂expr/∂symbol, at_kink)] for every free symbol of ``expr``."""
@@ -76,16 +78,17 @@ class PointPartials:
                 continue
             for child, local in self._local(node):
                 adjoint[child] = adjoint.get(child, _ZERO) + weight * local
-        flagged = self._kinks(expr, {})[2]
+        flagged = self._kinks(expr, self.kink_memo)[2]
         return [(s, adjoint.get(s, _ZERO), s in flagged) for s in expr.free_symbols]
 
     def _children(self, e):
-        """The subexpressions the derivative of ``e`` flows into (a Piecewise: its chosen branch)."""
+        """The subexpressions the derivative of ``e`` flows into (a Piecewise: its chosen branch);
+        numbers are left out (no symbol under them; hashing a Float costs more than its value)."""
         if isinstance(e, sympy.Piecewise):
             return [self.branch[e]]
         if isinstance(e, _FLAT) or isinstance(e, sympy.logic.boolalg.Boolean) or type(e) in _RELATIONS:
             return []
-        return list(e.args)
+        return [a for a in e.args if not a.is_Number]
 
     def _order(self, expr):
         """The nodes under ``expr``, each after every node it contains (a depth-first post-order
@@ -108,6 +111,8 @@ class PointPartials:
 
     # ---- values ------------------------------------------------------------------------------------
     def value(self, e):
+        if e.is_Number:
+            return _number(e)
         known = self.values.get(e)
         if known is None:
             known = self.values[e] = self._compute(e)
@@ -159,46 +164,49 @@ class PointPartials:
             return [(self.branch[e], _ONE)]
         values = self.values
         if e.is_Add:
-            return [(a, _ONE) for a in e.args]
+            return [(a, _ONE) for a in e.args if not a.is_Number]
         if e.is_Mul:
-            args = [values[a] for a in e.args]
-            return [(a, mpmath.fprod(args[:k] + args[k + 1:])) for k, a in enumerate(e.args)]
+            args = [self.value(a) for a in e.args]
+            return [(a, mpmath.fprod(args[:k] + args[k + 1:])) for k, a in enumerate(e.args) if not a.is_Number]
         if e.is_Pow:
             base, exp = e.args
-            b, x = values[base], values[exp]
+            b, x = self.value(base), self.value(exp)
             out = [(base, x * b ** (x - 1))]
             if exp.free_symbols:
                 out.append((exp, values[e] * mpmath.log(b)))
             return out
         if isinstance(e, (sympy.Max, sympy.Min)):
             target = values[e]
-            chosen = next(a for a in e.args if values[a] == target)
-            return [(chosen, _ONE)]
+            chosen = next(a for a in e.args if self.value(a) == target)
+            return [] if chosen.is_Number else [(chosen, _ONE)]
         if isinstance(e, sympy.Abs):
             (u,) = e.args
-            if isinstance(values[u], mpmath.mpc):
+            if isinstance(self.value(u), mpmath.mpc):
                 raise Unsupported("Abs of a complex value")
-            return [(u, mpmath.sign(values[u]))]
+            return [] if u.is_Number else [(u, mpmath.sign(values[u]))]
         rule = _DERIVATIVES.get(type(e)) if len(e.args) == 1 else None
         if rule is not None:
             (u,) = e.args
-            return [(u, rule(values[u], values[e]))]
+            return [] if u.is_Number else [(u, rule(values[u], values[e]))]
         partials = _generic(type(e), len(e.args))
-        return list(zip(e.args, partials(*[values[a] for a in e.args])))
+        return [(a, d) for a, d in zip(e.args, partials(*[self.value(a) for a in e.args])) if not a.is_Number]
 
     # ---- kinks -------------------------------------------------------------------------------------
     def _kinks(self, e, memo):
         """(any switch in e is zero, symbols whose derivative is not 0 a.e., symbols whose derivative
         formula holds a switch that is zero)."""
+        if not e.args and not e.is_Symbol:
+            return _NO_KINKS
         found = memo.get(e)
         if found is not None:
             return found
         if e.is_Symbol:
             found = (False, frozenset((e,)), frozenset())
-        elif not e.args or e not in self.values:
-            found = (False, frozenset(), frozenset())
+        elif e not in self.values:
+            found = _NO_KINKS
         else:
-            children = [self.branch[e]] if isinstance(e, sympy.Piecewise) else [a for a in e.args if a in self.values]
+            children = [self.branch[e]] if isinstance(e, sympy.Piecewise) else \
+                [a for a in e.args if a.args and a in self.values or a.is_Symbol]
             parts = [self._kinks(a, memo) for a in children]
             own = isinstance(e, _SWITCHES) and self._switch_is_zero(e)
             zero = own or any(p[0] for p in parts)
@@ -221,26 +229,26 @@ class PointPartials:
     def _switch_is_zero(self, e):
         values = self.values
         if isinstance(e, (sympy.Abs, sympy.sign)):
-            return _is_zero(values[e.args[0]])
+            return _is_zero(self.value(e.args[0]))
         if isinstance(e, (sympy.Max, sympy.Min)):
-            return sum(1 for a in e.args if values[a] == values[e]) > 1
+            return sum(1 for a in e.args if self.value(a) == values[e]) > 1
         if isinstance(e, (sympy.floor, sympy.ceiling)):
-            u = values[e.args[0]]
+            u = self.value(e.args[0])
             return not isinstance(u, mpmath.mpc) and u == mpmath.floor(u)
         return any(_is_zero(self.value(s)) for s in switch_arguments(e))
 
 
 def _number(e):
-    if e in _NUMBERS:
-        return _NUMBERS[e]()
-    if e is sympy.S.ComplexInfinity or e is sympy.S.NaN:
-        return mpmath.nan
+    if e.is_Float:   # first: a Float's hash (for the lookup below) costs more than this
+        return mpmath.mpf(e._mpf_)
     if e.is_Integer:
         return mpmath.mpf(int(e))
     if e.is_Rational:
         return mpmath.mpf(int(e.p)) / mpmath.mpf(int(e.q))
-    if e.is_Float:
-        return mpmath.mpf(e._mpf_)
+    if e in _NUMBERS:
+        return _NUMBERS[e]()
+    if e is sympy.S.ComplexInfinity or e is sympy.S.NaN:
+        return mpmath.nan
     raise Unsupported(f"the number {e}")
 
 
