@@ -158,6 +158,8 @@ def test_each_worker_checks_its_block_in_one_run_beside_ordinary_tests(pytester,
     (pytester.path / "conftest.py").write_text(RUN_LOG)
     log = pytester.path / "runs.jsonl"
     monkeypatch.setenv("GRADCLI_TEST_RUNS", str(log))
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)  # this suite may itself run under xdist: the serial run is not
 
     serial = pytester.runpytest_subprocess("tests", "--gradcli", "ops", "--junitxml=serial.xml")
     serial.assert_outcomes(passed=10, failed=2)
