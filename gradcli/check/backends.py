@@ -320,7 +320,8 @@ class TorchBackend(Backend):
         saved = tensor.detach().clone()
         with self.torch.no_grad():
             # through .data: no version-counter bump, so tensors saved for backward stay valid once restored
-            tensor.data.copy_(self.torch.from_numpy(np.ascontiguousarray(array)))
+            # not np.ascontiguousarray: it makes a 0-d array shape (1,), which a 0-d Parameter cannot take
+            tensor.data.copy_(self.torch.from_numpy(array if array.flags.c_contiguous else array.copy(order="C")))
 
         def restore():
             with self.torch.no_grad():

@@ -145,7 +145,7 @@ def refine(target, hints: dict):
         hint = hints.get(param)
         if hint is None or hint.kind is not None:
             continue
-        hint.shape = (1,)  # not 0-d: the numeric side finds no derivative for a 0-d Parameter a module holds
+        hint.shape = (1,)  # one element, as a module's scale weights most often are (a 0-d one is checked too)
         hint.why = (f"a parameter of {' and '.join(callables)}: the package passes their module's parameters "
                     f"after the inputs (.apply(..., *parameters)); a torch.nn.Parameter the stand-in"
                     f"{'s' if len(callables) > 1 else ''} hold{'' if len(callables) > 1 else 's'}")

@@ -105,7 +105,8 @@ class TorchRunner:
     def make(self, array, dtype: str, requires_grad: bool, golden: bool = False):
         import numpy as np
 
-        t = self.torch.from_numpy(np.ascontiguousarray(array, dtype=np.float64)).to(getattr(self.torch, dtype))
+        # np.array, not np.ascontiguousarray: that makes a 0-d array shape (1,)
+        t = self.torch.from_numpy(np.array(array, dtype=np.float64, order="C")).to(getattr(self.torch, dtype))
         if not golden:
             t = t.to(self.device)
         return t.requires_grad_(requires_grad)

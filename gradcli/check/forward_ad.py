@@ -160,7 +160,8 @@ def _as_arrays(b, result, outputs):
 
 
 def _torch_tangent(b, session, p, i, directions):
-    return b.torch.from_numpy(np.ascontiguousarray(directions[p])).to(session.args[i].dtype)
+    # np.array, not np.ascontiguousarray: that makes a 0-d direction shape (1,), which a 0-d input's tangent cannot be
+    return b.torch.from_numpy(np.array(directions[p], order="C")).to(session.args[i].dtype)
 
 
 def _torch_forward_ad(session, directions):

@@ -15,7 +15,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gradcli.check import callable_params, infer_calls, infer_flow, infer_matmul, infer_values, solver_operators
+from gradcli.check import (callable_params, infer_calls, infer_flow, infer_matmul, infer_values, module_arguments,
+                           solver_operators, string_tuples)
 from gradcli.check.infer_shapes import _conjuncts, _ndim_of, _size_of
 from gradcli.check import source_code
 
@@ -87,6 +88,8 @@ def read_hints(target, names: list) -> dict:
         infer_calls.annotated_objects(target.cls.forward, hints)
         infer_calls.inverse_pairs(hints)
         callable_params.refine(target, hints)  # .apply(fn, *inputs, *fn.parameters()): fn:sinh@args_1
+        module_arguments.refine(target, forward, hints)  # args[0].parameters(): args_0 is a module
+        string_tuples.refine(target.cls.forward, hints)  # kwarg_keys: Tuple[str, ...] -> ()
         infer_values.refine(forward, _function_node(getattr(target.cls, "backward", None)), hints)
         _scalars(target.cls, forward, hints)
     except Exception:  # noqa: BLE001 -- hints only order the guesses: without them, inputs are built as before

@@ -68,6 +68,8 @@ def first_plan(hint, base_shape: tuple) -> Plan:
         return Plan("callable", value=hint.stand_in or "tanh", why=hint.why)  # or a pairwise distance
     if kind == "none":  # a process group passed as group=: the default one
         return Plan("none", why=hint.why)
+    if kind == "strings":  # annotated Tuple[str, ...] (string_tuples.py): no names
+        return Plan("shape", value=(), why=hint.why)
     if kind == "shape":  # a size forward draws or views with: the base shape
         return Plan("shape", value=tuple(base_shape), why=hint.why)
     if hint is not None and hint.structure is not None:
