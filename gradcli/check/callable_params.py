@@ -62,7 +62,7 @@ def apply_layout(target, named: int) -> Optional[tuple]:
     assigned = _assignments(tree)
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "apply"
-                and _tail_name(node.func.value) == target.cls.__name__ and node.args
+                and tail_name(node.func.value) == target.cls.__name__ and node.args
                 and isinstance(node.args[-1], ast.Starred)):
             continue
         plain = [a for a in node.args if not isinstance(a, ast.Starred)]
@@ -111,10 +111,11 @@ def _is_parameters(node, assigned: dict, depth: int) -> bool:
     """The expression is a module's parameters: ``self.parameters()`` in it, or a name assigned from one."""
     if isinstance(node, ast.Name):
         return depth > 0 and any(_is_parameters(v, assigned, depth - 1) for v in assigned.get(node.id, ()))
-    return any(isinstance(n, ast.Call) and _PARAMETERS.search(_tail_name(n.func) or "") for n in ast.walk(node))
+    return any(isinstance(n, ast.Call) and _PARAMETERS.search(tail_name(n.func) or "") for n in ast.walk(node))
 
 
-def _tail_name(node) -> Optional[str]:
+def tail_name(node) -> Optional[str]:
+    """The last name of ``f`` or ``a.b.f`` (None for anything else)."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):

@@ -260,6 +260,11 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
     failed = report.failures
     if failed:
         out.message = f"{failed[0].name}: {failed[0].message}"
+    elif out.status == "skip" and not out.message:  # nothing compared: say why the values checks skipped
+        skipped = [c for c in report.checks if c.name == "values" and c.status == "skip"] or \
+            [c for c in report.checks if c.status == "skip"]
+        if skipped:
+            out.message = f"{skipped[0].name}: {skipped[0].message}"
     return out
 
 

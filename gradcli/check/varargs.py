@@ -112,20 +112,12 @@ def _apply_call_counts(target, named: int) -> list:
     counts = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "apply" \
-                and _tail_name(node.func.value) == target.cls.__name__ and not node.keywords \
+                and callable_params.tail_name(node.func.value) == target.cls.__name__ and not node.keywords \
                 and not any(isinstance(a, ast.Starred) for a in node.args):
             n = len(node.args) - named
             if n >= 0 and n not in counts:
                 counts.append(n)
     return counts
-
-
-def _tail_name(node) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
 
 
 def _backward_count(backward, named: int) -> Optional[int]:
