@@ -1,6 +1,7 @@
 """Shared static readers for the labelled diagnosis corpora (bench/diagnosis_*/).
 
-Used by tests/test_diagnosis_{heldout,blind,fresh,unseen,sealed,latest}_corpus.py. Everything
+Used by tests/test_diagnosis_{heldout,blind,fresh,unseen,sealed,latest,hidden}_corpus.py (the last
+three take their shared label tests from ``label_tests``). Everything
 here is ``ast`` and text: nothing imports a corpus or runs the diagnosis (scoring is
 bench/diagnosis_untuned.py's job).
 """
@@ -188,3 +189,57 @@ def twinless_buggy(corpus):
                 if not any(t["params"] == r["params"] for t in twins):
                     missing.append(f"{name}::{r['function']}")
     return missing
+
+
+def readme_total_problems(corpus):
+    """The README's table and its sentences of totals ("N buggy Functions (P with a pattern, K
+    without)", "M correct twins") against the labels: [] when they agree."""
+    readme = corpus.readme()
+    problems = list(readme_table_mismatches(corpus))
+    no_pattern = corpus.kind_counts()["none"]
+    for sentence in (f"{len(corpus.buggy)} buggy Functions ({len(corpus.buggy) - no_pattern} with a "
+                     f"pattern, {no_pattern} without)", f"{len(corpus.correct)} correct twins"):
+        if sentence not in readme:
+            problems.append(f"README lacks {sentence!r}")
+    return problems
+
+
+def label_tests(corpus) -> dict:
+    """The label tests every corpus written to the sealed corpus's format shares, as test functions
+    for a test module's namespace (``globals().update(label_tests(CORPUS))``)."""
+    import pytest
+
+    @pytest.mark.parametrize("record", corpus.records, ids=record_id)
+    def test_every_function_declares_bug(record):
+        assert record["has_bug_attribute"], "declare bug = {...} or bug = None (a correct twin)"
+
+    @pytest.mark.parametrize("record", corpus.buggy, ids=record_id)
+    def test_buggy_label_is_valid(record):
+        assert label_problems(record) == []
+
+    @pytest.mark.parametrize("record", corpus.buggy, ids=record_id)
+    def test_buggy_has_exactly_one_bug_line_in_the_right_method(record):
+        assert bug_site_problems(record) == []
+
+    @pytest.mark.parametrize("record", corpus.correct, ids=record_id)
+    def test_correct_twin_has_no_bug_line(record):
+        assert record["bug_marks"] == []
+
+    def test_every_buggy_function_has_a_twin_unless_an_estimator():
+        assert twinless_buggy(corpus) == []
+
+    def test_no_bug_mark_outside_a_function_class():
+        assert bug_marks_outside_function_classes(corpus) == []
+
+    def test_example_inputs_are_static_and_take_no_argument():
+        assert example_inputs_taking_arguments(corpus, allow_classmethod=False) == []
+
+    def test_readme_totals_and_counts_by_kind_match_the_labels():
+        assert readme_total_problems(corpus) == []
+        assert readme_kind_counts(corpus) == corpus.kind_counts()
+
+    def test_engine_import_is_the_one_the_validator_replaces():
+        engine, _ = corpus.engine_and_torch_files()
+        assert engine and all(ENGINE_IMPORT + "\n" in corpus.source(n) for n in engine)
+
+    return {name: fn for name, fn in locals().items() if name.startswith("test_")}

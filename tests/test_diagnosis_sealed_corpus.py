@@ -8,13 +8,8 @@ pass with and without torch.
 import ast
 import os
 
-import pytest
 
-from tests.corpus_labels import (ENGINE_IMPORT, ROOT, Corpus, bench,
-                                 bug_marks_outside_function_classes, bug_site_problems,
-                                 example_inputs_taking_arguments, imported_modules,
-                                 label_problems, readme_kind_counts, readme_table_mismatches,
-                                 record_id, twinless_buggy)
+from tests.corpus_labels import (ROOT, Corpus, bench, imported_modules, label_tests)
 
 SEALED = os.path.join(ROOT, "bench", "diagnosis_sealed")
 CORPUS = Corpus(SEALED)
@@ -86,36 +81,7 @@ def test_readme_names_the_functions_that_fail_by_raising():
         assert f"`{name}`" in readme and name in names
 
 
-@pytest.mark.parametrize("record", CORPUS.records, ids=record_id)
-def test_every_function_declares_bug(record):
-    assert record["has_bug_attribute"], "declare bug = {...} or bug = None (a correct twin)"
-
-
-@pytest.mark.parametrize("record", CORPUS.buggy, ids=record_id)
-def test_buggy_label_is_valid(record):
-    assert label_problems(record) == []
-
-
-@pytest.mark.parametrize("record", CORPUS.buggy, ids=record_id)
-def test_buggy_has_exactly_one_bug_line_in_the_right_method(record):
-    assert bug_site_problems(record) == []
-
-
-@pytest.mark.parametrize("record", CORPUS.correct, ids=record_id)
-def test_correct_twin_has_no_bug_line(record):
-    assert record["bug_marks"] == []
-
-
-def test_every_buggy_function_has_a_twin_unless_an_estimator():
-    assert twinless_buggy(CORPUS) == []
-
-
-def test_no_bug_mark_outside_a_function_class():
-    assert bug_marks_outside_function_classes(CORPUS) == []
-
-
-def test_example_inputs_are_static_and_take_no_argument():
-    assert example_inputs_taking_arguments(CORPUS, allow_classmethod=False) == []
+globals().update(label_tests(CORPUS))  # the tests every corpus of this format shares
 
 
 def test_readme_states_the_rules_and_matches_the_corpus():
@@ -123,17 +89,3 @@ def test_readme_states_the_rules_and_matches_the_corpus():
     # blind until the integrator released it to the eighth diagnosis pass; a design corpus since
     assert "BLIND until 2026-12-01 23:50 UTC" in readme and "design corpus" in readme
     assert "--corpus bench/diagnosis_sealed" in readme and "--summary" in readme
-    assert readme_table_mismatches(CORPUS) == []
-    no_pattern = CORPUS.kind_counts()["none"]
-    assert (f"{len(CORPUS.buggy)} buggy Functions ({len(CORPUS.buggy) - no_pattern} with a "
-            f"pattern, {no_pattern} without)") in readme
-    assert f"{len(CORPUS.correct)} correct twins" in readme
-
-
-def test_readme_counts_by_kind_match_the_labels():
-    assert readme_kind_counts(CORPUS) == CORPUS.kind_counts()
-
-
-def test_engine_import_is_the_one_the_validator_replaces():
-    engine, _ = CORPUS.engine_and_torch_files()
-    assert engine and all(ENGINE_IMPORT + "\n" in CORPUS.source(n) for n in engine)
