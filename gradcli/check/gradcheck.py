@@ -22,6 +22,8 @@ from gradcli.check.backward_records import recording_backward
 from gradcli.check.check_clock import Stopwatch
 from gradcli.check.function_features import add_feature_checks
 from gradcli.check.compare import compare_elements, settled_elements, values_check
+from gradcli.check.symmetric_parts import NOTE as SYMMETRIC_NOTE
+from gradcli.check.symmetric_parts import backward_is_symmetric, convention_only, symmetric_parts_agree
 from gradcli.check.too_large import probe_too_large
 from gradcli.check.report import Check, CheckReport, InputResult
 from gradcli.check.second_order import second_order_check
@@ -92,8 +94,8 @@ def gradcheck(
     if layouts and session.reseeded:
         _determinism.explain_layouts(report)
     report.timing["total_s"] = time.perf_counter() - session.started
-    if not report.ok:  # name the pattern behind the failure (specs/diagnosis.md); attach() never raises
-        from gradcli.check.diagnosis import attach
+    if not report.ok and not convention_only(report):  # name the pattern behind the failure (specs/diagnosis.md)
+        from gradcli.check.diagnosis import attach  # never raises
         attach(report, session.call if session.reseeded else fn, session.args)
     if raise_exception:
         report.raise_if_failed()
@@ -364,9 +366,15 @@ class _Session:
             finally:
                 self.timing["numeric_s"] += time.perf_counter() - start
             result, failed_cotangents, failed_elements = compare_elements(result, analytic, numeric, self.tolerance)
+            symmetric = symmetric_parts_agree(x, result, self.tolerance)
+            if symmetric:
+                result.message += SYMMETRIC_NOTE
             self.failed_cotangents += failed_cotangents
             self.report.inputs.append(result)
             self.report.checks.append(values_check(result, failed_cotangents, failed_elements))
+            if symmetric:
+                self.report.checks[-1].details["symmetric_parts_agree"] = True
+                self.report.checks[-1].details["symmetric_backward"] = backward_is_symmetric(result, self.tolerance)
         if too_large:
             probe_too_large(self, projector, cotangents, too_large)
 

@@ -234,7 +234,10 @@ def _check_case(target, case, be, options: RunOptions, abspath: str, deadline: O
         out.traceback = raised.details.get("traceback", "")
         return out
     if not report.ok and not report.diagnosis:
-        report.diagnosis = _diagnose(report, target.fn, case.args)
+        from gradcli.check.symmetric_parts import convention_only
+
+        if not convention_only(report):
+            report.diagnosis = _diagnose(report, target.fn, case.args)
     if options.exact != "off" or options.expr:
         from gradcli.check.symbolic_checks import add_exact
 
