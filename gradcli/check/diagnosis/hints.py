@@ -162,6 +162,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         needed = params.get("needed", "the right tensor").split(" = ")[-1]
         return _with_code(f"use {needed} instead of {params.get('used', 'that tensor').split(' = ')[-1]}",
                           src, statement, "in ")
+    if kind == "missing_reshape" and "reshape" in params:  # returned flat: fixed where it is computed
+        return _with_code("reshape the gradient to the input's shape", src, statement, "in ")
     if kind in CHAIN_ADVICE:
         names, advice = CHAIN_ADVICE[kind]
         # a result laid out wrongly is fixed where the result is reshaped last; grad_output read in
