@@ -73,3 +73,77 @@ def test_a_gradient_returned_flat_is_a_missing_reshape_at_its_statement(name):
     assert f.params["reshape"] == "C" and f.params["returned_shape"] == [6, 4] and f.params["side"] == "result"
     assert "shape (6, 4): reshape it to (2, 3, 4)" in f.message
     assert f.params["source"]["line"] == _line_of(cls, "dx = g * s")
+
+
+# ----- the statement evaluator's vocabulary: `.mm` chains, literal indices and slices ------------------
+def chain_first(B, transposed):
+    class ChainFirst(B.Function):
+        """y = x·p·q (a chain of `.mm` calls) with p square; x's gradient is g·qᵀ·pᵀ."""
+
+        @staticmethod
+        def forward(ctx, x, p, q):
+            ctx.save_for_backward(x, p, q)
+            return x.mm(p).mm(q)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, p, q = ctx.saved_tensors
+            grad_x = grad.mm(q.t()).mm(p.t())
+            return grad_x, x.t().mm(grad).mm(q.t()), x.mm(p).t().mm(grad)
+
+    class ChainFirstUntransposed(ChainFirst):
+        @staticmethod
+        def backward(ctx, grad):
+            x, p, q = ctx.saved_tensors
+            grad_x = grad.mm(q.t()).mm(p)  # p where p.t() is needed
+            return grad_x, x.t().mm(grad).mm(q.t()), x.mm(p).t().mm(grad)
+
+    return ChainFirstUntransposed if transposed else ChainFirst
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_an_mm_chain_with_one_operand_untransposed_is_transposed_at_that_statement(name):
+    B = backend(name)
+    rng = np.random.default_rng(92)
+    args = tuple(B.tensor(rng.standard_normal(s)) for s in ((3, 4), (4, 4), (4, 2)))
+    assert gradcheck(chain_first(B, False).apply, args).ok
+    cls = chain_first(B, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input) for f in findings] == [("transposed", 0)]
+    assert findings[0].params["expected"] == "p.T"
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grad_x = grad.mm(q.t())")
+
+
+def phase_mix(B, wrong_sign):
+    class PhaseMix(B.Function):
+        """y_i = sin(t_i)·a_i0 + cos(t_i)·a_i1 for t (n,) and a (n, 2): the columns read by literal
+        index; t's gradient g·(cos t·a0 − sin t·a1)."""
+
+        @staticmethod
+        def forward(ctx, t, a):
+            ctx.save_for_backward(t, a)
+            return t.sin() * a[:, 0] + t.cos() * a[:, 1]
+
+        @staticmethod
+        def backward(ctx, grad):
+            t, a = ctx.saved_tensors
+            a0, a1 = a[:, 0], a[:, 1]
+            sign = 1.0 if wrong_sign else -1.0
+            grad_t = grad * (t.cos() * a0 + sign * t.sin() * a1)  # one term's sign wrong, or right
+            grad_a = B.ns.stack([grad * t.sin(), grad * t.cos()], 1)
+            return grad_t, grad_a
+
+    return PhaseMix
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_term_over_columns_read_by_literal_index_has_its_sign_named(name):
+    B = backend(name)
+    rng = np.random.default_rng(93)
+    args = (B.tensor(rng.standard_normal(5)), B.tensor(rng.standard_normal((5, 2))))
+    assert gradcheck(phase_mix(B, False).apply, args).ok
+    cls = phase_mix(B, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input) for f in findings] == [("term_sign", 0)]
+    assert "t.sin() * a1" in findings[0].message
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grad_t = grad * (t.cos()")

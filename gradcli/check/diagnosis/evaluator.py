@@ -28,7 +28,7 @@ UNARY = {
     "contiguous": lambda z: z,
 }
 BINARY = {"pow": np.power, "mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide,
-          "matmul": np.matmul}
+          "matmul": np.matmul, "mm": np.matmul, "bmm": np.matmul}
 
 
 def _softmax(z, axis):
@@ -257,8 +257,23 @@ class _Evaluator:
             return tuple(_Evaluator._int(e) for e in node.elts)
         raise Unsupported("dim")
 
+    @staticmethod
+    def _is_literal_int(node) -> bool:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            node = node.operand
+        return isinstance(node, ast.Constant) and type(node.value) is int
+
+    @staticmethod
+    def _literal_int(node) -> int:
+        if not _Evaluator._is_literal_int(node):
+            raise Unsupported("index")
+        if isinstance(node, ast.UnaryOp):
+            return -node.operand.value
+        return node.value
+
     def _basic_index(self, node):
-        """Slices, None, Ellipsis (``g[:, None]``) and 1-D integer index tensors (``yp[i + 1]``)."""
+        """Slices (literal bounds), literal integers, None, Ellipsis (``g[:, None]``) and 1-D integer
+        index tensors (``yp[i + 1]``)."""
         parts = node.elts if isinstance(node, ast.Tuple) else [node]
         index = []
         for part in parts:
@@ -266,8 +281,11 @@ class _Evaluator:
                 index.append(None)
             elif isinstance(part, ast.Constant) and part.value is Ellipsis:
                 index.append(Ellipsis)
-            elif isinstance(part, ast.Slice) and part.lower is None and part.upper is None and part.step is None:
-                index.append(slice(None))
+            elif isinstance(part, ast.Slice):  # `:`, or literal bounds and step (`g[:, 1::2]`, `x[:-1]`)
+                bounds = [None if b is None else self._literal_int(b) for b in (part.lower, part.upper, part.step)]
+                index.append(slice(*bounds))
+            elif self._is_literal_int(part):  # one position (`points[:, 0]`)
+                index.append(self._literal_int(part))
             elif isinstance(part, (ast.Name, ast.BinOp)):  # an integer index tensor (`yp[i + 1]`)
                 value = self.value(part)
                 if isinstance(value, tuple) or np.ndim(value) != 1 or np.any(value != np.round(value)):
