@@ -147,3 +147,36 @@ def test_a_term_over_columns_read_by_literal_index_has_its_sign_named(name):
     assert [(f.kind, f.input) for f in findings] == [("term_sign", 0)]
     assert "t.sin() * a1" in findings[0].message
     assert findings[0].params["source"]["line"] == _line_of(cls, "grad_t = grad * (t.cos()")
+
+
+def gamma_rate(torch, wrong_sign):
+    class GammaRate(torch.autograd.Function):
+        """y = lgamma(a) − a·log(x) (a log-partition minus a linear term); a's gradient is
+        g·(digamma(a) − log x)."""
+
+        @staticmethod
+        def forward(ctx, a, x):
+            ctx.save_for_backward(a, x)
+            return torch.lgamma(a) - a * torch.log(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, x = ctx.saved_tensors
+            sign = -1.0 if wrong_sign else 1.0
+            grad_a = sign * torch.digamma(a) - torch.log(x)  # digamma's sign wrong, or right
+            return grad * grad_a, -grad * a / x
+
+    return GammaRate
+
+
+def test_a_term_of_digamma_in_an_intermediate_has_its_sign_named():
+    torch = pytest.importorskip("torch")
+    B = backend("torch")
+    rng = np.random.default_rng(94)
+    args = (B.tensor(rng.uniform(0.8, 3.0, (3, 4))), B.tensor(rng.uniform(0.5, 2.0, (3, 4))))
+    assert gradcheck(gamma_rate(torch, False).apply, args).ok
+    cls = gamma_rate(torch, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input) for f in findings] == [("term_sign", 0)]
+    assert "torch.digamma(a)" in findings[0].message
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grad_a = sign * torch.digamma(a)")

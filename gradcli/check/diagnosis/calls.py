@@ -181,3 +181,11 @@ LINALG = {
 
 def _refuse(what):
     raise Unsupported(what)
+
+
+def special(name, z):
+    """lgamma/digamma elementwise (mpmath, imported when a backward calls one: numpy has neither)."""
+    import mpmath
+
+    f = getattr(mpmath, name)
+    return np.vectorize(lambda t: float(mpmath.re(f(t))), otypes=[float])(np.asarray(z, dtype=float))

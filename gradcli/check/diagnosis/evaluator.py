@@ -16,7 +16,7 @@ import ast
 import numpy as np
 
 from gradcli.check.diagnosis import calls
-from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported
+from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported, special
 from gradcli.check.diagnosis.source import grad_output_names, statements
 
 UNARY = {
@@ -26,7 +26,9 @@ UNARY = {
     "sigmoid": lambda z: 1 / (1 + np.exp(-z)), "sign": np.sign, "relu": lambda z: np.maximum(z, 0),
     "float": lambda z: z, "double": lambda z: z, "clone": lambda z: z, "detach": lambda z: z,
     "contiguous": lambda z: z,
+    "lgamma": lambda z: special("loggamma", z), "digamma": lambda z: special("digamma", z),
 }
+
 BINARY = {"pow": np.power, "mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide,
           "matmul": np.matmul, "mm": np.matmul, "bmm": np.matmul}
 
