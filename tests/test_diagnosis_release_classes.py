@@ -151,19 +151,19 @@ def test_a_term_over_columns_read_by_literal_index_has_its_sign_named(name):
 
 def gamma_rate(torch, wrong_sign):
     class GammaRate(torch.autograd.Function):
-        """y = lgamma(a) − a·log(x) (a log-partition minus a linear term); a's gradient is
-        g·(digamma(a) − log x)."""
+        """y = lgamma(a) − a·log(x) + log(a)/2; a's gradient is g·(digamma(a) − log x + 1/(2a)),
+        computed in an intermediate the return multiplies by grad_output."""
 
         @staticmethod
         def forward(ctx, a, x):
             ctx.save_for_backward(a, x)
-            return torch.lgamma(a) - a * torch.log(x)
+            return torch.lgamma(a) - a * torch.log(x) + 0.5 * torch.log(a)
 
         @staticmethod
         def backward(ctx, grad):
             a, x = ctx.saved_tensors
             sign = -1.0 if wrong_sign else 1.0
-            grad_a = sign * torch.digamma(a) - torch.log(x)  # digamma's sign wrong, or right
+            grad_a = sign * torch.digamma(a) - torch.log(x) + 0.5 / a  # digamma's sign wrong, or right
             return grad * grad_a, -grad * a / x
 
     return GammaRate
