@@ -180,3 +180,38 @@ def test_a_term_of_digamma_in_an_intermediate_has_its_sign_named():
     assert [(f.kind, f.input) for f in findings] == [("term_sign", 0)]
     assert "torch.digamma(a)" in findings[0].message
     assert findings[0].params["source"]["line"] == _line_of(cls, "grad_a = sign * torch.digamma(a)")
+
+
+# ----- where a factor is quoted ------------------------------------------------------------------------
+def half_square(B, doubled):
+    class HalfSquare(B.Function):
+        """y = (x − z)²/2 elementwise; z's gradient is written as −(x's gradient)."""
+
+        @staticmethod
+        def forward(ctx, x, z):
+            d = x - z
+            ctx.save_for_backward(d)
+            return 0.5 * d * d
+
+        @staticmethod
+        def backward(ctx, grad):
+            (d,) = ctx.saved_tensors
+            if doubled:
+                grad_x = 2 * grad * d  # a stray factor 2
+                return grad_x, -grad_x / 2  # z's gradient undoes it: right
+            grad_x = grad * d
+            return grad_x, -grad_x
+
+    return HalfSquare
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_factor_is_quoted_where_this_gradient_writes_it_not_at_another_gradients_constant(name):
+    B = backend(name)
+    rng = np.random.default_rng(95)
+    args = (B.tensor(rng.standard_normal((3, 4))), B.tensor(rng.standard_normal((3, 4))))
+    assert gradcheck(half_square(B, False).apply, args).ok
+    cls = half_square(B, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input, f.params["factor"]) for f in findings] == [("scale", 0, 2.0)]
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grad_x = 2 * grad * d")
