@@ -215,3 +215,37 @@ def test_a_factor_is_quoted_where_this_gradient_writes_it_not_at_another_gradien
     findings = _findings(cls, args)
     assert [(f.kind, f.input, f.params["factor"]) for f in findings] == [("scale", 0, 2.0)]
     assert findings[0].params["source"]["line"] == _line_of(cls, "grad_x = 2 * grad * d")
+
+
+def guarded_scale(B, inverted):
+    class GuardedScale(B.Function):
+        """y = x·w elementwise; w's gradient is computed only when it is needed — or, inverted,
+        only when it is not, so zeros are returned."""
+
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x * w
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            grad_w = B.ns.zeros_like(w)
+            if ctx.needs_input_grad[1] != inverted:
+                grad_w = grad * x  # the gradient, on a branch
+            return grad * w, grad_w
+
+    return GuardedScale
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_zero_gradient_whose_assignment_never_ran_is_quoted_at_that_assignment(name):
+    B = backend(name)
+    rng = np.random.default_rng(96)
+    args = (B.tensor(rng.standard_normal((3, 4))), B.tensor(rng.standard_normal((3, 4))))
+    assert gradcheck(guarded_scale(B, False).apply, args).ok
+    cls = guarded_scale(B, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input) for f in findings] == [("zero", 1)]
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grad_w = grad * x")
+    assert "never ran" in findings[0].hint
