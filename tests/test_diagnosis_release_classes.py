@@ -249,3 +249,38 @@ def test_a_zero_gradient_whose_assignment_never_ran_is_quoted_at_that_assignment
     assert [(f.kind, f.input) for f in findings] == [("zero", 1)]
     assert findings[0].params["source"]["line"] == _line_of(cls, "grad_w = grad * x")
     assert "never ran" in findings[0].hint
+
+
+# ----- a literal threshold where forward's parameter is needed -------------------------------------------
+def clipped_ramp(B, literal):
+    class ClippedRamp(B.Function):
+        """y = x where x < c, else c (a clip at the level c, kept on ctx); x's gradient is grad_output
+        below c. Written with the literal 2.0 in the mask where ctx.level is needed, or right."""
+
+        @staticmethod
+        def forward(ctx, x, level):
+            ctx.save_for_backward(x)
+            ctx.level = level
+            return B.ns.where(x < level, x, x * 0 + level)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            if literal:
+                return grad * (x < 2.0), None  # the literal level
+            return grad * (x < ctx.level), None
+
+    return ClippedRamp
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_mask_comparing_with_a_literal_where_a_ctx_value_is_needed_is_a_region_there(name):
+    B = backend(name)
+    x = B.tensor([[-1.0, 0.3, 0.9, 1.4], [1.7, 2.3, -0.4, 1.2], [0.1, 2.6, 1.9, -2.2]])
+    args = (x, 1.0)
+    assert gradcheck(clipped_ramp(B, False).apply, args).ok
+    cls = clipped_ramp(B, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input) for f in findings] == [("region", 0)]
+    assert findings[0].params["threshold"] == "2.0" and findings[0].params["expected"] == "ctx.level"
+    assert findings[0].params["source"]["line"] == _line_of(cls, "return grad * (x < 2.0)")
