@@ -284,3 +284,51 @@ def test_a_mask_comparing_with_a_literal_where_a_ctx_value_is_needed_is_a_region
     assert [(f.kind, f.input) for f in findings] == [("region", 0)]
     assert findings[0].params["threshold"] == "2.0" and findings[0].params["expected"] == "ctx.level"
     assert findings[0].params["source"]["line"] == _line_of(cls, "return grad * (x < 2.0)")
+
+
+# ----- a flip missing on a continuation line --------------------------------------------------------------
+def valid_correlation(torch, flipped):
+    import torch.nn.functional as F
+
+    class ValidCorrelation(torch.autograd.Function):
+        """y = the valid correlation of each row of x with the kernel w (F.conv1d); x's gradient is
+        the full correlation of grad_output with the *flipped* kernel, written over two lines."""
+
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return F.conv1d(x.unsqueeze(1), w.view(1, 1, -1)).squeeze(1)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            k = w.shape[0]
+            grad_x = F.conv1d(F.pad(grad.unsqueeze(1), (k - 1, k - 1)),
+                              w.flip(0).view(1, 1, k)).squeeze(1)
+            grad_w = F.conv1d(x.unsqueeze(0), grad.unsqueeze(1), groups=x.shape[0]).squeeze(0).sum(0)
+            return grad_x, grad_w
+
+    class ValidCorrelationUnflipped(ValidCorrelation):
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            k = w.shape[0]
+            grad_x = F.conv1d(F.pad(grad.unsqueeze(1), (k - 1, k - 1)),
+                              w.view(1, 1, k)).squeeze(1)  # w where w.flip(0) is needed
+            grad_w = F.conv1d(x.unsqueeze(0), grad.unsqueeze(1), groups=x.shape[0]).squeeze(0).sum(0)
+            return grad_x, grad_w
+
+    return ValidCorrelation if flipped else ValidCorrelationUnflipped
+
+
+def test_a_kernel_read_unflipped_on_a_continuation_line_is_a_missing_flip():
+    torch = pytest.importorskip("torch")
+    B = backend("torch")
+    rng = np.random.default_rng(97)
+    args = (B.tensor(rng.standard_normal((2, 8))), B.tensor(rng.standard_normal(3)))
+    assert gradcheck(valid_correlation(torch, True).apply, args).ok
+    cls = valid_correlation(torch, False)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input) for f in findings] == [("missing_flip", 0)]
+    assert findings[0].params["operand"] == "w" and not findings[0].params["flipped"] and findings[0].params["dim"] == 0
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grad_x = F.conv1d(F.pad(")
