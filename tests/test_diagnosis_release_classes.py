@@ -332,3 +332,50 @@ def test_a_kernel_read_unflipped_on_a_continuation_line_is_a_missing_flip():
     assert [(f.kind, f.input) for f in findings] == [("missing_flip", 0)]
     assert findings[0].params["operand"] == "w" and not findings[0].params["flipped"] and findings[0].params["dim"] == 0
     assert findings[0].params["source"]["line"] == _line_of(cls, "grad_x = F.conv1d(F.pad(")
+
+
+# ----- a norm over the wrong dim, next to a helper's tuple --------------------------------------------
+def _unit_rows(x):
+    n = x.norm(dim=1, keepdim=True)
+    return x / n, n
+
+
+def unit_rows(B, wrong_dim):
+    class UnitRows(B.Function):
+        """u = x / ‖x‖ per row; backward recomputes u with a helper returning a tuple (outside the
+        evaluator's vocabulary: its values are the ones backward held) and the norm itself."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return _unit_rows(x)[0]
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            u, _ = _unit_rows(x)
+            n = x.norm(dim=1, keepdim=True)
+            return (grad - u * (grad * u).sum(1, keepdim=True)) / n
+
+    class UnitRowsColumnNorm(UnitRows):
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            u, _ = _unit_rows(x)
+            n = x.norm(dim=0, keepdim=True)  # the columns' norms
+            return (grad - u * (grad * u).sum(1, keepdim=True)) / n
+
+    return UnitRowsColumnNorm if wrong_dim else UnitRows
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_norm_over_the_wrong_dim_is_a_wrong_axis_at_that_call(name):
+    B = backend(name)
+    rng = np.random.default_rng(98)
+    args = (B.tensor(rng.standard_normal((3, 4))),)
+    assert gradcheck(unit_rows(B, False).apply, args).ok
+    cls = unit_rows(B, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input) for f in findings] == [("wrong_axis", 0)]
+    assert findings[0].params["call"] == "norm" and findings[0].params["expected_dims"] == [1]
+    assert findings[0].params["source"]["line"] == _line_of(cls, "n = x.norm(dim=0, keepdim=True)")

@@ -16,7 +16,7 @@ import ast
 import numpy as np
 
 from gradcli.check.diagnosis import calls
-from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported, special
+from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported, assigns_or_changes, special
 from gradcli.check.diagnosis.source import grad_output_names, statements
 
 UNARY = {
@@ -47,6 +47,7 @@ DIM_OPS = {
     # max/min only as a whole-tensor reduction (with a dim torch returns values and indices); an
     # edit giving one a dim makes it the per-axis amax/amin
     "max": lambda z, d, k: np.max(z, axis=d, keepdims=k), "min": lambda z, d, k: np.min(z, axis=d, keepdims=k),
+    "norm": lambda z, d, k: np.sqrt(np.sum(z * z, axis=d, keepdims=k)),  # the 2-norm: dim given by keyword only
 }
 WHOLE_ONLY = ("max", "min")
 CONSTANTS = {"pi": np.pi, "e": np.e}
@@ -102,8 +103,12 @@ class _Evaluator:
                             and len(stmt.value.elts) == len(names):  # `num, den = ctx.num, ctx.den`
                         self.env[name] = self.value(stmt.value.elts[names.index(name)])
                         return self.env[name]
-                    if name in names:  # `n, c = x.shape`, `gx, gy = grad.unbind(1)`
-                        shape = self.value(stmt.value)
+                    if name in names:  # `n, c = x.shape`, `gx, gy = grad.unbind(1)`, a helper's tuple
+                        try:
+                            shape = self.value(stmt.value)
+                        except Unsupported:
+                            self.env[name] = self._recorded_once(name)
+                            return self.env[name]
                         if not isinstance(shape, tuple) or len(shape) != len(names):
                             raise Unsupported(name)
                         part = shape[names.index(name)]
@@ -121,10 +126,13 @@ class _Evaluator:
         try:
             return self.value(stmt.value)
         except Unsupported:
-            once = sum(1 for s in statements(self.src.tree) if _assigns(s, name)) == 1
-            if not once or name not in self.recorded:
-                raise
-            return np.asarray(self.recorded[name], dtype=float)
+            return self._recorded_once(name)
+
+    def _recorded_once(self, name):
+        once = sum(1 for s in statements(self.src.tree) if assigns_or_changes(s, name)) == 1
+        if not once or name not in self.recorded:
+            raise Unsupported(name)
+        return np.asarray(self.recorded[name], dtype=float)
 
     @staticmethod
     def _is_saved(node):
@@ -303,6 +311,8 @@ class _Evaluator:
         args = list(node.args)
         base = self.value(args.pop(0)) if self._is_module(owner) else self.value(owner)
         dim, keepdim = None, False
+        if args and attr == "norm":
+            raise Unsupported("norm's p")  # norm's first positional argument is p, not a dim
         if args:
             dim = self._int(args.pop(0))
         if args:
@@ -322,17 +332,6 @@ class _Evaluator:
         if dim is None and attr not in ("sum", "mean", "amax", "amin") + WHOLE_ONLY:
             raise Unsupported(attr)
         return DIM_OPS[attr](np.asarray(base, dtype=float), dim, keepdim)
-
-
-def _assigns(stmt, name) -> bool:
-    """``stmt`` binds or changes ``name`` (an assignment, an augmented one, an in-place method)."""
-    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
-            return True
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_")
-               and isinstance(n.func.value, ast.Name) and n.func.value.id == name
-               for n in ast.walk(stmt) if isinstance(stmt, ast.Expr))
 
 
 def _as_array(value):
