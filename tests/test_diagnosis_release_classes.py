@@ -379,3 +379,47 @@ def test_a_norm_over_the_wrong_dim_is_a_wrong_axis_at_that_call(name):
     assert [(f.kind, f.input) for f in findings] == [("wrong_axis", 0)]
     assert findings[0].params["call"] == "norm" and findings[0].params["expected_dims"] == [1]
     assert findings[0].params["source"]["line"] == _line_of(cls, "n = x.norm(dim=0, keepdim=True)")
+
+
+# ----- one of backward's own names read where another is needed ------------------------------------------
+def blend(B, wrong_local):
+    class Blend(B.Function):
+        """y = (1 − s)·a + s·b with s = sigmoid(t), elementwise; backward computes s and 1 − s
+        itself and reads them for a and b."""
+
+        @staticmethod
+        def forward(ctx, a, b, t):
+            ctx.save_for_backward(a, b, t)
+            s = t.sigmoid()
+            return (1 - s) * a + s * b
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b, t = ctx.saved_tensors
+            s = t.sigmoid()
+            r = 1 - s
+            return grad * r, grad * s, grad * (b - a) * s * r
+
+    class BlendSwapped(Blend):
+        @staticmethod
+        def backward(ctx, grad):
+            a, b, t = ctx.saved_tensors
+            s = t.sigmoid()
+            r = 1 - s
+            grad_t = grad * (b - a) * s * s  # s where r is needed
+            return grad * r, grad * s, grad_t
+
+    return BlendSwapped if wrong_local else Blend
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_one_of_backwards_own_names_read_where_another_is_needed_is_a_wrong_variable(name):
+    B = backend(name)
+    rng = np.random.default_rng(99)
+    args = tuple(B.tensor(rng.standard_normal((3, 4))) for _ in range(3))
+    assert gradcheck(blend(B, False).apply, args).ok
+    cls = blend(B, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input) for f in findings] == [("wrong_variable", 2)]
+    assert findings[0].params["used"] == "s" and findings[0].params["needed"] == "r"
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grad_t = grad * (b - a) * s * s")

@@ -93,6 +93,9 @@ class _Evaluator:
                     return self.env[name]
                 if isinstance(target, (ast.Tuple, ast.List)):
                     names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+                    if name not in names and any(isinstance(e, ast.Name) and e.id == name for e in ast.walk(target)):
+                        self.env[name] = self._recorded_once(name)  # nested: `a, (b, c) = helper(x)`
+                        return self.env[name]
                     if name in names and self._is_saved(stmt.value):
                         k = names.index(name)
                         if k >= len(self.saved):

@@ -104,9 +104,8 @@ def statement_edits(probe, cls, position, rows, executed=None):
             # mask) replaced by the tensor that is needed (the saved one); not a recomputed mask
             # (`m = (x > t).float()`): that is a region's story, its threshold is what is wrong
             edits.append(("variable", value, stmt, None))
-        # a tensor inside a comparison decides a mask: replacing it can move the mask's edge onto
-        # the right one (x by the output, zero exactly where |x| ≤ λ), but the mistake is the
-        # threshold, a region's story — so no tensor is replaced there
+        # a tensor inside a comparison decides a mask: replacing it can move the mask's edge onto the
+        # right one (x by the output: zero exactly where |x| ≤ λ), but that is a region: none replaced
         masked = {id(n) for c in ast.walk(value) if isinstance(c, ast.Compare) for n in ast.walk(c)}
         every_occurrence(value, masked, cotangents, edits, occurrences, stmt)
         for node in ast.walk(value):
@@ -142,12 +141,9 @@ def statement_edits(probe, cls, position, rows, executed=None):
                 edits.append(("sign", node, stmt, None))
             if isinstance(node, ast.Compare) and len(node.ops) == 1:
                 edits += [("compare", node, stmt, op) for op in OTHER_COMPARISONS.get(type(node.ops[0]), ())]
-                # a literal threshold where a value kept on ctx is needed: each scalar ctx attribute
-                literal = node.comparators[0]
-                if _numeric_literal(literal):
-                    edits += [("threshold", literal, stmt, (f"ctx.{attr}", float(v)))
-                              for attr, v in sorted(ctx_attrs.items()) if _is_number(v)
-                              and float(v) != _numeric_literal(literal, value=True)]
+                literal = node.comparators[0]  # a literal threshold where a scalar ctx attribute is needed
+                edits += [("threshold", literal, stmt, (f"ctx.{attr}", float(v))) for attr, v in sorted(ctx_attrs.items())
+                          if _numeric_literal(literal) and _is_number(v) and float(v) != _numeric_literal(literal, True)]
     evaluate.seen = seen
     return edits, evaluate, src, saved_named
 
@@ -203,6 +199,10 @@ def _variables(ev):
     return [(label, z) for label, z in found if np.all(np.isfinite(z))]
 
 
+def _locals(ev):  # the names backward computes, not from grad_output: `fx` read where `fy` is needed
+    return list(ev.backward_names() or []) if ev.backward_names is not None else []
+
+
 def operand_transposed(ev):
     """``statement_edit`` with transposes only, tried before the coupling-axes rule: a batched
     square operand used untransposed (``dscores @ q``) changes which axes couple, and the single
@@ -232,7 +232,7 @@ def _edited(ev, kinds, cotangents=True):
         for edit in (e for e in edits if e[0] == kind and getattr(e[1], "id", None) not in skip):
             candidates = [edit]
             if kind in ("variable", "every"):
-                variables = _variables(ev) + saved_named if variables is None else variables
+                variables = _variables(ev) + saved_named + _locals(ev) if variables is None else variables
                 candidates = [(kind, edit[1], edit[2], v) for v in variables
                               if v[0] != getattr(edit[1], "id", None)]
             elif kind == "inner":
