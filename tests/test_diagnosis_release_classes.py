@@ -423,3 +423,41 @@ def test_one_of_backwards_own_names_read_where_another_is_needed_is_a_wrong_vari
     assert [(f.kind, f.input) for f in findings] == [("wrong_variable", 2)]
     assert findings[0].params["used"] == "s" and findings[0].params["needed"] == "r"
     assert findings[0].params["source"]["line"] == _line_of(cls, "grad_t = grad * (b - a) * s * s")
+
+
+# ----- values appended in a loop, then stacked ------------------------------------------------------------
+def scaled_running_sum(B, factor_dropped):
+    class ScaledRunningSum(B.Function):
+        """y_t = c·(x_0 + … + x_t) over dim 0 (c kept on ctx), by a loop; backward runs the loop
+        backwards, appending each step's gradient to a list it stacks at the end."""
+
+        @staticmethod
+        def forward(ctx, x, c):
+            ctx.c = c
+            total, rows = x[0] * 0, []
+            for t in range(x.shape[0]):
+                total = total + x[t]
+                rows.append(c * total)
+            return B.ns.stack(rows)
+
+        @staticmethod
+        def backward(ctx, grad):
+            carry, grads = grad[0] * 0, []
+            for t in range(grad.shape[0] - 1, -1, -1):
+                carry = carry + grad[t]
+                grads.append(carry if factor_dropped else ctx.c * carry)  # the factor c, or not
+            return B.ns.stack(grads[::-1]), None
+
+    return ScaledRunningSum
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_factor_of_values_appended_in_a_loop_is_quoted_at_the_append(name):
+    B = backend(name)
+    rng = np.random.default_rng(100)
+    args = (B.tensor(rng.standard_normal((4, 3))), 0.5)
+    assert gradcheck(scaled_running_sum(B, False).apply, args).ok
+    cls = scaled_running_sum(B, True)
+    findings = _findings(cls, args)
+    assert [(f.kind, f.input, f.params["factor"]) for f in findings] == [("scale", 0, 2.0)]
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grads.append(carry if factor_dropped")
