@@ -445,10 +445,19 @@ def scaled_running_sum(B, factor_dropped):
             carry, grads = grad[0] * 0, []
             for t in range(grad.shape[0] - 1, -1, -1):
                 carry = carry + grad[t]
-                grads.append(carry if factor_dropped else ctx.c * carry)  # the factor c, or not
+                grads.append(ctx.c * carry)
             return B.ns.stack(grads[::-1]), None
 
-    return ScaledRunningSum
+    class ScaledRunningSumUnscaled(ScaledRunningSum):
+        @staticmethod
+        def backward(ctx, grad):
+            carry, grads = grad[0] * 0, []
+            for t in range(grad.shape[0] - 1, -1, -1):
+                carry = carry + grad[t]
+                grads.append(carry)  # the factor c dropped (the recursion itself is right)
+            return B.ns.stack(grads[::-1]), None
+
+    return ScaledRunningSumUnscaled if factor_dropped else ScaledRunningSum
 
 
 @pytest.mark.parametrize("name", BACKENDS)
@@ -460,4 +469,4 @@ def test_a_factor_of_values_appended_in_a_loop_is_quoted_at_the_append(name):
     cls = scaled_running_sum(B, True)
     findings = _findings(cls, args)
     assert [(f.kind, f.input, f.params["factor"]) for f in findings] == [("scale", 0, 2.0)]
-    assert findings[0].params["source"]["line"] == _line_of(cls, "grads.append(carry if factor_dropped")
+    assert findings[0].params["source"]["line"] == _line_of(cls, "grads.append(carry)  # the factor c dropped")

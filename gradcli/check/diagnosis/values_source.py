@@ -32,10 +32,9 @@ def values_statement(src: Source, statement, expr, depth: int = 4):
         if name is None:
             return statement, expr
         appended = [n for n in statements(src.tree) if n.lineno < statement.lineno and src.ran(n) and _appends(n, name)]
-        if appended:  # a list filled in a loop, then stacked: the values are what is appended
-            statement = appended[-1]
-            expr = statement.value.args[-1] if statement.value.args else None
-            continue
+        if appended:  # a list filled in a loop, then stacked: the values are what is appended (a name
+            # appended is the loop's recursion too, which must stay as it is: the append is quoted)
+            return appended[-1], appended[-1].value.args[-1]
         assigned = [n for n in statements(src.tree) if n.lineno < statement.lineno and src.ran(n) and (
             (isinstance(n, (ast.Assign, ast.AnnAssign)) and _assigns(n, name)) or n in _index_writes(src, {name}))]
         if not assigned or (isinstance(assigned[-1], ast.Assign) and isinstance(
