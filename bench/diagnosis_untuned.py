@@ -6,8 +6,8 @@
 ``--corpus DIR`` scores any folder in this format (default bench/diagnosis_untuned). bench/diagnosis_heldout
 was blind until 2026-12-01 19:30 UTC, bench/diagnosis_blind until 20:30 UTC,
 bench/diagnosis_fresh until 22:30 UTC, bench/diagnosis_unseen until 23:25 UTC and
-bench/diagnosis_sealed until 23:50 UTC and bench/diagnosis_latest until 2026-12-02 01:15 UTC; all
-six are design corpora since. ``--summary`` prints
+bench/diagnosis_sealed until 23:50 UTC, bench/diagnosis_latest until 2026-12-02 01:15 UTC and
+bench/diagnosis_hidden until 02:35 UTC; all seven are design corpora since. ``--summary`` prints
 only the totals block, no per-Function lines (the only way to score a blind corpus).
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis

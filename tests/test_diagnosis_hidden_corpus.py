@@ -1,4 +1,4 @@
-"""The seventh diagnosis corpus (bench/diagnosis_hidden/, BLIND) is well formed.
+"""The seventh diagnosis corpus (bench/diagnosis_hidden/, blind until 2026-12-02 02:35 UTC, a design corpus since) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_hidden --summary``), validation by
@@ -102,7 +102,7 @@ globals().update(label_tests(CORPUS))  # the tests every corpus of this format s
 
 def test_readme_states_the_rules_and_matches_the_corpus():
     readme = CORPUS.readme()
-    assert "**This corpus is BLIND.**" in readme
+    assert "**This corpus was BLIND until 2026-12-02 02:35 UTC; it is a design corpus from then on.**" in readme
     assert "--corpus bench/diagnosis_hidden" in readme and "--summary" in readme
 
 

@@ -181,3 +181,22 @@ LINALG = {
 
 def _refuse(what):
     raise Unsupported(what)
+
+
+def special(name, z):
+    """lgamma/digamma elementwise (mpmath, imported when a backward calls one: numpy has neither)."""
+    import mpmath
+
+    f = getattr(mpmath, name)
+    return np.vectorize(lambda t: float(mpmath.re(f(t))), otypes=[float])(np.asarray(z, dtype=float))
+
+
+def assigns_or_changes(stmt, name) -> bool:
+    """``stmt`` binds or changes ``name`` (an assignment, an augmented one, an in-place method)."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+            return True
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_")
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == name
+               for n in ast.walk(stmt) if isinstance(stmt, ast.Expr))

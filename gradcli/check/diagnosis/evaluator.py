@@ -16,7 +16,7 @@ import ast
 import numpy as np
 
 from gradcli.check.diagnosis import calls
-from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported
+from gradcli.check.diagnosis.calls import MORE, Parts, Unsupported, assigns_or_changes, special
 from gradcli.check.diagnosis.source import grad_output_names, statements
 
 UNARY = {
@@ -26,9 +26,11 @@ UNARY = {
     "sigmoid": lambda z: 1 / (1 + np.exp(-z)), "sign": np.sign, "relu": lambda z: np.maximum(z, 0),
     "float": lambda z: z, "double": lambda z: z, "clone": lambda z: z, "detach": lambda z: z,
     "contiguous": lambda z: z,
+    "lgamma": lambda z: special("loggamma", z), "digamma": lambda z: special("digamma", z),
 }
+
 BINARY = {"pow": np.power, "mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide,
-          "matmul": np.matmul}
+          "matmul": np.matmul, "mm": np.matmul, "bmm": np.matmul}
 
 
 def _softmax(z, axis):
@@ -45,6 +47,7 @@ DIM_OPS = {
     # max/min only as a whole-tensor reduction (with a dim torch returns values and indices); an
     # edit giving one a dim makes it the per-axis amax/amin
     "max": lambda z, d, k: np.max(z, axis=d, keepdims=k), "min": lambda z, d, k: np.min(z, axis=d, keepdims=k),
+    "norm": lambda z, d, k: np.sqrt(np.sum(z * z, axis=d, keepdims=k)),  # the 2-norm: dim given by keyword only
 }
 WHOLE_ONLY = ("max", "min")
 CONSTANTS = {"pi": np.pi, "e": np.e}
@@ -90,6 +93,9 @@ class _Evaluator:
                     return self.env[name]
                 if isinstance(target, (ast.Tuple, ast.List)):
                     names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+                    if name not in names and any(isinstance(e, ast.Name) and e.id == name for e in ast.walk(target)):
+                        self.env[name] = self._recorded_once(name)  # nested: `a, (b, c) = helper(x)`
+                        return self.env[name]
                     if name in names and self._is_saved(stmt.value):
                         k = names.index(name)
                         if k >= len(self.saved):
@@ -100,8 +106,12 @@ class _Evaluator:
                             and len(stmt.value.elts) == len(names):  # `num, den = ctx.num, ctx.den`
                         self.env[name] = self.value(stmt.value.elts[names.index(name)])
                         return self.env[name]
-                    if name in names:  # `n, c = x.shape`, `gx, gy = grad.unbind(1)`
-                        shape = self.value(stmt.value)
+                    if name in names:  # `n, c = x.shape`, `gx, gy = grad.unbind(1)`, a helper's tuple
+                        try:
+                            shape = self.value(stmt.value)
+                        except Unsupported:
+                            self.env[name] = self._recorded_once(name)
+                            return self.env[name]
                         if not isinstance(shape, tuple) or len(shape) != len(names):
                             raise Unsupported(name)
                         part = shape[names.index(name)]
@@ -119,10 +129,13 @@ class _Evaluator:
         try:
             return self.value(stmt.value)
         except Unsupported:
-            once = sum(1 for s in statements(self.src.tree) if _assigns(s, name)) == 1
-            if not once or name not in self.recorded:
-                raise
-            return np.asarray(self.recorded[name], dtype=float)
+            return self._recorded_once(name)
+
+    def _recorded_once(self, name):
+        once = sum(1 for s in statements(self.src.tree) if assigns_or_changes(s, name)) == 1
+        if not once or name not in self.recorded:
+            raise Unsupported(name)
+        return np.asarray(self.recorded[name], dtype=float)
 
     @staticmethod
     def _is_saved(node):
@@ -257,8 +270,23 @@ class _Evaluator:
             return tuple(_Evaluator._int(e) for e in node.elts)
         raise Unsupported("dim")
 
+    @staticmethod
+    def _is_literal_int(node) -> bool:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            node = node.operand
+        return isinstance(node, ast.Constant) and type(node.value) is int
+
+    @staticmethod
+    def _literal_int(node) -> int:
+        if not _Evaluator._is_literal_int(node):
+            raise Unsupported("index")
+        if isinstance(node, ast.UnaryOp):
+            return -node.operand.value
+        return node.value
+
     def _basic_index(self, node):
-        """Slices, None, Ellipsis (``g[:, None]``) and 1-D integer index tensors (``yp[i + 1]``)."""
+        """Slices (literal bounds), literal integers, None, Ellipsis (``g[:, None]``) and 1-D integer
+        index tensors (``yp[i + 1]``)."""
         parts = node.elts if isinstance(node, ast.Tuple) else [node]
         index = []
         for part in parts:
@@ -266,8 +294,11 @@ class _Evaluator:
                 index.append(None)
             elif isinstance(part, ast.Constant) and part.value is Ellipsis:
                 index.append(Ellipsis)
-            elif isinstance(part, ast.Slice) and part.lower is None and part.upper is None and part.step is None:
-                index.append(slice(None))
+            elif isinstance(part, ast.Slice):  # `:`, or literal bounds and step (`g[:, 1::2]`, `x[:-1]`)
+                bounds = [None if b is None else self._literal_int(b) for b in (part.lower, part.upper, part.step)]
+                index.append(slice(*bounds))
+            elif self._is_literal_int(part):  # one position (`points[:, 0]`)
+                index.append(self._literal_int(part))
             elif isinstance(part, (ast.Name, ast.BinOp)):  # an integer index tensor (`yp[i + 1]`)
                 value = self.value(part)
                 if isinstance(value, tuple) or np.ndim(value) != 1 or np.any(value != np.round(value)):
@@ -283,6 +314,8 @@ class _Evaluator:
         args = list(node.args)
         base = self.value(args.pop(0)) if self._is_module(owner) else self.value(owner)
         dim, keepdim = None, False
+        if args and attr == "norm":
+            raise Unsupported("norm's p")  # norm's first positional argument is p, not a dim
         if args:
             dim = self._int(args.pop(0))
         if args:
@@ -302,17 +335,6 @@ class _Evaluator:
         if dim is None and attr not in ("sum", "mean", "amax", "amin") + WHOLE_ONLY:
             raise Unsupported(attr)
         return DIM_OPS[attr](np.asarray(base, dtype=float), dim, keepdim)
-
-
-def _assigns(stmt, name) -> bool:
-    """``stmt`` binds or changes ``name`` (an assignment, an augmented one, an in-place method)."""
-    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
-            return True
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_")
-               and isinstance(n.func.value, ast.Name) and n.func.value.id == name
-               for n in ast.walk(stmt) if isinstance(stmt, ast.Expr))
 
 
 def _as_array(value):

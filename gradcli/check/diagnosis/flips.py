@@ -35,11 +35,13 @@ def _store(frame, name, value):
 
 
 class _FlipOnce:
-    """While the block runs, flips local ``name`` along ``dim`` for the statement at ``line`` of
-    backward's code (and puts the original back when the next line starts)."""
+    """While the block runs, flips local ``name`` along ``dim`` for the statement at lines
+    ``line``..``end`` of backward's code (and puts the original back when the next statement
+    starts: a statement written over several lines reports a line event for each)."""
 
-    def __init__(self, code, line, name, dim):
+    def __init__(self, code, line, name, dim, end=None):
         self.code, self.line, self.name, self.dim = code, line, name, dim
+        self.end = line if end is None else end
 
     def __enter__(self):
         self.previous = sys.gettrace()
@@ -54,7 +56,8 @@ class _FlipOnce:
             def local(frame, event, arg):
                 nonlocal chained
                 if event == "line":
-                    if held:
+                    inside = patched.line < frame.f_lineno <= patched.end
+                    if held and not inside:
                         original, flipped = held.pop()
                         if frame.f_locals.get(patched.name) is flipped:  # not reassigned by the statement
                             _store(frame, patched.name, original)
@@ -112,13 +115,18 @@ def search(probe, cls, ev, executed=None):
             tried += 1
             if tried > MAX_CANDIDATES or time.process_time() - started > BUDGET_S:
                 return None
-            if _fits_flipped(probe, ev, A, N, E, _FlipOnce(code, line, name, dim)):
+            end = line + stmt.end_lineno - stmt.lineno
+            if _fits_flipped(probe, ev, A, N, E, _FlipOnce(code, line, name, dim, end)):
+                flipped = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "flip"
+                              and isinstance(n.func.value, ast.Name) and n.func.value.id == name for n in ast.walk(stmt))
+                what = f"flips `{name}` where it is needed unflipped" if flipped else \
+                    f"reads `{name}` where `{name}.flip({dim})` is needed"
                 return Finding("missing_flip",
-                               f"backward for input {ev.name} reads `{name}` where `{name}.flip({dim})` is needed "
+                               f"backward for input {ev.name} {what} "
                                f"(`{src.code(stmt)}`): with that one change the gradient is right, exactly — a "
                                "correlation with the flipped kernel, or a reversed sequence",
                                input=ev.index, params={"variant": "operand", "operand": name, "dim": dim,
-                                                       "at_line": int(line)}, confidence=0.85)
+                                                       "flipped": flipped, "at_line": int(line)}, confidence=0.85)
     return None
 
 

@@ -162,6 +162,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         needed = params.get("needed", "the right tensor").split(" = ")[-1]
         return _with_code(f"use {needed} instead of {params.get('used', 'that tensor').split(' = ')[-1]}",
                           src, statement, "in ")
+    if kind == "missing_reshape" and "reshape" in params:  # returned flat: fixed where it is computed
+        return _with_code("reshape the gradient to the input's shape", src, statement, "in ")
     if kind in CHAIN_ADVICE:
         names, advice = CHAIN_ADVICE[kind]
         # a result laid out wrongly is fixed where the result is reshaped last; grad_output read in
@@ -183,9 +185,32 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("returned") == "zeros" and statement is not None:
             # zeros computed, not forgotten: quoted where the values are (`g.scatter_(2, i, grad_which)`)
             statement = values_statement(src, statement, expr)[0] or statement
+        skipped = src is not None and statement is not None and _skipped_assignment(src, statement)
+        if skipped:  # the gradient's real assignment is on a branch that did not run
+            return _with_code(f"the assignment of {name}'s gradient never ran: check the condition that guards",
+                              src, skipped, "")
         return _with_code(f"return a gradient for {name} instead of "
                           f"{'None' if params.get('returned') == 'None' else 'zeros'}", src, statement, "in ")
     return "", None
+
+
+def _skipped_assignment(src, statement):
+    """A later assignment to the name ``statement`` binds, inside an ``if`` of backward, that did
+    not run in the traced call (``grad_w = zeros_like(w)`` then ``if not ctx.needs_input_grad[1]:
+    grad_w = …``): the zeros are returned because of that condition."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else []
+    if len(targets) != 1 or not isinstance(targets[0], ast.Name) or src.executed is None:
+        return None
+    for node in ast.walk(src.tree):
+        if not isinstance(node, ast.If) or node.lineno <= statement.lineno:
+            continue
+        for stmt in (s for branch in (node.body, node.orelse) for s in branch):
+            binds = isinstance(stmt, (ast.Assign, ast.AugAssign)) and any(
+                isinstance(t, ast.Name) and t.id == targets[0].id
+                for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))
+            if binds and not src.ran(stmt):
+                return stmt
+    return None
 
 
 ALLOCATIONS = ("zeros", "zeros_like", "empty", "empty_like", "new_zeros", "new_empty", "full", "full_like")

@@ -77,6 +77,8 @@ def statement_edits(probe, cls, position, rows, executed=None):
                     evaluator.overrides[id(node)] = np.negative
                 elif kind == "compare":
                     evaluator.compare_overrides[id(node)] = argument
+                elif kind == "threshold":
+                    evaluator.overrides[id(node)] = _replace(argument[1])
                 else:  # a tensor, or (a name backward computes from grad_output) one value per row
                     value = argument[1][len(per_row)] if isinstance(argument[1], list) else argument[1]
                     for each in occurrences.get(id(node), [node]) if kind == "every" else [node]:
@@ -102,9 +104,8 @@ def statement_edits(probe, cls, position, rows, executed=None):
             # mask) replaced by the tensor that is needed (the saved one); not a recomputed mask
             # (`m = (x > t).float()`): that is a region's story, its threshold is what is wrong
             edits.append(("variable", value, stmt, None))
-        # a tensor inside a comparison decides a mask: replacing it can move the mask's edge onto
-        # the right one (x by the output, zero exactly where |x| ≤ λ), but the mistake is the
-        # threshold, a region's story — so no tensor is replaced there
+        # a tensor inside a comparison decides a mask: replacing it can move the mask's edge onto the
+        # right one (x by the output: zero exactly where |x| ≤ λ), but that is a region: none replaced
         masked = {id(n) for c in ast.walk(value) if isinstance(c, ast.Compare) for n in ast.walk(c)}
         every_occurrence(value, masked, cotangents, edits, occurrences, stmt)
         for node in ast.walk(value):
@@ -140,8 +141,21 @@ def statement_edits(probe, cls, position, rows, executed=None):
                 edits.append(("sign", node, stmt, None))
             if isinstance(node, ast.Compare) and len(node.ops) == 1:
                 edits += [("compare", node, stmt, op) for op in OTHER_COMPARISONS.get(type(node.ops[0]), ())]
+                literal = node.comparators[0]  # a literal threshold where a scalar ctx attribute is needed
+                edits += [("threshold", literal, stmt, (f"ctx.{attr}", float(v))) for attr, v in sorted(ctx_attrs.items())
+                          if _numeric_literal(literal) and _is_number(v) and float(v) != _numeric_literal(literal, True)]
     evaluate.seen = seen
     return edits, evaluate, src, saved_named
+
+
+_is_number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+
+
+def _numeric_literal(node, value=False):
+    """Whether ``node`` is a literal number (``1.0``, ``-0.5``); with ``value``, that number."""
+    sign, node = (-1.0, node.operand) if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) else (1.0, node)
+    ok = isinstance(node, ast.Constant) and _is_number(node.value)
+    return (sign * float(node.value) if ok else None) if value else ok
 
 
 def _dims(dim) -> list:
@@ -185,6 +199,10 @@ def _variables(ev):
     return [(label, z) for label, z in found if np.all(np.isfinite(z))]
 
 
+def _locals(ev):  # the names backward computes, not from grad_output: `fx` read where `fy` is needed
+    return list(ev.backward_names() or []) if ev.backward_names is not None else []
+
+
 def operand_transposed(ev):
     """``statement_edit`` with transposes only, tried before the coupling-axes rule: a batched
     square operand used untransposed (``dscores @ q``) changes which axes couple, and the single
@@ -214,7 +232,7 @@ def _edited(ev, kinds, cotangents=True):
         for edit in (e for e in edits if e[0] == kind and getattr(e[1], "id", None) not in skip):
             candidates = [edit]
             if kind in ("variable", "every"):
-                variables = _variables(ev) + saved_named if variables is None else variables
+                variables = _variables(ev) + saved_named + _locals(ev) if variables is None else variables
                 candidates = [(kind, edit[1], edit[2], v) for v in variables
                               if v[0] != getattr(edit[1], "id", None)]
             elif kind == "inner":
@@ -240,7 +258,8 @@ def _followers(ev, arguments):
     return found
 
 
-def statement_edit(ev, kinds=("dim", "transpose", "variable", "inner", "sign", "every", "compare"), cotangents=True):
+def statement_edit(ev, kinds=("dim", "transpose", "variable", "inner", "sign", "every", "compare", "threshold"),
+                   cotangents=True):
     """The first single edit (a dim, a transpose, a tensor, the sign of a term) that makes the
     gradient statements give the numerical gradient exactly."""
     fallback = None
@@ -330,6 +349,13 @@ def _finding(ev, edit, src, batched=False):
                        f"{written} makes the gradient right, exactly",
                        input=ev.index, params={"description": f"the mask `{code}`", "comparison": written,
                                                "expected": needed, "at_line": line, "statement": statement},
+                       confidence=0.85)
+    if kind == "threshold":
+        return Finding("region",
+                       f"backward for input {ev.name} masks the wrong elements: its mask compares with the literal "
+                       f"`{code}` where {argument[0]} (= {argument[1]:g}) makes the gradient right, exactly",
+                       input=ev.index, params={"description": f"the mask's threshold `{code}`", "threshold": code,
+                                               "expected": argument[0], "at_line": line, "statement": statement},
                        confidence=0.85)
     if kind == "sign":
         return Finding("term_sign",

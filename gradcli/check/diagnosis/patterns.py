@@ -221,6 +221,13 @@ def transposed(ev: Evidence):
     for order in ("C", "F"):
         reshaped = np.stack([np.reshape(r, shape, order=order) for r in raw])
         if ev.fits(reshaped, N, E):
+            if order == "C":
+                # the values are right in forward's own order: only the reshape back is missing (a
+                # flattened gradient returned flat), no axis is transposed
+                return Finding("missing_reshape", f"backward's gradient for input {ev.name} has the right values "
+                               f"in the right order but shape {_shape_text(got)}: reshape it to {_shape_text(shape)}",
+                               input=ev.index, params={"side": "result", "reshape": "C", "returned_shape": list(got)},
+                               confidence=0.95)
             return _transposed_finding(ev, {"reshape": order, "returned_shape": list(got)})
     return None
 

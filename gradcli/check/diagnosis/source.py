@@ -233,7 +233,10 @@ def constant_line(src: Source, expr, statement, factor):
     if factor:
         candidates |= {1 / factor, abs(1 / factor)}
     for stmt in [statement] + _feeding_assignments(src, expr):
-        for node in ast.walk(stmt):
+        # in the gradient's own statement only its expression: a constant of another input's
+        # gradient in the same return (`return g_x, -g_x / 2`) does not set this one's factor
+        within = expr if stmt is statement and expr is not None else stmt
+        for node in ast.walk(within):
             if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
                     node.value, bool) and node.value != 1 and any(abs(node.value - c) < 1e-9 for c in candidates):
                 return stmt

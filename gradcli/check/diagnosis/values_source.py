@@ -31,6 +31,10 @@ def values_statement(src: Source, statement, expr, depth: int = 4):
         name = _laid_out_name(src, source)
         if name is None:
             return statement, expr
+        appended = [n for n in statements(src.tree) if n.lineno < statement.lineno and src.ran(n) and _appends(n, name)]
+        if appended:  # a list filled in a loop, then stacked: the values are what is appended (a name
+            # appended is the loop's recursion too, which must stay as it is: the append is quoted)
+            return appended[-1], appended[-1].value.args[-1]
         assigned = [n for n in statements(src.tree) if n.lineno < statement.lineno and src.ran(n) and (
             (isinstance(n, (ast.Assign, ast.AnnAssign)) and _assigns(n, name)) or n in _index_writes(src, {name}))]
         if not assigned or (isinstance(assigned[-1], ast.Assign) and isinstance(
@@ -41,6 +45,12 @@ def values_statement(src: Source, statement, expr, depth: int = 4):
         if expr is None:
             return statement, expr
     return statement, expr
+
+
+def _appends(stmt, name) -> bool:
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "append" \
+        and isinstance(call.func.value, ast.Name) and call.func.value.id == name and len(call.args) == 1
 
 
 def _written_values(stmt):
@@ -69,6 +79,9 @@ def _laid_out_name(src: Source, expr):
             node = node.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RELAYOUT_CALLS:
             node = node.func.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("stack", "cat") \
+                and node.args:
+            node = node.args[0]  # `torch.stack(grads[::-1])`: the list's values
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) >= 1 \
                 and node.func.id not in _assigned_names(src):
             node = node.args[0]  # a module-level helper given the values first (`_merge(dkh)`)
