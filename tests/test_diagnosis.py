@@ -183,7 +183,8 @@ def test_findings_serialise_as_strict_json():
     assert set(finding) == {"kind", "message", "hint", "input", "params", "confidence"}
 
 
-def test_attach_turns_a_crash_inside_the_diagnosis_into_a_finding(monkeypatch):
+def test_attach_turns_a_crash_inside_the_diagnosis_into_no_finding(monkeypatch):
+    # e.g. an argument a package built that the probes cannot read: no "Looks like: diagnosis failed"
     import gradcli.check.diagnosis as diagnosis
 
     def broken(*args, **kwargs):
@@ -192,8 +193,8 @@ def test_attach_turns_a_crash_inside_the_diagnosis_into_a_finding(monkeypatch):
     monkeypatch.setattr(diagnosis, "diagnose", broken)
     fn, inputs = case_named("sign flipped").build(Backend("gradcli"))
     report = attach(gradcheck(fn, inputs), fn, inputs)
-    assert [f.kind for f in report.diagnosis] == ["none"]
-    assert "ZeroDivisionError: seeded" in report.diagnosis[0].message
+    assert report.status == "fail" and report.diagnosis == []
+    assert report.timing["diagnosis_s"] >= 0
 
 
 def test_function_that_raises_when_re_run_still_gets_a_diagnosis_from_its_report():
