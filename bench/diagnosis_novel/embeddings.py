@@ -154,8 +154,9 @@ class NovelEmbeddingBagWeightedSumWrongDim(torch.autograd.Function):
 
 def _positional_inputs(seed):
     gen = torch.Generator().manual_seed(seed)
-    return (torch.randn(2, 3, 4, dtype=torch.float64, generator=gen),
-            torch.randn(5, 4, dtype=torch.float64, generator=gen))
+    # time-major activations (T, B, D) and a learned table (T, D)
+    return (torch.randn(3, 2, 4, dtype=torch.float64, generator=gen),
+            torch.randn(3, 4, dtype=torch.float64, generator=gen))
 
 
 class NovelPositionalAdd(torch.autograd.Function):
@@ -163,15 +164,11 @@ class NovelPositionalAdd(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, table):
-        ctx.t = x.shape[1]
-        ctx.table_shape = table.shape
-        return x + table[:x.shape[1]]
+        return x + table[:, None, :]
 
     @staticmethod
     def backward(ctx, g):
-        gtable = g.new_zeros(ctx.table_shape)
-        gtable[:ctx.t] = g.sum(0)
-        return g, gtable
+        return g, g.sum(dim=1)
 
     @staticmethod
     def example_inputs():
@@ -180,18 +177,15 @@ class NovelPositionalAdd(torch.autograd.Function):
 
 class NovelPositionalAddPerSample(torch.autograd.Function):
     bug = {"kind": "not_reduced", "input": "table",
-           "note": "the table's gradient is the batched g, not summed over the batch (fails by raising)"}
+           "note": "the table's gradient is g itself, not summed over the batch dim 1 (fails by raising)"}
 
     @staticmethod
     def forward(ctx, x, table):
-        ctx.t = x.shape[1]
-        ctx.table_shape = table.shape
-        return x + table[:x.shape[1]]
+        return x + table[:, None, :]
 
     @staticmethod
     def backward(ctx, g):
-        gtable = g.new_zeros(ctx.table_shape)
-        gtable[:ctx.t] += g  # BUG
+        gtable = g  # BUG
         return g, gtable
 
     @staticmethod

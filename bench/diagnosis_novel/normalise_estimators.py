@@ -172,7 +172,7 @@ class NovelWeightStandardised(torch.autograd.Function):
 
 class NovelWeightStandardisedDividesSaved(torch.autograd.Function):
     bug = {"kind": "inplace", "input": "w",
-           "note": "the centred weight is saved, then divided in place by sd to make w-hat (fails by raising in torch)"}
+           "note": "the centred weight is saved, then divided in place by sd to make w-hat, so backward divides by sd twice"}
 
     @staticmethod
     def forward(ctx, x, w):
