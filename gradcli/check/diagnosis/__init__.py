@@ -21,7 +21,7 @@ from gradcli.check.diagnosis import branch, extras, flips, held_constant, index_
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
-from gradcli.check.diagnosis import relayout, separable
+from gradcli.check.diagnosis import relayout, rewrites, separable
 from gradcli.check.diagnosis import surrogate
 from gradcli.check.diagnosis import terms
 from gradcli.check.diagnosis.evidence import Evidence, lazy
@@ -45,13 +45,13 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.dropped_output, index_writes.not_accumulated,
-            operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
+            operator.jacobian_transposed, rewrites.one_edit, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
             separable.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
             terms.missing_reduction_term, named_terms.missing_named_term, held_constant.held_constant_factor,
-            mutations.edited_term)
+            mutations.edited_term, rewrites.saved_tensor)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -305,6 +305,8 @@ class _Diagnosis:
             ev.relayout = lazy(lambda ev=ev: extras.relayout_finding(self, ev))
             ev.index_writes = lazy(lambda ev=ev: extras.index_writes_finding(self, ev))
             ev.flips = lazy(lambda ev=ev: extras.flips_finding(self, ev))
+            ev.rewrites = lazy(lambda ev=ev: extras.rewrites_finding(self, ev))
+            ev.rewrites_saved = lazy(lambda ev=ev: extras.rewrites_finding(self, ev, saves=True))
             ev.forward_factors = lazy(lambda ev=ev: extras.forward_factors(self, ev))
             ev.empty_masks = lazy(lambda ev=ev: extras.empty_masks(self, ev))
         self._raw(evidence)

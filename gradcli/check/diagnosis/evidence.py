@@ -58,6 +58,8 @@ class Evidence:
     relayout: Optional[Callable[[], Any]] = None  # lazily: a missing_reshape finding from re-running backward
     index_writes: Optional[Callable[[], Any]] = None  # lazily: a not_accumulated finding from re-running backward
     flips: Optional[Callable[[], Any]] = None  # lazily: a missing_flip finding from re-running backward
+    rewrites: Optional[Callable[[], Any]] = None  # lazily: the finding of one edit of backward (rewrites.py)
+    rewrites_saved: Optional[Callable[[], Any]] = None  # lazily: ... of what forward saves
     forward_factors: Optional[Callable[[], Any]] = None  # lazily: forward's product's factors, evaluated
     empty_masks: Optional[Callable[[], Any]] = None  # lazily: [(name, line, code)] of masks false everywhere
 

@@ -87,6 +87,15 @@ def flips_finding(diag, ev):
         return None
 
 
+def rewrites_finding(diag, ev, saves=False):
+    from gradcli.check.diagnosis import rewrites
+
+    try:
+        return rewrites.search(diag.probe, diag.cls, ev, diag.executed, diag.positions.get(ev.index, ev.index), saves)
+    except Exception:  # an unusual backward: no re-run evidence
+        return None
+
+
 def overwrites(diag, ev) -> bool:
     try:
         src = backward_source(diag.cls, diag.executed)

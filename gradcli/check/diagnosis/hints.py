@@ -40,6 +40,10 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             if stmt:
                 return _with_code(advice, src, stmt, f"in {where}: ")
         return advice, None
+    if params.get("edit") == "rewrite" and params.get("location"):  # rewrites.py: the edit that fits, where
+        location = dict(params.pop("location"))
+        return (f"{params['advice']} in `{location['code']}` ({os.path.basename(location['file'])}:"
+                f"{location['line']})"), location
     src = backward_source(cls, executed)
     statement = expr = None
     written = gradient = (None, None)

@@ -1,0 +1,365 @@
+"""The single edits ``rewrites.py`` tries: each a mistake people make in a backward, as a change
+to one node of its syntax tree (see ``rewrites.py`` for the list and the order)."""
+from __future__ import annotations
+
+import ast
+
+from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
+
+DIM_CALLS = {"sum", "mean", "softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "amax", "amin",
+             "max", "min", "norm", "logsumexp", "var", "std", "prod", "gather", "scatter", "scatter_",
+             "scatter_add", "scatter_add_", "index_select", "index_add", "index_add_", "cat", "stack",
+             "unsqueeze", "squeeze", "diff", "nansum", "cummax", "cummin", "vector_norm", "expand_dims",
+             "repeat_interleave", "take_along_dim", "flip", "argmax", "argmin", "sort", "argsort"}
+MODULES = {"torch", "F", "np", "numpy", "gradcli", "math", "nn", "functional", "linalg"}
+OTHER_DIMS = (-1, 0, 1, 2, -2, 3)
+COMPARISONS = {ast.Gt: (ast.GtE, ast.Lt, ast.LtE), ast.GtE: (ast.Gt, ast.LtE, ast.Lt),
+               ast.Lt: (ast.LtE, ast.Gt, ast.GtE), ast.LtE: (ast.Lt, ast.GtE, ast.Gt),
+               ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,)}
+SYMBOLS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
+ACCUMULATING = {"scatter_": "scatter_add_", "scatter": "scatter_add", "index_copy_": "index_add_",
+                "index_copy": "index_add"}
+CTX_NOT_TENSORS = {"saved_tensors", "needs_input_grad", "saved_variables", "mark_dirty", "mark_non_differentiable",
+                   "save_for_backward", "set_materialize_grads", "materialize_grads"}
+KIND_ORDER = ("term_sign", "region", "wrong_axis", "transposed", "not_accumulated", "missing_flip",
+              "wrong_variable", "ignores_grad_output", "unread_factor", "missing_term")
+# calls writing or selecting values: the sign of the values they are given (`where(c, a, -b)`,
+# `scatter(1, i, -n)`), by positional argument (methods; functions take the tensor first)
+VALUE_ARGUMENTS = {"where": (1, 2), "scatter": (2,), "scatter_": (2,), "scatter_add": (2,), "scatter_add_": (2,),
+                   "index_add": (2,), "index_add_": (2,), "index_put": (1,), "index_put_": (1,),
+                   "masked_scatter": (1,), "masked_scatter_": (1,)}
+
+
+# ----- edits ------------------------------------------------------------------------------------
+class _Edit:
+    """One edit: ``apply(tree_copy)`` makes it on a copy of backward's tree (nodes found by their
+    position in ``ast.walk``); ``kind``, ``words`` and the statement for the finding."""
+
+    def __init__(self, kind, stmt, node, words, make, **params):
+        self.kind, self.stmt, self.node, self.words, self.make, self.params = kind, stmt, node, words, make, params
+
+
+def _call_name(call):
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr, not (isinstance(func.value, ast.Name) and func.value.id in MODULES) \
+            and not (isinstance(func.value, ast.Attribute) and func.value.attr in MODULES)
+    if isinstance(func, ast.Name):
+        return func.id, False
+    return None, False
+
+
+def _int(node):
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
+def _const(value):
+    return ast.UnaryOp(ast.USub(), ast.Constant(-value)) if value < 0 else ast.Constant(value)
+
+
+def _is_transpose(node):
+    if isinstance(node, ast.Attribute) and node.attr in ("T", "mT", "H", "mH"):
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+            node.func.attr == "t" and not node.args or node.func.attr in ("transpose", "swapaxes") and len(node.args) == 2):
+        return node.func.value
+    return None
+
+
+def _transposed(node):
+    undone = _is_transpose(node)
+    if undone is not None:
+        return undone
+    return ast.Call(ast.Attribute(node, "transpose", ast.Load()), [_const(-2), _const(-1)], [])
+
+
+def _matmul_operands(node):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return [node.left, node.right]
+    if isinstance(node, ast.Call):
+        name, method = _call_name(node)
+        if name in ("matmul", "mm", "bmm"):
+            return ([node.func.value] if method else []) + list(node.args[: 1 if method else 2])
+    return []
+
+
+def _einsum_swaps(spec):
+    """Each einsum spec with two indices of one operand (or of the output) swapped."""
+    if "->" not in spec:
+        return
+    inputs, output = spec.replace(" ", "").split("->")
+    terms = inputs.split(",") + [output]
+    for t, term in enumerate(terms):
+        if "." in term:
+            continue
+        for a in range(len(term)):
+            for b in range(a + 1, len(term)):
+                letters = list(term)
+                letters[a], letters[b] = letters[b], letters[a]
+                swapped = terms[:t] + ["".join(letters)] + terms[t + 1:]
+                yield ",".join(swapped[:-1]) + "->" + swapped[-1], term, "".join(letters)
+
+
+def _dim_sites(call):
+    """(node holding a literal dim, its value) of a call taking dims."""
+    name, method = _call_name(call)
+    if name not in DIM_CALLS:
+        return []
+    sites = []
+    for kw in call.keywords:
+        if kw.arg in ("dim", "axis", "dims"):
+            value = kw.value
+            if isinstance(value, (ast.Tuple, ast.List)):
+                sites.extend((elt, _int(elt)) for elt in value.elts if _int(elt) is not None)
+            elif _int(value) is not None:
+                sites.append((value, _int(value)))
+    position = 0 if method else 1
+    if name in ("cat", "stack") and not method:
+        position = 1
+    if name == "flip" and len(call.args) > position and isinstance(call.args[position], (ast.Tuple, ast.List)):
+        sites.extend((elt, _int(elt)) for elt in call.args[position].elts if _int(elt) is not None)
+    elif len(call.args) > position and _int(call.args[position]) is not None:
+        sites.append((call.args[position], _int(call.args[position])))
+    return sites
+
+
+def _bound_before(tree, ctx_name):
+    """{name: first line it is bound}: backward's arguments (line 0) and names it assigns."""
+    bound = {a.arg: 0 for a in tree.args.args + tree.args.kwonlyargs if a.arg != ctx_name}
+    if tree.args.vararg is not None:
+        bound[tree.args.vararg.arg] = 0
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
+                    bound.setdefault(name.id, node.end_lineno)
+    return bound
+
+
+def edits(src, position=None, tensors=None):
+    """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
+    context, no grad_output is known), simplest kind first."""
+    tree = src.tree
+    ctx_name = (tree.args.args[0].arg if tree.args.args else "ctx") if position is not None else None
+    grads = grad_output_names(src) if position is not None else []
+    bound = _bound_before(tree, ctx_name)
+    for name in _containers(tree):  # a list built up in a loop is no tensor to read in another's place
+        bound.pop(name, None)
+    if tensors is not None:  # the names backward held tensors under when it returned (probe.raw)
+        bound = {name: line for name, line in bound.items() if name in tensors or line == 0}
+    functions = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    ctx_attrs = sorted({n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                        and n.value.id == ctx_name and isinstance(n.ctx, ast.Load) and n.attr not in CTX_NOT_TENSORS
+                        and not any(isinstance(c, ast.Call) and c.func is n for c in ast.walk(tree))})
+    ran = [s for s in statements(tree) if src.ran(s) and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try))]
+    in_while = {id(n) for s in ast.walk(tree) if isinstance(s, ast.While) for n in ast.walk(s.test)}
+    by_kind = {kind: [] for kind in KIND_ORDER}
+
+    def add(kind, stmt, node, words, make, **params):
+        by_kind[kind].append(_Edit(kind, stmt, node, words, make, **params))
+
+    for stmt in ran:
+        receivers = _receivers(stmt)
+        for node in _own_nodes(stmt):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+                right, left = ast.unparse(node.right), ast.unparse(node.left)
+                flipped = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
+                add("term_sign", stmt, node, f"the term `{right}`",
+                    lambda n, op=flipped: ast.BinOp(n.left, op, n.right), term=right)
+                if not (isinstance(node.left, ast.BinOp) and isinstance(node.left.op, (ast.Add, ast.Sub))):
+                    add("term_sign", stmt, node, f"the term `{left}`",
+                        lambda n: ast.BinOp(ast.UnaryOp(ast.USub(), n.left), n.op, n.right), term=left)
+                add("missing_term", stmt, node, f"`{right}`", lambda n: n.left, term=right)
+                if not (isinstance(node.left, ast.BinOp) and isinstance(node.left.op, (ast.Add, ast.Sub))):
+                    add("missing_term", stmt, node, f"`{left}`",
+                        lambda n: n.right if isinstance(n.op, ast.Add) else ast.UnaryOp(ast.USub(), n.right), term=left)
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _int(node) is None:
+                term = ast.unparse(node.operand)
+                add("term_sign", stmt, node, f"the term `-{term}`", lambda n: n.operand, term=f"-{term}")
+            elif isinstance(node, ast.Compare) and len(node.ops) == 1 and id(node) not in in_while:
+                for other in COMPARISONS.get(type(node.ops[0]), ()):
+                    add("region", stmt, node, f"`{ast.unparse(node)}` with {SYMBOLS[other]}",
+                        lambda n, o=other: ast.Compare(n.left, [o()], n.comparators),
+                        comparison=SYMBOLS[type(node.ops[0])], expected=SYMBOLS[other])
+            elif isinstance(node, ast.Call):
+                _call_edits(add, stmt, node)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+                target = node.targets[0]
+                add("not_accumulated", stmt, node, f"`{ast.unparse(node)}` accumulating (`+=`)",
+                    lambda n: ast.AugAssign(n.targets[0], ast.Add(), n.value))
+                index = target.slice
+                if not any(isinstance(e, ast.Slice) for e in (index.elts if isinstance(index, ast.Tuple) else [index])):
+                    add("not_accumulated", stmt, node, f"`{ast.unparse(node)}` accumulating (index_put_ with accumulate=True)",
+                        lambda n: ast.Expr(_index_put(n.targets[0], n.value)))
+            for operand in _matmul_operands(node):
+                code = ast.unparse(operand)
+                add("transposed", stmt, operand, f"`{code}` transposed", _transposed, operand=code)
+            if _matmul_operands(node):  # the product itself the wrong way round: cols @ gyᵀ for gy @ colsᵀ
+                code = ast.unparse(node)
+                add("transposed", stmt, node, f"`{code}` transposed", _transposed, operand=code, product=True)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound \
+                    and node.id not in functions:
+                for other in bound:
+                    if other != node.id and other not in functions and other not in grads \
+                            and bound[other] < node.lineno and (other, id(node)) not in receivers:
+                        add("wrong_variable", stmt, node, f"`{node.id}` where `{other}` is needed",
+                            lambda n, o=other: ast.Name(o, ast.Load()), used=node.id, needed=other)
+                for attr in ctx_attrs:
+                    add("wrong_variable", stmt, node, f"`{node.id}` where `{ctx_name}.{attr}` is needed",
+                        lambda n, a=attr: ast.Attribute(ast.Name(ctx_name, ast.Load()), a, ast.Load()),
+                        used=node.id, needed=f"{ctx_name}.{attr}")
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == ctx_name \
+                    and node.attr in ctx_attrs and isinstance(node.ctx, ast.Load):
+                for attr in ctx_attrs:
+                    if attr != node.attr:
+                        add("wrong_variable", stmt, node, f"`{ctx_name}.{node.attr}` where `{ctx_name}.{attr}` is needed",
+                            lambda n, a=attr: ast.Attribute(n.value, a, ast.Load()),
+                            used=f"{ctx_name}.{node.attr}", needed=f"{ctx_name}.{attr}")
+    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    unread = [name for name, line in bound.items() if line > 0 and name not in loads]
+    for stmt in ran:  # a tensor backward unpacks and never reads: the factor it forgot
+        if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) or stmt.value is None:
+            continue
+        for g in [g for g in grads if any(isinstance(n, ast.Name) and n.id == g for n in ast.walk(stmt.value))]:
+            for u in unread:
+                add("unread_factor", stmt, stmt, f"`{g}` where `{g} * {u}` is needed",
+                    lambda n, g=g, u=u: _times_everywhere(n, g, u), used=g, needed=f"{g} * {u}", factor=u)
+    returned = last_return(src) if position is not None else None
+    if returned is not None and grads:
+        value = returned.value
+        elts = value.elts if isinstance(value, ast.Tuple) else [value]
+        if position < len(elts) and not (isinstance(elts[position], ast.Constant) and elts[position].value is None):
+            target = elts[position]
+            reads = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+            for g in grads:
+                if g not in reads:
+                    add("ignores_grad_output", returned, target, f"`{ast.unparse(target)}` times `{g}`",
+                        lambda n, g=g: ast.BinOp(n, ast.Mult(), ast.Name(g, ast.Load())), grad_output=g)
+    return [edit for kind in KIND_ORDER for edit in by_kind[kind]]
+
+
+def _containers(tree):
+    """Names bound to a list, dict or set display or comprehension, or ``list(...)``."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and (isinstance(node.value, (ast.List, ast.ListComp, ast.Dict, ast.DictComp,
+                                                                      ast.Set, ast.SetComp))
+                                             or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                                             and node.value.func.id in ("list", "dict", "set")):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return found
+
+
+def _receivers(stmt):
+    """{(name, id(argument))} for ``name.method(..., argument, ...)`` in ``stmt``: an edit giving a
+    list to its own ``append`` makes it contain itself (and numpy recurse into it for ever)."""
+    found = set()
+    for call in ast.walk(stmt):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+            for arg in call.args:
+                found.update((call.func.value.id, id(n)) for n in ast.walk(arg))
+    return found
+
+
+def _own_nodes(stmt):
+    """The nodes of ``stmt`` that are not inside a nested statement (those are visited on their own)."""
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed([c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt)]))
+
+
+def _call_edits(add, stmt, call):
+    name, method = _call_name(call)
+    if name == "conj" and method and not call.args:
+        code = ast.unparse(call.func.value)
+        add("term_sign", stmt, call, f"`{ast.unparse(call)}` where `{code}` is needed (the imaginary part's sign)",
+            lambda n: n.func.value, term=f"the imaginary part of {code}")
+    for k in VALUE_ARGUMENTS.get(name, ()):
+        k = k if method or name == "where" else k + 1
+        k = k - 1 if name == "where" and method else k
+        if k < len(call.args) and not isinstance(call.args[k], ast.Constant):
+            code = ast.unparse(call.args[k])
+            add("term_sign", stmt, call.args[k], f"the term `{code}`", lambda n: ast.UnaryOp(ast.USub(), n), term=code)
+    for node, value in _dim_sites(call):
+        for other in OTHER_DIMS:
+            if other != value:
+                add("wrong_axis", stmt, node, f"`{ast.unparse(call)}` along dim {other} instead of {value}",
+                    lambda n, o=other: _const(o), call=name, dims=[value], expected_dims=[other])
+    if name in ACCUMULATING and method:
+        add("not_accumulated", stmt, call, f"`{name}` where `{ACCUMULATING[name]}` is needed",
+            lambda n, new=ACCUMULATING[name]: ast.Call(ast.Attribute(n.func.value, new, ast.Load()), n.args, n.keywords),
+            call=name)
+    if name in ("index_put_", "index_put", "put_", "put"):
+        accumulate = next((kw for kw in call.keywords if kw.arg == "accumulate"), None)
+        if accumulate is None or isinstance(accumulate.value, ast.Constant) and not accumulate.value.value:
+            add("not_accumulated", stmt, call, f"`{name}` with accumulate=True", _with_accumulate, call=name)
+    if name == "flip" and method:
+        add("missing_flip", stmt, call, f"`{ast.unparse(call)}` unflipped", lambda n: n.func.value,
+            flipped=True, operand=ast.unparse(call.func.value))
+    if name == "einsum" and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        for spec, term, swapped in _einsum_swaps(call.args[0].value):
+            add("transposed", stmt, call, f"einsum operand `{term}` as `{swapped}`",
+                lambda n, s=spec: ast.Call(n.func, [ast.Constant(s)] + n.args[1:], n.keywords),
+                operand=term, expected=swapped)
+
+
+def _times_everywhere(stmt, name, factor):
+    """``stmt`` with every read of ``name`` made ``(name * factor)``."""
+    class Times(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id == name and isinstance(node.ctx, ast.Load):
+                return ast.BinOp(ast.Name(name, ast.Load()), ast.Mult(), ast.Name(factor, ast.Load()))
+            return node
+
+    return Times().visit(stmt)
+
+
+def _with_accumulate(call):
+    keywords = [kw for kw in call.keywords if kw.arg != "accumulate"]
+    return ast.Call(call.func, call.args, keywords + [ast.keyword("accumulate", ast.Constant(True))])
+
+
+def _index_put(target, value):
+    index = target.slice
+    elts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return ast.Call(ast.Attribute(target.value, "index_put_", ast.Load()),
+                    [ast.Tuple(list(elts), ast.Load()), value], [ast.keyword("accumulate", ast.Constant(True))])
+
+
+
+
+def forward_edits(src):
+    """Forward saving the wrong tensor: one name given to ``save_for_backward`` or assigned to a
+    ``ctx`` attribute replaced by another name forward binds before that statement."""
+    tree = src.tree
+    ctx_name = tree.args.args[0].arg if tree.args.args else "ctx"
+    bound = _bound_before(tree, ctx_name)
+    found = []
+    for stmt in statements(tree):
+        saved = []
+        for node in _own_nodes(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "save_for_backward":
+                saved.extend(a for a in node.args if isinstance(a, ast.Name))
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                                                and t.value.id == ctx_name for t in stmt.targets):
+            saved.extend(n for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id in bound)
+        for node in saved:
+            for other in bound:
+                if other != node.id and bound[other] < stmt.lineno:
+                    found.append(_Edit("wrong_variable", stmt, node, f"forward saves `{node.id}` where `{other}` is needed",
+                                       lambda n, o=other: ast.Name(o, ast.Load()), used=node.id, needed=other,
+                                       saved=True))
+    return found

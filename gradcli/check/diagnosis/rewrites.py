@@ -1,0 +1,405 @@
+"""One edit of backward's own code that makes the gradient exact, found by re-running it.
+
+The rules before this one read the gradient's arithmetic through a closed vocabulary
+(``evaluator.py``); this search reads nothing but syntax, so it reaches code that vocabulary does
+not (helpers, loops, library calls, several statements). Backward's source — and that of each
+module-level function of its own file it calls by name — is parsed (``ast``); one edit is made
+to one node of one statement that ran (``rewrite_edits.py``); the edited function is compiled in
+its own module's namespace, with its file and line numbers, and installed for the re-run (on the
+class, or in the module for a helper), put back afterwards whatever happens; forward and backward
+are re-run for every cotangent. A finding is named only when the edited code gives the numerical
+gradient of the failing input at every element for every cotangent, where the written one does
+not, and every input whose gradient was right stays right. The edit is the mistake; its
+statement is the location, and the hint quotes it.
+
+Edits, simplest kind first (the first that fits is the finding): ``term_sign`` (a ``+``/``-``
+flipped, a term or a unary minus negated, a value given to ``where``/``scatter``/``index_add``
+negated, a ``.conj()`` undone); ``region`` (a comparison made strict or reversed); ``wrong_axis``
+(a literal dim of a reduction, softmax, cumulative op, gather/scatter or concatenation);
+``transposed`` (an operand of a product, or a square product itself, transposed or its transpose
+undone; two indices of an einsum operand swapped); ``not_accumulated`` (an index write made
+accumulating); ``missing_flip`` (a ``.flip`` undone); ``wrong_variable`` (one tensor read in
+another's place); ``ignores_grad_output`` (the returned gradient times a grad_output it never
+reads); a tensor backward unpacks and never reads multiplied in wherever a grad_output is read
+(``region`` when it is a 0/1 mask — dropout's — else ``wrong_variable``); ``missing_term`` (one
+term dropped: an extra term). A mask read in another mask's place is a ``region``. After every
+other rule, ``saved_tensor`` tries forward saving one tensor for another, quoted where backward
+reads it.
+
+Guards: a gradient that is a simple multiple of the right one is left to ``scale``; another
+input's returned gradient in this one's place to ``swapped``; a list is never read in a tensor's
+place (it could be given to its own ``append``); an edited run may take ``SLOWER`` times the
+written one's CPU time (a line tracer on the file stops it); a closure is not recompiled. The
+user's code runs as the check runs it, with one edit; nothing from a user-supplied expression is
+evaluated.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import os
+import sys
+import time
+
+from gradcli.check.diagnosis.evidence import nice_number
+from gradcli.check.diagnosis.probe import ProbeError, row_key
+from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
+from gradcli.check.diagnosis.source import (_source, backward_source, chain, forward_source, gradient_statement,
+                                            last_return, statements)
+from gradcli.check.report import Finding
+
+BUDGET_S = 3.0  # CPU seconds per input (load must not change findings; a fit is checked in full)
+MAX_EDITS = 700
+# one edited re-run may take this many times the written one's (and 0.05 s more): an edit can turn a
+# loop's step around or make a tensor grow, and must not turn a diagnosis into a timeout
+SLOWER = 10.0
+
+
+# ----- compiling and installing an edited backward -----------------------------------------
+def _plain_function(func):
+    func = inspect.unwrap(getattr(func, "__func__", func)) if func is not None else None
+    if func is None or not inspect.isfunction(func) or func.__code__.co_freevars:
+        return None  # a closure (or super()) cannot be recompiled on its own
+    return func
+
+
+def _method(cls, name):
+    return _plain_function(cls.__dict__.get(name) or getattr(cls, name, None))
+
+
+def _targets(cls, executed, position, saves=False):
+    """``(source, function, installer, position)`` of each piece of code an edit may touch:
+    backward, the module-level functions of backward's own file that it calls by name, and
+    forward (only what it saves)."""
+    func, src = _method(cls, "backward"), backward_source(cls, executed)
+    if func is None or src is None:
+        return []
+    targets = [(src, func, lambda f: _OnClass(cls, "backward", f), position)]
+    if saves:
+        forward, forward_src = _method(cls, "forward"), forward_source(cls)
+        if forward is None or forward_src is None:
+            return []
+        return targets[:1] + [(forward_src, forward, lambda f: _OnClass(cls, "forward", f), "forward")]
+    called = sorted({n.func.id for n in ast.walk(src.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)})
+    for name in called:
+        helper = _plain_function(func.__globals__.get(name))
+        if helper is None or helper.__globals__ is not func.__globals__:
+            continue
+        helper_src = _source(helper)
+        if helper_src is not None and os.path.abspath(helper_src.file) == os.path.abspath(src.file):
+            targets.append((helper_src, helper, lambda f, name=name: _InGlobals(func.__globals__, name, f), None))
+    return targets
+
+
+def _compiled(src, func, edit):
+    tree = copy.deepcopy(src.tree)
+    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is edit.node)
+    target = next(n for k, n in enumerate(ast.walk(tree)) if k == index)
+    _replace(tree, target, edit.make(target))
+    return _compile_tree(src, tree, func.__globals__)
+
+
+def _compile_tree(src, tree, namespace_globals):
+    tree.decorator_list = []
+    module = ast.Module(body=[tree], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, src.first_line - 1)
+    namespace = {}
+    exec(compile(module, src.file, "exec"), namespace_globals, namespace)  # noqa: S102 -- backward's own code, edited
+    return namespace[tree.name]
+
+
+def _replace(tree, old, new):
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, ast.copy_location(new, old))
+                return
+            if isinstance(value, list) and any(v is old for v in value):
+                setattr(parent, field, [ast.copy_location(new, old) if v is old else v for v in value])
+                return
+    raise ValueError("edit site not found")
+
+
+class _OnClass:
+    """``cls.<name>`` replaced by ``func`` (a staticmethod) while the block runs."""
+
+    def __init__(self, cls, name, func):
+        self.cls, self.name, self.func = cls, name, func
+
+    def __enter__(self):
+        self.previous = self.cls.__dict__.get(self.name)
+        setattr(self.cls, self.name, staticmethod(self.func))
+
+    def __exit__(self, *exc):
+        if self.previous is None:
+            delattr(self.cls, self.name)
+        else:
+            setattr(self.cls, self.name, self.previous)
+        return False
+
+
+class _InGlobals:
+    """A helper of backward's module replaced by ``func`` while the block runs."""
+
+    def __init__(self, namespace, name, func):
+        self.namespace, self.name, self.func = namespace, name, func
+
+    def __enter__(self):
+        self.previous = self.namespace[self.name]
+        self.namespace[self.name] = self.func
+
+    def __exit__(self, *exc):
+        self.namespace[self.name] = self.previous
+        return False
+
+
+class _TooSlow(Exception):
+    pass
+
+
+class _Deadline:
+    """Raises ``_TooSlow`` in the edited code once the block has run ``seconds`` of CPU time (at the
+    next line of its file: comprehensions and helpers there too): a line tracer on that file's
+    code only, chained to a tracer already installed."""
+
+    def __init__(self, code, seconds):
+        self.code, self.seconds = code, seconds
+
+    def __enter__(self):
+        self.previous = sys.gettrace()
+        previous, code, deadline = self.previous, self.code, time.process_time() + self.seconds
+
+        def tracer(frame, event, arg):
+            chained = previous(frame, event, arg) if previous is not None else None
+            if frame.f_code.co_filename != code.co_filename:
+                return chained
+
+            def local(frame, event, arg):
+                nonlocal chained
+                if event == "line" and time.process_time() > deadline:
+                    raise _TooSlow()
+                if chained is not None:
+                    chained = chained(frame, event, arg)
+                return local
+
+            return local
+
+        sys.settrace(tracer)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(self.previous)
+        return False
+
+
+# ----- the search --------------------------------------------------------------------------
+def search(probe, cls, ev, executed=None, position=None, saves=False):
+    """The finding of the first edit that makes ``ev``'s gradient exact, or None; ``saves``: only
+    edits of what forward saves (tried after every other rule)."""
+    if cls is None or probe is None or not ev.cotangents or ev.analytic is None:
+        return None
+    if ev.fits(ev.analytic, ev.numeric, ev.numeric_error):
+        return None
+    if _proportional(ev):
+        return None  # a factor (or sign) of the whole gradient: `scale`/`sign`, said by their rule
+    position = ev.index if position is None else position
+    recorded = getattr(probe, "recorded", None) or {}
+    tensors = set().union(*[set(names) for names in recorded.values()]) if recorded else None
+    candidates = []
+    for target in _targets(cls, executed, position, saves):
+        src, role = target[0], target[3]
+        if saves and role != "forward":
+            continue
+        found = forward_edits(src) if role == "forward" else edits(src, role, tensors if role is not None else None)
+        candidates.extend((edit, target) for edit in found)
+    candidates.sort(key=lambda c: KIND_ORDER.index(c[0].kind))  # stable: backward's edits first within a kind
+    backward_src = backward_source(cls, executed)
+    returned = _returned_names(backward_src) if backward_src is not None else set()
+    started = time.process_time()
+    right = _right_others(ev)
+    _fits(probe, ev, right)  # the written backward's re-run, timed
+    allowed = SLOWER * (time.process_time() - started) + 0.05
+    started = time.process_time()
+    for tried, (edit, (src, func, installer, role)) in enumerate(candidates):
+        if tried >= MAX_EDITS or time.process_time() - started > BUDGET_S:
+            return None
+        if src is backward_src and edit.kind == "wrong_variable" and edit.stmt is last_return(src) \
+                and edit.params["used"] in returned and edit.params["needed"] in returned:
+            continue  # another input's gradient in this one's place: `swapped`, said by its own rule
+        try:
+            mutant = _compiled(src, func, edit)
+        except Exception:  # noqa: BLE001 -- an edit that does not compile is no candidate
+            continue
+        with installer(mutant), _Deadline(mutant.__code__, allowed):
+            fits = _fits(probe, ev, right)
+        if fits and edit.params.get("product") and not _square(src, func, installer, edit, probe, ev):
+            continue  # a non-square product read transposed is a layout (`missing_reshape`, its own rule)
+        if fits:
+            if role == "forward":  # quoted where backward reads what forward saved
+                src, edit = backward_src, _read_in_backward(backward_src, edit, position) or edit
+            return _finding(ev, edit, src, _masks(recorded))
+    return None
+
+
+def _proportional(ev):
+    """N = c·A for a simple c: the whole gradient's factor (or sign), which ``patterns.scale`` names."""
+    A, N = ev.analytic.ravel(), ev.numeric.ravel()
+    norm = float(A @ A)
+    if norm == 0:
+        return False
+    factor = nice_number(float(A @ N) / norm, rel=1e-4)
+    return factor is not None and ev.fits(ev.analytic * factor, ev.numeric, ev.numeric_error)
+
+
+def _returned_names(src):
+    """The names backward's last return gives as whole gradients (``return dx, dw``)."""
+    returned = last_return(src)
+    value = None if returned is None else returned.value
+    elts = value.elts if isinstance(value, ast.Tuple) else [value]
+    return {e.id for e in elts if isinstance(e, ast.Name)}
+
+
+def _right_others(ev):
+    """{index: evidence} of the other inputs whose gradient is right for every cotangent."""
+    right = {}
+    for j, other in (ev.others or {}).items():
+        wrong = other.wrong()
+        if other.analytic is not None and wrong is not None and not wrong.any():
+            right[j] = other
+    return right
+
+
+def _fits(probe, ev, right):
+    changed = False
+    for k, row in enumerate(ev.cotangents):
+        try:
+            grads = probe.vjp(row)
+        except ProbeError:
+            return False
+        g = grads.get(ev.index)
+        N = ev.numeric[k]
+        if g is None or g.size != N.size or not ev.fits(g.reshape(N.shape), N, ev.numeric_error[k]):
+            return False
+        changed = changed or not ev.fits(ev.analytic[k], N, ev.numeric_error[k])
+        key = row_key(row)
+        for j, other in right.items():
+            rows = [m for m, r in enumerate(other.cotangents) if row_key(r) == key]
+            h = grads.get(j)
+            if rows and (h is None or h.size != other.numeric[rows[0]].size or not other.fits(
+                    h.reshape(other.numeric[rows[0]].shape), other.numeric[rows[0]], other.numeric_error[rows[0]])):
+                return False
+    return changed
+
+
+def _square(src, func, installer, edit, probe, ev):
+    """Whether the product ``edit`` transposes has equal last two dims (re-run once, its shape
+    recorded by a call wrapped around it in a copy of the module's namespace)."""
+    shapes = []
+
+    def record(value):
+        shapes.append(tuple(getattr(value, "shape", ())))
+        return value
+
+    tree = copy.deepcopy(src.tree)
+    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is edit.node)
+    target = next(n for k, n in enumerate(ast.walk(tree)) if k == index)
+    _replace(tree, target, ast.Call(ast.Name("__gradcli_record__", ast.Load()), [target], []))
+    try:
+        recorder = _compile_tree(src, tree, dict(func.__globals__, __gradcli_record__=record))
+        with installer(recorder):
+            probe.vjp(ev.cotangents[0])
+    except Exception:  # noqa: BLE001 -- no shape: say nothing about it
+        return False
+    return bool(shapes) and len(shapes[0]) >= 2 and shapes[0][-1] == shapes[0][-2]
+
+
+def _read_in_backward(src, edit, position):
+    """The forward edit re-pinned on backward's statement that reads the saved tensor (the first
+    of the failing gradient's statements that reads it): where the user sees the wrong tensor."""
+    call = next((n for n in ast.walk(edit.stmt) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "save_for_backward"), None)
+    if call is None or edit.node not in call.args:
+        return None
+    k = call.args.index(edit.node)
+    unpack = next((s for s in statements(src.tree) if isinstance(s, ast.Assign) and "saved_tensors" in ast.unparse(s.value)), None)
+    target = unpack.targets[0] if unpack is not None else None
+    names = [e for e in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target])] if target else []
+    if k >= len(names) or not isinstance(names[k], ast.Name):
+        return None
+    name = names[k].id
+    statement, expr = gradient_statement(src, position)
+    feeding = chain(src, statement, expr) if statement is not None and expr is not None else []
+    readers = [s for s in feeding if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+                                         for n in ast.walk(s))]
+    if not readers:
+        return None
+    used, needed = edit.params["used"], edit.params["needed"]
+    return _Edit(edit.kind, readers[0], edit.node,
+                 f"`{name}`, which forward saves from `{used}` where `{needed}` is needed", None,
+                 **dict(edit.params, read_as=name))
+
+
+def _masks(recorded):
+    """Names backward held a 0/1 tensor under (a mask) for every cotangent."""
+    masks = None
+    for names in recorded.values():
+        here = {name for name, value in names.items() if value.size and bool(((value == 0) | (value == 1)).all())}
+        masks = here if masks is None else masks & here
+    return masks or set()
+
+
+def _finding(ev, edit, src, masks=frozenset()):
+    statement = src.code(edit.stmt)
+    params = dict(edit.params, at_line=int(src.line_of(edit.stmt)), statement=statement, edit="rewrite",
+                  location=src.location(edit.stmt))
+    kind, name, words = edit.kind, ev.name, edit.words
+    if kind == "unread_factor":  # backward unpacks it and never reads it
+        kind = "region" if params["factor"] in masks else "wrong_variable"
+    elif kind == "wrong_variable" and params["used"] in masks and params["needed"] in masks:
+        kind = "region"  # one mask read for another: the wrong elements are selected
+    if kind == "wrong_variable" or kind == "region" and "needed" in params:
+        params.update(expression=params["used"], expected=params["needed"])
+        advice = f"use {params['needed']} instead of {params['used']}"
+        if params.get("saved"):
+            advice = f"save {params['needed']} instead of {params['used']} in forward (read as {params.get('read_as')} here)"
+        if kind == "region":
+            params["description"] = f"the mask `{params.get('factor') or params['needed']}`"
+        message = f"backward for input {name} uses {words}"
+    elif kind == "region":
+        params["description"] = f"the mask `{ast.unparse(edit.node)}`"
+        advice = f"compare with {params['expected']} instead of {params['comparison']}"
+        message = f"backward for input {name} masks the wrong elements: {words}"
+    else:
+        advice, message = {
+            "term_sign": (f"flip the sign of `{params.get('term')}`",
+                          f"backward for input {name} has the wrong sign on {words}"),
+            "wrong_axis": (f"{params.get('call')} along dim {params.get('expected_dims', [''])[0]}, not dim "
+                           f"{params.get('dims', [''])[0]}", f"backward for input {name} uses the wrong dim: {words}"),
+            "transposed": (f"transpose `{params.get('operand')}`", f"backward for input {name} needs {words}"),
+            "not_accumulated": ("accumulate repeated indices (index_add_ / scatter_add_ / index_put_ with "
+                                "accumulate=True) instead of assigning",
+                                f"backward for input {name} overwrites where repeated indices must add up: {words}"),
+            "missing_flip": (f"use `{params.get('operand')}` unflipped",
+                             f"backward for input {name} flips where no flip is needed: {words}"),
+            "ignores_grad_output": (f"multiply by {params.get('grad_output')}",
+                                    f"backward for input {name} does not multiply by grad_output: {words}"),
+            "missing_term": (f"remove the term `{params.get('term')}`",
+                             f"backward for input {name} has an extra term {words}; remove it"),
+        }[kind]
+        if kind == "missing_term":
+            params.update(coefficient=-1.0, variant="extra")
+    params["advice"] = advice
+    message += f" (`{statement}`): with that one change the gradient is right, exactly"
+    return Finding(kind, message, input=ev.index, params=params, confidence=0.85)
+
+
+def one_edit(ev):
+    """The pattern: the re-run search's finding (computed once per input, lazily)."""
+    return ev.rewrites() if getattr(ev, "rewrites", None) is not None else None
+
+
+def saved_tensor(ev):
+    """The pattern tried last: forward saving the wrong tensor for backward."""
+    return ev.rewrites_saved() if getattr(ev, "rewrites_saved", None) is not None else None
