@@ -134,7 +134,7 @@ class UnknownNLLIgnoreIndexLeaks(torch.autograd.Function):
     def backward(ctx, grad):
         target, valid = ctx.saved_tensors
         dlogp = grad.new_zeros(target.shape[0], ctx.classes)
-        dlogp.scatter_(1, target.clamp(min=0)[:, None], -grad / ctx.count)  # BUG
+        dlogp.scatter_(1, target.clamp(min=0)[:, None], (-grad / ctx.count).expand(target.shape[0], 1))  # BUG
         return dlogp, None
 
     @staticmethod
