@@ -45,10 +45,10 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.dropped_output, index_writes.not_accumulated,
-            operator.jacobian_transposed, rewrites.one_edit, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
+            operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
-            mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
+            mutations.statement_edit, rewrites.one_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
             separable.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
             terms.missing_reduction_term, named_terms.missing_named_term, held_constant.held_constant_factor,
             mutations.edited_term, rewrites.saved_tensor)
@@ -118,7 +118,7 @@ class _Diagnosis:
                 except (ValueError, FloatingPointError, np.linalg.LinAlgError):
                     candidate = None
                 if candidate is not None and candidate.confidence >= MIN_CONFIDENCE:
-                    finding = candidate
+                    finding = self._one_mask_for_another(candidate)
                     break
             findings.append((finding or self._no_pattern(ev), ev))
         shared_mistake(self, findings)
@@ -133,6 +133,16 @@ class _Diagnosis:
             # failures (backward raised, never invoked, non-finite) are explained by their check.
             findings = [self._finish(Finding(NO_PATTERN, "no simple pattern found", confidence=0.0))]
         return findings
+
+    def _one_mask_for_another(self, finding):
+        """A mask read where another mask is needed selects the wrong elements: a `region`,
+        whichever rule found the tensors (backward's 0/1 locals, as it held them)."""
+        if finding.kind == "wrong_variable" and self.probe is not None:
+            masks = rewrites.mask_names(getattr(self.probe, "recorded", None) or {})
+            if finding.params.get("used") in masks and finding.params.get("needed") in masks:
+                finding.kind = "region"
+                finding.params.setdefault("description", f"the mask `{finding.params['needed']}`")
+        return finding
 
     def _failed(self, ev: Evidence) -> bool:
         result = self.results.get(ev.index)

@@ -268,6 +268,14 @@ def missing_reshape(ev):
         what = ("reads grad_output in the wrong layout" if side == "grad_output"
                 else "lays its result out in the wrong order")
         extra = f" (a ({layout[0]}, {layout[1]}) array read transposed)" if layout else ""
+        if layout and layout[0] == layout[1] and side == "result":
+            # a square block read transposed needs no reshape: it is the transpose of a product
+            # (`cols @ gy.mT` for `gy @ cols.mT`), however it is laid out after
+            return Finding("transposed",
+                           f"backward for input {ev.name} computes the transpose of its gradient's "
+                           f"({layout[0]}, {layout[1]}) block: the values are right but read transposed",
+                           input=ev.index, params={"side": side, "layout": layout, "block": True},
+                           confidence=0.85)
         return Finding("missing_reshape",
                        f"backward for input {ev.name} {what}: the values are right but at permuted positions{extra} "
                        "— a transpose/permute is missing before a reshape",

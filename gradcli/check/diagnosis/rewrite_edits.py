@@ -23,6 +23,11 @@ CTX_NOT_TENSORS = {"saved_tensors", "needs_input_grad", "saved_variables", "mark
                    "save_for_backward", "set_materialize_grads", "materialize_grads"}
 KIND_ORDER = ("term_sign", "region", "wrong_axis", "transposed", "not_accumulated", "missing_flip",
               "wrong_variable", "ignores_grad_output", "unread_factor", "missing_term")
+# a sum inside these is no term of the gradient: `cos(x + 0.1)`, `1 / (x + 1)` are other formulas
+NONLINEAR = {"exp", "log", "log1p", "expm1", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
+             "sigmoid", "softplus", "pow", "reciprocal", "abs", "sign", "clamp", "clip", "erf", "erfc", "atan",
+             "asin", "acos", "sinh", "cosh", "lgamma", "digamma", "softmax", "log_softmax", "relu", "gelu",
+             "silu", "elu", "logsumexp", "norm", "square", "maximum", "minimum", "max", "min", "where"}
 # calls writing or selecting values: the sign of the values they are given (`where(c, a, -b)`,
 # `scatter(1, i, -n)`), by positional argument (methods; functions take the tensor first)
 VALUE_ARGUMENTS = {"where": (1, 2), "scatter": (2,), "scatter_": (2,), "scatter_add": (2,), "scatter_add_": (2,),
@@ -170,8 +175,9 @@ def edits(src, position=None, tensors=None):
 
     for stmt in ran:
         receivers = _receivers(stmt)
+        inside = _nonlinear(stmt)
         for node in _own_nodes(stmt):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and id(node) not in inside:
                 right, left = ast.unparse(node.right), ast.unparse(node.left)
                 flipped = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
                 add("term_sign", stmt, node, f"the term `{right}`",
@@ -183,7 +189,8 @@ def edits(src, position=None, tensors=None):
                 if not (isinstance(node.left, ast.BinOp) and isinstance(node.left.op, (ast.Add, ast.Sub))):
                     add("missing_term", stmt, node, f"`{left}`",
                         lambda n: n.right if isinstance(n.op, ast.Add) else ast.UnaryOp(ast.USub(), n.right), term=left)
-            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _int(node) is None:
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _int(node) is None \
+                    and id(node) not in inside:
                 term = ast.unparse(node.operand)
                 add("term_sign", stmt, node, f"the term `-{term}`", lambda n: n.operand, term=f"-{term}")
             elif isinstance(node, ast.Compare) and len(node.ops) == 1 and id(node) not in in_while:
@@ -246,6 +253,27 @@ def edits(src, position=None, tensors=None):
                     add("ignores_grad_output", returned, target, f"`{ast.unparse(target)}` times `{g}`",
                         lambda n, g=g: ast.BinOp(n, ast.Mult(), ast.Name(g, ast.Load())), grad_output=g)
     return [edit for kind in KIND_ORDER for edit in by_kind[kind]]
+
+
+def _nonlinear(stmt):
+    """ids of the nodes under a denominator, a power or a nonlinear function's arguments (the
+    condition of a `where` too, its values not)."""
+    found = set()
+    for node in ast.walk(stmt):
+        under = []
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            under = [node.right]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            under = [node.left, node.right]
+        elif isinstance(node, ast.Call):
+            name, method = _call_name(node)
+            if name == "where":
+                under = [node.args[0]] if node.args and not method else []
+            elif name in NONLINEAR:
+                under = list(node.args) + ([node.func.value] if method else [])
+        for part in under:
+            found.update(id(n) for n in ast.walk(part))
+    return found
 
 
 def _containers(tree):

@@ -239,7 +239,7 @@ def search(probe, cls, ev, executed=None, position=None, saves=False):
         if fits:
             if role == "forward":  # quoted where backward reads what forward saved
                 src, edit = backward_src, _read_in_backward(backward_src, edit, position) or edit
-            return _finding(ev, edit, src, _masks(recorded))
+            return _finding(ev, edit, src, mask_names(recorded))
     return None
 
 
@@ -341,7 +341,7 @@ def _read_in_backward(src, edit, position):
                  **dict(edit.params, read_as=name))
 
 
-def _masks(recorded):
+def mask_names(recorded):
     """Names backward held a 0/1 tensor under (a mask) for every cotangent."""
     masks = None
     for names in recorded.values():
