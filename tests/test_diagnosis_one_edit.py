@@ -201,3 +201,117 @@ def test_a_closure_backward_is_not_recompiled():
 
     assert rewrites._method(Closure, "backward") is None
     assert rewrites._targets(Closure, None, 0) == []
+
+
+# ----- kernels, carried terms, masks --------------------------------------------------------------
+def _full_correlation(dy, weight):
+    import torch.nn.functional as F
+
+    k = weight.shape[-1]
+    return F.conv2d(F.pad(dy, (k - 1, k - 1, k - 1, k - 1)), weight.transpose(0, 1))
+
+
+def _conv2d(x, weight):
+    import torch.nn.functional as F
+
+    return F.conv2d(x, weight)
+
+
+class _Conv2dUnflipped:
+    @staticmethod
+    def build():
+        import torch
+
+        class Conv2dKernelNotRotated(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, weight):
+                ctx.save_for_backward(x, weight)
+                return _conv2d(x, weight)
+
+            @staticmethod
+            def backward(ctx, dy):  # no closure (torch is build's local): it can be recompiled
+                x, weight = ctx.saved_tensors
+                dx = _full_correlation(dy, weight)
+                dw = _conv2d(x.transpose(0, 1), dy.transpose(0, 1)).transpose(0, 1)
+                return dx, dw
+
+        return Conv2dKernelNotRotated
+
+
+def test_a_full_2d_correlation_with_the_kernel_unrotated_is_a_missing_flip_at_the_conv_call():
+    torch = pytest.importorskip("torch")
+    cls = _Conv2dUnflipped.build()
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 1, 5, 5, dtype=torch.float64, generator=g, requires_grad=True)
+    w = torch.randn(1, 1, 3, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    findings = _findings(cls, (x, w))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_flip")], findings
+    finding = findings[0]
+    assert (finding.params["operand"], finding.params["dims"], finding.params["flipped"]) == \
+        ("weight.transpose(0, 1)", [-2, -1], False)
+    assert finding.params["source"]["line"] == _line(_full_correlation, "return F.conv2d")
+    assert finding.hint.startswith("flip `weight.transpose(0, 1)` along dims -2, -1 in `return F.conv2d(")
+
+
+def running_sum_without_carry(B):
+    class RunningSumNoCarry(B.Function):
+        """out[:, t] = x[:, t] + 0.5 out[:, t - 1]; backward forgets what later steps carry back."""
+
+        @staticmethod
+        def forward(ctx, x):
+            out = x.clone()
+            for t in range(1, x.shape[1]):
+                out[:, t] = x[:, t] + 0.5 * out[:, t - 1]
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            dx = g * 0
+            for t in range(g.shape[1]):
+                dx[:, t] = g[:, t]
+            return dx
+
+    return RunningSumNoCarry
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_contributions_dropped_by_a_missing_carried_term_are_no_overwrite(name):
+    # the operator sees "some contributions kept, the others dropped" — what an overwrite does,
+    # and what a carried term left out of a loop does too; with nothing that adds them back the
+    # index writes are no evidence, and the diagnosis does not claim `not_accumulated`
+    B = backend(name)
+    cls = running_sum_without_carry(B)
+    findings = _findings(cls, (B.tensor(np.random.default_rng(8).standard_normal((2, 5))),))
+    assert "not_accumulated" not in [f.kind for f in findings], findings
+
+
+def masked_energy(B):
+    class CutoffEnergy(B.Function):
+        """0.5 Σ q d² over the pairs inside the cutoff (d < 1.2), 0 outside."""
+
+        @staticmethod
+        def forward(ctx, d, q):
+            inside = (d < 1.2) * 1.0
+            near = (d < 2.0) * 1.0
+            ctx.save_for_backward(d, q, inside, near)
+            return (0.5 * q * d * d * inside).sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            d, q, inside, near = ctx.saved_tensors
+            dd = g * q * d * near
+            return dd, g * 0.5 * d * d * inside
+
+    return CutoffEnergy
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_one_mask_read_where_another_is_needed_is_a_region(name):
+    B = backend(name)
+    cls = masked_energy(B)
+    d = B.tensor(np.array([0.3, 0.9, 1.5, 1.7, 2.5, 0.6, 1.9, 1.1]))
+    q = B.tensor(np.random.default_rng(9).uniform(0.5, 1.5, 8))
+    findings = _findings(cls, (d, q))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    assert (findings[0].params["used"], findings[0].params["needed"]) == ("near", "inside")
+    assert findings[0].params["source"]["line"] == _line(cls, "dd = g * q * d * near")

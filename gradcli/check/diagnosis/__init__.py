@@ -48,8 +48,8 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
-            mutations.statement_edit, rewrites.one_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
-            separable.wrong_axis_separable, branch.branch_missing_term, regions.region, terms.missing_term,
+            mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
+            separable.wrong_axis_separable, branch.branch_missing_term, rewrites.one_edit, regions.region, terms.missing_term,
             terms.missing_reduction_term, named_terms.missing_named_term, held_constant.held_constant_factor,
             mutations.edited_term, rewrites.saved_tensor)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains

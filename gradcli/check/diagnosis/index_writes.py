@@ -168,6 +168,10 @@ def not_accumulated(ev):
     found = operator.not_accumulated(ev)
     if found is None:
         return rerun
+    if found.params.get("kept") == "some" and rerun is None:
+        # contributions dropped and nothing that adds them back: a carried term left out of a
+        # loop (`d[:, t] = g[:, t]` for a running sum) drops them too — no evidence of an overwrite
+        return None
     if rerun is not None:
         found.params.update(at_line=rerun.params["at_line"], lines=rerun.params["lines"])
     return found

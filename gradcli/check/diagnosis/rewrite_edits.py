@@ -12,7 +12,7 @@ DIM_CALLS = {"sum", "mean", "softmax", "log_softmax", "cumsum", "cumprod", "logc
              "unsqueeze", "squeeze", "diff", "nansum", "cummax", "cummin", "vector_norm", "expand_dims",
              "repeat_interleave", "take_along_dim", "flip", "argmax", "argmin", "sort", "argsort"}
 MODULES = {"torch", "F", "np", "numpy", "gradcli", "math", "nn", "functional", "linalg"}
-OTHER_DIMS = (-1, 0, 1, 2, -2, 3)
+OTHER_DIMS = (0, 1, 2, 3, -1, -2)  # as people write them: a dim from the front, then from the back
 COMPARISONS = {ast.Gt: (ast.GtE, ast.Lt, ast.LtE), ast.GtE: (ast.Gt, ast.LtE, ast.Lt),
                ast.Lt: (ast.LtE, ast.Gt, ast.GtE), ast.LtE: (ast.Lt, ast.GtE, ast.Gt),
                ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,)}
@@ -333,6 +333,14 @@ def _call_edits(add, stmt, call):
         accumulate = next((kw for kw in call.keywords if kw.arg == "accumulate"), None)
         if accumulate is None or isinstance(accumulate.value, ast.Constant) and not accumulate.value.value:
             add("not_accumulated", stmt, call, f"`{name}` with accumulate=True", _with_accumulate, call=name)
+    spatial = {"conv1d": 1, "conv2d": 2, "conv3d": 3, "conv_transpose1d": 1, "conv_transpose2d": 2,
+               "conv_transpose3d": 3}.get(name)
+    if spatial and not method and len(call.args) >= 2:  # a full correlation needs the kernel rotated
+        dims = [_const(-d) for d in range(spatial, 0, -1)]
+        code = ast.unparse(call.args[1])
+        add("missing_flip", stmt, call.args[1], f"`{code}` where it is needed flipped along its {spatial} spatial dim"
+            f"{'s' if spatial > 1 else ''}", lambda n, dims=dims: ast.Call(ast.Attribute(n, "flip", ast.Load()), dims, []),
+            flipped=False, operand=code, dims=[-d for d in range(spatial, 0, -1)])
     if name == "flip" and method:
         add("missing_flip", stmt, call, f"`{ast.unparse(call)}` unflipped", lambda n: n.func.value,
             flipped=True, operand=ast.unparse(call.func.value))

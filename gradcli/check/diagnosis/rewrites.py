@@ -381,8 +381,10 @@ def _finding(ev, edit, src, masks=frozenset()):
             "not_accumulated": ("accumulate repeated indices (index_add_ / scatter_add_ / index_put_ with "
                                 "accumulate=True) instead of assigning",
                                 f"backward for input {name} overwrites where repeated indices must add up: {words}"),
-            "missing_flip": (f"use `{params.get('operand')}` unflipped",
-                             f"backward for input {name} flips where no flip is needed: {words}"),
+            "missing_flip": (f"use `{params.get('operand')}` unflipped" if params.get("flipped") else
+                             f"flip `{params.get('operand')}` along dims {', '.join(map(str, params.get('dims', [])))}",
+                             f"backward for input {name} flips where no flip is needed: {words}"
+                             if params.get("flipped") else f"backward for input {name} reads {words}"),
             "ignores_grad_output": (f"multiply by {params.get('grad_output')}",
                                     f"backward for input {name} does not multiply by grad_output: {words}"),
             "missing_term": (f"remove the term `{params.get('term')}`",
