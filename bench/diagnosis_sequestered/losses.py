@@ -224,21 +224,26 @@ def _hinge_inputs():
     return scores, target
 
 
+def _hinge_forward(ctx, scores, target):
+    right = scores.gather(1, target[:, None])
+    margins = (1 + scores - right).clamp(min=0).scatter(1, target[:, None], 0.0)
+    ctx.save_for_backward(scores, target)
+    return margins.sum() / scores.shape[0]
+
+
 class SequesteredMultiMarginLoss(torch.autograd.Function):
     bug = None
 
     @staticmethod
     def forward(ctx, scores, target):
-        right = scores.gather(1, target[:, None])
-        margins = (1 + scores - right).clamp(min=0)
-        margins = margins.scatter(1, target[:, None], 0.0)
-        active = (margins > 0).to(scores.dtype)
-        ctx.save_for_backward(active, target)
-        return margins.sum() / scores.shape[0]
+        return _hinge_forward(ctx, scores, target)
 
     @staticmethod
     def backward(ctx, grad_out):
-        active, target = ctx.saved_tensors
+        scores, target = ctx.saved_tensors
+        raw = 1 + scores - scores.gather(1, target[:, None])
+        is_target = torch.zeros_like(raw, dtype=torch.bool).scatter_(1, target[:, None], True)
+        active = ((raw > 0) & ~is_target).to(scores.dtype)
         grad = active.clone()
         grad.scatter_(1, target[:, None], -active.sum(1, keepdim=True))
         return grad * grad_out / active.shape[0], None
@@ -250,20 +255,17 @@ class SequesteredMultiMarginLoss(torch.autograd.Function):
 
 class SequesteredMultiMarginLossTargetCounted(torch.autograd.Function):
     bug = {"kind": "region", "input": "scores",
-           "note": "the active mask is taken before the target column is zeroed, so the target counts itself (margin 1 > 0)"}
+           "note": "the active mask forgets to exclude the target column, whose margin is always 1 > 0"}
 
     @staticmethod
     def forward(ctx, scores, target):
-        right = scores.gather(1, target[:, None])
-        raw = (1 + scores - right).clamp(min=0)
-        margins = raw.scatter(1, target[:, None], 0.0)
-        active = (raw > 0).to(scores.dtype)  # BUG
-        ctx.save_for_backward(active, target)
-        return margins.sum() / scores.shape[0]
+        return _hinge_forward(ctx, scores, target)
 
     @staticmethod
     def backward(ctx, grad_out):
-        active, target = ctx.saved_tensors
+        scores, target = ctx.saved_tensors
+        raw = 1 + scores - scores.gather(1, target[:, None])
+        active = (raw > 0).to(scores.dtype)  # BUG
         grad = active.clone()
         grad.scatter_(1, target[:, None], -active.sum(1, keepdim=True))
         return grad * grad_out / active.shape[0], None
