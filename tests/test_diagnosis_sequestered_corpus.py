@@ -24,8 +24,8 @@ def test_corpus_is_read_from_its_own_folder():
 
 
 def test_corpus_size_and_mix():
-    assert len(CORPUS.buggy) == 60
-    assert len(CORPUS.correct) == 50
+    assert len(CORPUS.buggy) == 61
+    assert len(CORPUS.correct) == 51
     assert len(CORPUS.files) == 8
     kinds = set(CORPUS.kind_counts())
     assert kinds <= bench.KINDS

@@ -400,3 +400,63 @@ class SequesteredKLDivTargetNoEntropyOne(torch.autograd.Function):
     @staticmethod
     def example_inputs():
         return _kl_inputs()
+
+
+# --------------------------------------------------------- InfoNCE with a learnable temperature
+def _nce_inputs():
+    gen = torch.Generator().manual_seed(47)
+    return (torch.randn(4, 3, dtype=torch.float64, generator=gen),
+            torch.randn(4, 3, dtype=torch.float64, generator=gen),
+            torch.tensor(0.8, dtype=torch.float64))
+
+
+def _nce_forward(ctx, anchors, positives, temperature):
+    sim = anchors @ positives.mT
+    logp = torch.log_softmax(sim / temperature, dim=1)
+    ctx.save_for_backward(anchors, positives, temperature, sim, logp)
+    return -logp.diagonal().mean()
+
+
+class SequesteredInfoNCE(torch.autograd.Function):
+    bug = None
+
+    @staticmethod
+    def forward(ctx, anchors, positives, temperature):
+        return _nce_forward(ctx, anchors, positives, temperature)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        anchors, positives, temperature, sim, logp = ctx.saved_tensors
+        n = sim.shape[0]
+        dz = (logp.exp() - torch.eye(n, dtype=sim.dtype)) * grad_out / n
+        da = dz @ positives / temperature
+        dp = dz.mT @ anchors / temperature
+        dt = -(dz * sim).sum() / temperature ** 2
+        return da, dp, dt
+
+    @staticmethod
+    def example_inputs():
+        return _nce_inputs()
+
+
+class SequesteredInfoNCEPositivesUntransposed(torch.autograd.Function):
+    bug = {"kind": "transposed", "input": "positives",
+           "note": "sim = A P^T, so dP = dZ^T A; the backward uses dZ A"}
+
+    @staticmethod
+    def forward(ctx, anchors, positives, temperature):
+        return _nce_forward(ctx, anchors, positives, temperature)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        anchors, positives, temperature, sim, logp = ctx.saved_tensors
+        n = sim.shape[0]
+        dz = (logp.exp() - torch.eye(n, dtype=sim.dtype)) * grad_out / n
+        da = dz @ positives / temperature
+        dp = dz @ anchors / temperature  # BUG
+        dt = -(dz * sim).sum() / temperature ** 2
+        return da, dp, dt
+
+    @staticmethod
+    def example_inputs():
+        return _nce_inputs()
