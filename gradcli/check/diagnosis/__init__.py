@@ -167,15 +167,26 @@ class _Diagnosis:
         if finding.kind == "scale" and ev is not None:
             self._mean_note(finding, ev)
         position = self.positions.get(finding.input, finding.input)
-        try:
-            text, location = hint(finding.kind, finding.params, self.cls, position, self.names, name,
-                                  self.executed, self.failed_positions)
-        except Exception:  # unparsable or unusual source: the finding stands without a hint
-            text, location = "", None
+        text, location = self._hint(finding, position, name)
+        if finding.kind in ("sign", "swapped") and ev is not None and "at_line" not in finding.params:
+            try:  # the statements where one negation (or one exchange) makes it right
+                located = rewrites.locate(self.probe, self.cls, ev, finding.kind, self.executed, position)
+            except Exception:  # noqa: BLE001 -- no location beats a crash
+                located = None
+            if located is not None and (located[2] or location is None or location.get("line") not in located[1]):
+                finding.params["at_line"] = located[0]
+                text, location = self._hint(finding, position, name)
         finding.hint = text
         if location is not None:
             finding.params["source"] = location
         return finding
+
+    def _hint(self, finding, position, name):
+        try:
+            return hint(finding.kind, finding.params, self.cls, position, self.names, name,
+                        self.executed, self.failed_positions)
+        except Exception:  # unparsable or unusual source: the finding stands without a hint
+            return "", None
 
     def _no_pattern(self, ev: Evidence) -> Finding:
         params = {}

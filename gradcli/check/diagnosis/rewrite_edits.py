@@ -22,7 +22,8 @@ ACCUMULATING = {"scatter_": "scatter_add_", "scatter": "scatter_add", "index_cop
 CTX_NOT_TENSORS = {"saved_tensors", "needs_input_grad", "saved_variables", "mark_dirty", "mark_non_differentiable",
                    "save_for_backward", "set_materialize_grads", "materialize_grads"}
 KIND_ORDER = ("term_sign", "region", "wrong_axis", "transposed", "not_accumulated", "missing_flip",
-              "wrong_variable", "ignores_grad_output", "unread_factor", "missing_term")
+              "wrong_variable", "ignores_grad_output", "unread_factor", "missing_term", "swapped",
+              "negated_value")
 # a sum inside these is no term of the gradient: `cos(x + 0.1)`, `1 / (x + 1)` are other formulas
 NONLINEAR = {"exp", "log", "log1p", "expm1", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
              "sigmoid", "softplus", "pow", "reciprocal", "abs", "sign", "clamp", "clip", "erf", "erfc", "atan",
@@ -176,6 +177,13 @@ def edits(src, position=None, tensors=None):
     for stmt in ran:
         receivers = _receivers(stmt)
         inside = _nonlinear(stmt)
+        value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
+        if isinstance(stmt, ast.Return) and isinstance(value, ast.Tuple):
+            value = value.elts[position] if position is not None and position < len(value.elts) else None
+        passing = isinstance(stmt, ast.Return) and isinstance(value, ast.Name)  # formed elsewhere
+        if value is not None and not passing and not isinstance(value, (ast.Tuple, ast.Constant)):
+            add("negated_value", stmt, value, f"`{ast.unparse(value)}` negated",
+                lambda n: ast.UnaryOp(ast.USub(), n), term=ast.unparse(value))
         for node in _own_nodes(stmt):
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and id(node) not in inside:
                 right, left = ast.unparse(node.right), ast.unparse(node.left)
@@ -200,6 +208,12 @@ def edits(src, position=None, tensors=None):
                         comparison=SYMBOLS[type(node.ops[0])], expected=SYMBOLS[other])
             elif isinstance(node, ast.Call):
                 _call_edits(add, stmt, node)
+            elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) and 2 <= len(node.elts) <= 6:
+                for a in range(len(node.elts)):  # two values written in each other's place
+                    for b in range(a + 1, len(node.elts)):
+                        add("swapped", stmt, node, f"`{ast.unparse(node.elts[a])}` and `{ast.unparse(node.elts[b])}` "
+                            "exchanged", lambda n, a=a, b=b: ast.Tuple(_exchanged(n.elts, a, b), ast.Load()),
+                            first=ast.unparse(node.elts[a]), second=ast.unparse(node.elts[b]))
             elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
                 target = node.targets[0]
                 add("not_accumulated", stmt, node, f"`{ast.unparse(node)}` accumulating (`+=`)",
@@ -252,6 +266,7 @@ def edits(src, position=None, tensors=None):
                 if g not in reads:
                     add("ignores_grad_output", returned, target, f"`{ast.unparse(target)}` times `{g}`",
                         lambda n, g=g: ast.BinOp(n, ast.Mult(), ast.Name(g, ast.Load())), grad_output=g)
+    by_kind["negated_value"].reverse()  # a sign forgotten where the value is last formed, before earlier ones
     return [edit for kind in KIND_ORDER for edit in by_kind[kind]]
 
 
@@ -349,6 +364,12 @@ def _call_edits(add, stmt, call):
             add("transposed", stmt, call, f"einsum operand `{term}` as `{swapped}`",
                 lambda n, s=spec: ast.Call(n.func, [ast.Constant(s)] + n.args[1:], n.keywords),
                 operand=term, expected=swapped)
+
+
+def _exchanged(items, a, b):
+    items = list(items)
+    items[a], items[b] = items[b], items[a]
+    return items
 
 
 def _times_everywhere(stmt, name, factor):

@@ -51,6 +51,7 @@ from gradcli.check.report import Finding
 
 BUDGET_S = 3.0  # CPU seconds per input (load must not change findings; a fit is checked in full)
 MAX_EDITS = 700
+LOCATING = ("swapped", "negated_value")  # edits that only locate a whole-gradient finding (``locate``)
 # one edited re-run may take this many times the written one's (and 0.05 s more): an edit can turn a
 # loop's step around or make a tensor grow, and must not turn a diagnosis into a timeout
 SLOWER = 10.0
@@ -195,14 +196,33 @@ class _Deadline:
 
 
 # ----- the search --------------------------------------------------------------------------
-def search(probe, cls, ev, executed=None, position=None, saves=False):
+def locate(probe, cls, ev, kind, executed=None, position=None):
+    """``(line, lines, written)`` for a finding about the whole gradient (``sign``: a negation;
+    ``swapped``: two values exchanged): the line to quote (a sign written in a statement first,
+    else the last statement whose whole value, negated, fits), the file lines of every statement
+    where one such edit makes the gradient exact, and whether the first is an edit of something
+    written (a minus, an exchange) rather than a negated value; None when no edit fits."""
+    kinds = {"sign": ("term_sign", "negated_value"), "swapped": ("swapped",)}.get(kind)
+    if kinds is None:
+        return None
+    found = []
+    search(probe, cls, ev, executed, position, kinds=kinds, collect=found)
+    if not found:
+        return None
+    written = found[0].kind != "negated_value"  # a sign (or an exchange) written in a statement
+    return found[0].params["at_line"], {f.params["at_line"] for f in found}, written
+
+
+def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None, collect=None):
     """The finding of the first edit that makes ``ev``'s gradient exact, or None; ``saves``: only
-    edits of what forward saves (tried after every other rule)."""
+    edits of what forward saves (tried after every other rule); ``kinds``: only edits of those
+    kinds (to locate a whole-gradient finding); ``collect``: a list given every fitting edit's
+    finding (the search goes on)."""
     if cls is None or probe is None or not ev.cotangents or ev.analytic is None:
         return None
     if ev.fits(ev.analytic, ev.numeric, ev.numeric_error):
         return None
-    if _proportional(ev):
+    if kinds is None and _proportional(ev):
         return None  # a factor (or sign) of the whole gradient: `scale`/`sign`, said by their rule
     position = ev.index if position is None else position
     recorded = getattr(probe, "recorded", None) or {}
@@ -213,7 +233,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False):
         if saves and role != "forward":
             continue
         found = forward_edits(src) if role == "forward" else edits(src, role, tensors if role is not None else None)
-        candidates.extend((edit, target) for edit in found)
+        candidates.extend((edit, target) for edit in found if kinds is None and edit.kind not in LOCATING
+                          or kinds is not None and edit.kind in kinds)
     candidates.sort(key=lambda c: KIND_ORDER.index(c[0].kind))  # stable: backward's edits first within a kind
     backward_src = backward_source(cls, executed)
     returned = _returned_names(backward_src) if backward_src is not None else set()
@@ -225,7 +246,7 @@ def search(probe, cls, ev, executed=None, position=None, saves=False):
     for tried, (edit, (src, func, installer, role)) in enumerate(candidates):
         if tried >= MAX_EDITS or time.process_time() - started > BUDGET_S:
             return None
-        if src is backward_src and edit.kind == "wrong_variable" and edit.stmt is last_return(src) \
+        if kinds is None and src is backward_src and edit.kind == "wrong_variable" and edit.stmt is last_return(src) \
                 and edit.params["used"] in returned and edit.params["needed"] in returned:
             continue  # another input's gradient in this one's place: `swapped`, said by its own rule
         try:
@@ -239,7 +260,9 @@ def search(probe, cls, ev, executed=None, position=None, saves=False):
         if fits:
             if role == "forward":  # quoted where backward reads what forward saved
                 src, edit = backward_src, _read_in_backward(backward_src, edit, position) or edit
-            return _finding(ev, edit, src, mask_names(recorded))
+            if collect is None:
+                return _finding(ev, edit, src, mask_names(recorded))
+            collect.append(_finding(ev, edit, src, mask_names(recorded)))
     return None
 
 
@@ -389,6 +412,9 @@ def _finding(ev, edit, src, masks=frozenset()):
                                     f"backward for input {name} does not multiply by grad_output: {words}"),
             "missing_term": (f"remove the term `{params.get('term')}`",
                              f"backward for input {name} has an extra term {words}; remove it"),
+            "negated_value": (f"negate `{params.get('term')}`", f"backward for input {name} needs {words}"),
+            "swapped": (f"exchange `{params.get('first')}` and `{params.get('second')}`",
+                        f"backward for input {name} needs {words}"),
         }[kind]
         if kind == "missing_term":
             params.update(coefficient=-1.0, variant="extra")
