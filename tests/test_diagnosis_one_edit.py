@@ -315,3 +315,67 @@ def test_one_mask_read_where_another_is_needed_is_a_region(name):
     assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
     assert (findings[0].params["used"], findings[0].params["needed"]) == ("near", "inside")
     assert findings[0].params["source"]["line"] == _line(cls, "dd = g * q * d * near")
+
+
+def leaky_slope(B):
+    class LeakySlopeWrongBranch(B.Function):
+        """PReLU with a learned slope; the slope's gradient collected on the positive side."""
+
+        @staticmethod
+        def forward(ctx, x, slope):
+            ctx.save_for_backward(x, slope)
+            return B.ns.where(x > 0, x, slope * x)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, slope = ctx.saved_tensors
+            dx = _where(x > 0, g, slope * g)
+            dslope = _where(x > 0, x * g, x * 0).sum(0)
+            return dx, dslope
+
+    return LeakySlopeWrongBranch
+
+
+def _where(condition, a, b):
+    return condition * a + (~condition) * b
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_where_with_its_branches_exchanged_in_a_helper_is_a_region(name):
+    B = backend(name)
+    rng = np.random.default_rng(10)
+    cls = leaky_slope(B)
+    x = B.tensor(rng.standard_normal((4, 3)))
+    slope = B.tensor(rng.uniform(0.1, 0.3, 3))
+    findings = _findings(cls, (x, slope))
+    assert [(f.input, f.kind) for f in findings] == [(1, "region")], findings
+    assert findings[0].params["source"]["line"] == _line(cls, "dslope = _where(x > 0, x * g, x * 0).sum(0)")
+
+
+def target_column(B):
+    class TargetColumnReplaced(B.Function):
+        """out = Σ_j x_ij − 2 x_i,t(i): backward writes the target column with `scatter_`, and its
+        value forgets the 1 the row already holds there (no index repeats: no overwrite)."""
+
+        @staticmethod
+        def forward(ctx, x, target):
+            ctx.save_for_backward(x, target)
+            return x.sum(1) - 2 * x.gather(1, target[:, None])[:, 0]
+
+        @staticmethod
+        def backward(ctx, g):
+            x, target = ctx.saved_tensors
+            grad = x * 0 + 1
+            grad.scatter_(1, target[:, None], (x * 0 - 2).gather(1, target[:, None]))
+            return grad * g[:, None], None
+
+    return TargetColumnReplaced
+
+
+def test_adding_where_one_value_per_row_is_written_is_no_overwrite():
+    torch = pytest.importorskip("torch")
+    cls = target_column(backend("torch"))
+    x = torch.randn(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(11), requires_grad=True)
+    target = torch.tensor([0, 3, 3, 1])
+    findings = _findings(cls, (x, target))
+    assert "not_accumulated" not in [f.kind for f in findings], findings

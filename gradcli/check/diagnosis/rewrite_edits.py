@@ -325,6 +325,15 @@ def _own_nodes(stmt):
 
 def _call_edits(add, stmt, call):
     name, method = _call_name(call)
+    if name == "where" and not method and len(call.args) == 3:  # the two branches in each other's place
+        code = ast.unparse(call.args[0])
+        add("region", stmt, call, f"`{ast.unparse(call)}` with its two branches exchanged",
+            lambda n: ast.Call(n.func, [n.args[0], n.args[2], n.args[1]], n.keywords),
+            comparison=code, expected=f"not {code}", branches=True)
+    if name in ("masked_fill", "masked_fill_") and method and call.args:
+        code = ast.unparse(call.args[0])
+        add("region", stmt, call.args[0], f"the mask `{code}` inverted",
+            lambda n: ast.UnaryOp(ast.Invert(), n), comparison=code, expected=f"~{code}", branches=True)
     if name == "conj" and method and not call.args:
         code = ast.unparse(call.func.value)
         add("term_sign", stmt, call, f"`{ast.unparse(call)}` where `{code}` is needed (the imaginary part's sign)",

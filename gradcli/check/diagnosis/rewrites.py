@@ -42,6 +42,8 @@ import os
 import sys
 import time
 
+import numpy as np
+
 from gradcli.check.diagnosis.evidence import nice_number
 from gradcli.check.diagnosis.probe import ProbeError, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
@@ -257,6 +259,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
             fits = _fits(probe, ev, right)
         if fits and edit.params.get("product") and not _square(src, func, installer, edit, probe, ev):
             continue  # a non-square product read transposed is a layout (`missing_reshape`, its own rule)
+        if fits and edit.kind == "not_accumulated" and not _repeats(src, func, installer, edit, probe, ev):
+            continue  # no index repeats: adding to what was there fixes something else
         if fits:
             if role == "forward":  # quoted where backward reads what forward saved
                 src, edit = backward_src, _read_in_backward(backward_src, edit, position) or edit
@@ -316,26 +320,90 @@ def _fits(probe, ev, right):
     return changed
 
 
-def _square(src, func, installer, edit, probe, ev):
-    """Whether the product ``edit`` transposes has equal last two dims (re-run once, its shape
-    recorded by a call wrapped around it in a copy of the module's namespace)."""
-    shapes = []
+def _recorded(src, func, installer, node, probe, ev):
+    """The value ``node`` (a node of ``src``'s tree) takes in one re-run of the written code,
+    recorded by a call wrapped around it in a copy of the module's namespace; None if unknown."""
+    values = []
 
     def record(value):
-        shapes.append(tuple(getattr(value, "shape", ())))
+        values.append(value)
         return value
 
     tree = copy.deepcopy(src.tree)
-    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is edit.node)
+    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is node)
     target = next(n for k, n in enumerate(ast.walk(tree)) if k == index)
     _replace(tree, target, ast.Call(ast.Name("__gradcli_record__", ast.Load()), [target], []))
     try:
         recorder = _compile_tree(src, tree, dict(func.__globals__, __gradcli_record__=record))
         with installer(recorder):
             probe.vjp(ev.cotangents[0])
-    except Exception:  # noqa: BLE001 -- no shape: say nothing about it
+    except Exception:  # noqa: BLE001 -- no value: say nothing about it
+        return None
+    return values[0] if values else None
+
+
+def _square(src, func, installer, edit, probe, ev):
+    """Whether the product ``edit`` transposes has equal last two dims."""
+    shape = tuple(getattr(_recorded(src, func, installer, edit.node, probe, ev), "shape", ()))
+    return len(shape) >= 2 and shape[-1] == shape[-2]
+
+
+def _repeats(src, func, installer, edit, probe, ev):
+    """Whether the index an accumulating edit makes add has a repeated entry (an overwrite loses
+    a contribution only then: a `scatter_` of one value per row that also replaces what the row
+    held is another mistake, which `scatter_add_` may cancel by chance)."""
+    node = edit.node
+    if isinstance(node, ast.Assign):  # g[idx] = v
+        where, dim = node.targets[0].slice, None
+    elif isinstance(node, ast.Call) and node.args:
+        method = isinstance(node.func, ast.Attribute)
+        name = node.func.attr if method else getattr(node.func, "id", "")
+        if name.startswith(("scatter", "index_copy", "index_add")):
+            if len(node.args) < 2 or _int_value(node.args[0]) is None:
+                return True  # a dim we cannot read: no evidence against the edit
+            where, dim = node.args[1], _int_value(node.args[0])
+        else:  # index_put_ / put_
+            where, dim = node.args[0], None
+    else:
+        return True
+    value = _recorded(src, func, installer, where, probe, ev)
+    parts = value if isinstance(value, tuple) else (value,)
+    try:
+        arrays = [np.asarray(_numpy(p)) for p in parts]
+    except Exception:  # noqa: BLE001 -- slices, ellipsis: no repeats
         return False
-    return bool(shapes) and len(shapes[0]) >= 2 and shapes[0][-1] == shapes[0][-2]
+    if any(a.dtype == bool or a.dtype == object for a in arrays):
+        return False
+    if dim is not None and len(arrays) == 1 and arrays[0].ndim >= 1:
+        if name.startswith("index_"):
+            flat = arrays[0].reshape(-1)
+            return len(np.unique(flat)) < flat.size
+        moved = np.moveaxis(arrays[0], dim, -1)
+        ordered = np.sort(moved, axis=-1)
+        return bool(np.any(ordered[..., 1:] == ordered[..., :-1]))
+    try:
+        stacked = np.stack([a.reshape(-1) for a in np.broadcast_arrays(*arrays)], axis=1)
+    except ValueError:
+        return True
+    return len(np.unique(stacked, axis=0)) < len(stacked)
+
+
+def _int_value(node):
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value
+    return None
+
+
+def _numpy(value):
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    if hasattr(value, "data") and isinstance(getattr(value, "data"), np.ndarray):
+        return value.data
+    if isinstance(value, slice) or value is Ellipsis or value is None:
+        raise TypeError("not an index tensor")
+    return value
 
 
 def _read_in_backward(src, edit, position):
@@ -390,6 +458,10 @@ def _finding(ev, edit, src, masks=frozenset()):
         if kind == "region":
             params["description"] = f"the mask `{params.get('factor') or params['needed']}`"
         message = f"backward for input {name} uses {words}"
+    elif kind == "region" and params.get("branches"):
+        params["description"] = f"the mask `{params['comparison']}`"
+        advice = f"select with {params['expected']} (the branches are exchanged)"
+        message = f"backward for input {name} selects the wrong elements: {words}"
     elif kind == "region":
         params["description"] = f"the mask `{ast.unparse(edit.node)}`"
         advice = f"compare with {params['expected']} instead of {params['comparison']}"
