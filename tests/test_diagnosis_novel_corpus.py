@@ -1,4 +1,4 @@
-"""The ninth diagnosis corpus (bench/diagnosis_novel/, BLIND) is well formed.
+"""The ninth diagnosis corpus (bench/diagnosis_novel/, blind until 2026-12-02 06:05 UTC) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_novel --summary``), validation by

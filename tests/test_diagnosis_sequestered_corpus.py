@@ -1,4 +1,4 @@
-"""The twelfth diagnosis corpus (bench/diagnosis_sequestered/, BLIND) is well formed.
+"""The twelfth diagnosis corpus (bench/diagnosis_sequestered/, blind until 2026-12-02 06:40 UTC) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_sequestered --summary``), validation

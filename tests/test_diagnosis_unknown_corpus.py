@@ -1,4 +1,4 @@
-"""The blind diagnosis corpus bench/diagnosis_unknown/ (issue 17, deliverable 3) is well formed.
+"""The diagnosis corpus bench/diagnosis_unknown/ (issue 17; blind until 2026-12-02 06:22 UTC) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_unknown --summary``), validation by

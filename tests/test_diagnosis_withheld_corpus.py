@@ -1,4 +1,4 @@
-"""The eleventh diagnosis corpus (bench/diagnosis_withheld/, BLIND: used only to score) is well formed.
+"""The eleventh diagnosis corpus (bench/diagnosis_withheld/, blind until 2026-12-02 06:05 UTC) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_withheld --summary``), validation by
