@@ -379,3 +379,32 @@ def test_adding_where_one_value_per_row_is_written_is_no_overwrite():
     target = torch.tensor([0, 3, 3, 1])
     findings = _findings(cls, (x, target))
     assert "not_accumulated" not in [f.kind for f in findings], findings
+
+
+# ----- a factor per row ---------------------------------------------------------------------------
+def row_means(B):
+    class RowMeanOverOwnLength(B.Function):
+        """out[i] = mean of row i's first length[i] entries; backward divides by the padded width."""
+
+        @staticmethod
+        def forward(ctx, x, keep):
+            ctx.save_for_backward(keep)
+            return (x * keep).sum(1) / keep.sum(1)
+
+        @staticmethod
+        def backward(ctx, g):
+            (keep,) = ctx.saved_tensors
+            return g[:, None] * keep / keep.shape[1], None
+
+    return RowMeanOverOwnLength
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_mean_over_the_padded_width_is_a_scale_that_differs_per_row(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(12).standard_normal((3, 4)))
+    keep = B.ns.tensor(np.array([[1.0, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0]]))
+    findings = _findings(row_means(B), (x, keep))
+    assert [(f.input, f.kind) for f in findings] == [(0, "scale")], findings
+    assert findings[0].params["factors"] == [1.0, 0.5, 0.75] and findings[0].params["axis"] == 0
+    assert "×1, 0.5, 0.75" in findings[0].message

@@ -21,7 +21,7 @@ from gradcli.check.diagnosis import branch, extras, flips, held_constant, index_
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
-from gradcli.check.diagnosis import relayout, rewrites, separable
+from gradcli.check.diagnosis import relayout, rewrites, row_scale, separable
 from gradcli.check.diagnosis import surrogate
 from gradcli.check.diagnosis import terms
 from gradcli.check.diagnosis.evidence import Evidence, lazy
@@ -49,7 +49,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
-            separable.wrong_axis_separable, branch.branch_missing_term, rewrites.one_edit, regions.region, terms.missing_term,
+            separable.wrong_axis_separable, branch.branch_missing_term, rewrites.one_edit, row_scale.per_row_scale, regions.region, terms.missing_term,
             terms.missing_reduction_term, named_terms.missing_named_term, held_constant.held_constant_factor,
             mutations.edited_term, rewrites.saved_tensor)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
