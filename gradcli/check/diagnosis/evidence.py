@@ -61,6 +61,7 @@ class Evidence:
     rewrites: Optional[Callable[[], Any]] = None  # lazily: the finding of one edit of backward (rewrites.py)
     rewrites_saved: Optional[Callable[[], Any]] = None  # lazily: ... of what forward saves
     forward_factors: Optional[Callable[[], Any]] = None  # lazily: forward's product's factors, evaluated
+    forward_terms: Optional[Callable[[], Any]] = None  # lazily: forward's sum's terms, evaluated
     empty_masks: Optional[Callable[[], Any]] = None  # lazily: [(name, line, code)] of masks false everywhere
 
     @property

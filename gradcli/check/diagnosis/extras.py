@@ -133,6 +133,15 @@ def empty_masks(diag, ev):
         return []
 
 
+def forward_terms(diag, ev):
+    from gradcli.check.diagnosis.held_constant import term_values
+
+    try:
+        return term_values(diag, ev)
+    except Exception:  # noqa: BLE001 -- unreadable forward: no evidence
+        return None
+
+
 def forward_factors(diag, ev):
     from gradcli.check.diagnosis.held_constant import factor_values
 

@@ -31,12 +31,56 @@ def _factors(node, sign=1.0):
     return [node], sign
 
 
+def _terms(node, sign=1.0):
+    """The top-level terms of a sum (through ``+``, ``-`` and unary minus): [(node, sign)]."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        right = -1.0 if isinstance(node.op, ast.Sub) else 1.0
+        return _terms(node.left, sign) + _terms(node.right, sign * right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _terms(node.operand, -sign)
+    return [(node, sign)]
+
+
 def factor_values(diag, ev):
-    """(sign, [(code, values at x, at x + h, at x − h)], h) of the top-level factors of forward's
-    output expression, evaluated over forward's locals; None when forward is not such a product
-    or a factor is outside the evaluator's vocabulary."""
-    from gradcli.check.diagnosis.evaluator import _Evaluator
-    from gradcli.check.diagnosis.probe import _LineTrace, _to_numpy
+    """(sign, [(code, values at x, at x + h, at x − h, backward line)], h) of the top-level
+    factors of forward's output expression, evaluated over forward's locals; None when forward is
+    not such a product or a factor is outside the evaluator's vocabulary."""
+    found = _output_expression(diag)
+    if found is None:
+        return None
+    src, code, value, before = found
+    factors, sign = _factors(value)
+    if len(factors) < 2:
+        return None
+    values, h = _evaluated(diag, ev, src, code, before, factors)
+    where = _backward_lines(diag, factors)
+    return sign, [(ast.get_source_segment(src.text, node) or "?", *v, line)
+                  for node, v, line in zip(factors, values, where)], h
+
+
+def term_values(diag, ev):
+    """([(code, sign, values at x, at x + h, at x − h)], h) of the top-level terms of forward's
+    output expression that the evaluator reads (the others, e.g. a constant ``math.log(2.0)``,
+    left out); None when forward's output is not a sum of two or more terms."""
+    found = _output_expression(diag)
+    if found is None:
+        return None
+    src, code, value, before = found
+    terms = _terms(value)
+    if len(terms) < 2:
+        return None
+    out = []
+    for node, sign in terms:
+        try:
+            values, h = _evaluated(diag, ev, src, code, before, [node])
+        except Exception:  # noqa: BLE001 -- outside the vocabulary: that term is not named
+            continue
+        out.append((ast.get_source_segment(src.text, node) or "?", sign, *values[0]))
+    return (out, h) if out else None
+
+
+def _output_expression(diag):
+    """(forward's source, code object, the returned expression, its line) or None."""
     from gradcli.check.diagnosis.source import forward_source, statements
 
     src = forward_source(diag.cls)
@@ -55,24 +99,27 @@ def factor_values(diag, ev):
         if not assigned:
             return None
         value, before = assigned[-1].value, assigned[-1].lineno
-    factors, sign = _factors(value)
-    if len(factors) < 2:
-        return None
+    return src, code, value, before
+
+
+def _evaluated(diag, ev, src, code, before, nodes):
+    """Each node's values over forward's locals at x, x + h and x − h (all elements moved at once)."""
+    from gradcli.check.diagnosis.evaluator import _Evaluator
+    from gradcli.check.diagnosis.probe import _LineTrace, _to_numpy
+
     x = ev.values
     h = 1e-6 * max(1.0, float(np.max(np.abs(x))))
-    evaluated = [[] for _ in factors]
+    evaluated = [[] for _ in nodes]
     for shifted in (x, x + h, x - h):
         local_names = {}
         with _LineTrace(code, set(), local_names):
             diag.probe.forward({ev.index: shifted})
         env = {k: (np.asarray(_to_numpy(v), dtype=float) if hasattr(v, "shape") and hasattr(v, "dtype") else v)
                for k, v in local_names.items() if not isinstance(v, type)}
-        for k, node in enumerate(factors):
+        for k, node in enumerate(nodes):
             evaluator = _Evaluator(src, before, env, [], {})
             evaluated[k].append(np.broadcast_to(np.asarray(evaluator.value(node), dtype=float), x.shape))
-    where = _backward_lines(diag, factors)
-    return sign, [(ast.get_source_segment(src.text, node) or "?", *values, line)
-                  for node, values, line in zip(factors, evaluated, where)], h
+    return evaluated, h
 
 
 class _Unctx(ast.NodeTransformer):
@@ -136,3 +183,41 @@ def held_constant_factor(ev: Evidence):
                                    **({"at_line": line} if line is not None else {})},
                            confidence=0.8)
     return None
+
+
+def dropped_forward_term(ev: Evidence):
+    """Forward's output a sum of terms, elementwise in the input, and A = v·(y′ − T_k′) for one
+    term T_k: backward differentiates every term but that one (logcosh written as sign(x), the
+    log1p correction's derivative left out)."""
+    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.support() < 3:
+        return None
+    if ev.outputs[0].shape != ev.values.shape or getattr(ev, "forward_terms", None) is None:
+        return None
+    V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
+    if not _elementwise(ev, V):
+        return None
+    found = ev.forward_terms()
+    if found is None:
+        return None
+    terms, h = found
+    dy = ev.numeric / np.where(V == 0, 1.0, V)
+    for code, sign, value, up, down in terms:
+        derivative = sign * (up - down) / (2 * h)
+        if ev.support(derivative[None]) < 2:
+            continue  # a constant term has no derivative to drop
+        held = V * (dy - derivative)
+        if ev.fits(ev.analytic, held, ev.numeric_error) and not ev.fits(ev.numeric, held, ev.numeric_error):
+            return Finding("missing_term",
+                           f"backward for input {ev.name} leaves out the derivative of forward's term `{code}`: "
+                           "it differentiates every other term of the sum", input=ev.index,
+                           params={"variant": "forward_term", "term": f"d({code})/d{ev.name}", "forward_term": code},
+                           confidence=0.8)
+    return None
+
+
+def _elementwise(ev, V):
+    """N = v·d elementwise, one d for every cotangent (each output reads its own input element)."""
+    if np.any(V == 0):
+        return False
+    ratios = ev.numeric / V
+    return ev.fits(ev.numeric, V * ratios[:1], ev.numeric_error)
