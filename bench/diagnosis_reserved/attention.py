@@ -261,7 +261,7 @@ class ReservedMultiHeadAttention(torch.autograd.Function):
 
 class ReservedMultiHeadAttentionFlatMerge(torch.autograd.Function):
     """Two-head self-attention on (T, D): heads split by view + transpose, merged back."""
-    bug = {'kind': 'missing_reshape', 'input': 'q', 'note': 'merges the head gradients back with a plain reshape, without swapping heads and time first'}
+    bug = {'kind': 'missing_reshape', 'input': 'q', 'note': 'merges the head gradients back with a plain reshape, without swapping heads and time first', 'also': ['transposed']}
     heads = 2
 
     @staticmethod
