@@ -305,7 +305,7 @@ class ReservedRelPosAttention(torch.autograd.Function):
     def backward(ctx, grad_out):
         q, k, v, p, idx = ctx.saved_tensors
         gs = _softmax_backward(p, grad_out @ v.T)
-        grad_bias = torch.zeros_like(ctx.saved_tensors[0][:, 0]).new_zeros(2 * q.shape[0] - 1)
+        grad_bias = q.new_zeros(2 * q.shape[0] - 1)
         grad_bias.index_add_(0, idx.reshape(-1), gs.reshape(-1))
         return gs @ k, gs.T @ q, p.T @ grad_out, grad_bias
 
@@ -333,7 +333,7 @@ class ReservedRelPosAttentionBiasOverwrite(torch.autograd.Function):
     def backward(ctx, grad_out):
         q, k, v, p, idx = ctx.saved_tensors
         gs = _softmax_backward(p, grad_out @ v.T)
-        grad_bias = torch.zeros_like(ctx.saved_tensors[0][:, 0]).new_zeros(2 * q.shape[0] - 1)
+        grad_bias = q.new_zeros(2 * q.shape[0] - 1)
         grad_bias[idx.reshape(-1)] = gs.reshape(-1)  # BUG
         return gs @ k, gs.T @ q, p.T @ grad_out, grad_bias
 
