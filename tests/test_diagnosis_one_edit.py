@@ -408,3 +408,34 @@ def test_a_mean_over_the_padded_width_is_a_scale_that_differs_per_row(name):
     assert [(f.input, f.kind) for f in findings] == [(0, "scale")], findings
     assert findings[0].params["factors"] == [1.0, 0.5, 0.75] and findings[0].params["axis"] == 0
     assert "×1, 0.5, 0.75" in findings[0].message
+
+
+# ----- forward's sum with one term's derivative left out -------------------------------------------
+def log_cosh(B):
+    class LogCoshAbsOnly(B.Function):
+        """log cosh x = |x| + log(1 + exp(−2|x|)) − log 2; backward differentiates |x| alone."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.abs() + (1 + (-2 * x.abs()).exp()).log() - LOG_2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.sign()
+
+    return LogCoshAbsOnly
+
+
+LOG_2 = 0.6931471805599453
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_forward_term_whose_derivative_backward_leaves_out_is_a_missing_term(name):
+    B = backend(name)
+    x = B.tensor(np.random.default_rng(13).uniform(-2, 2, (3, 4)))
+    findings = _findings(log_cosh(B), (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    assert findings[0].params["variant"] == "forward_term"
+    assert findings[0].params["forward_term"] == "(1 + (-2 * x.abs()).exp()).log()"
