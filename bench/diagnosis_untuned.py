@@ -9,7 +9,8 @@ bench/diagnosis_fresh until 22:30 UTC, bench/diagnosis_unseen until 23:25 UTC an
 bench/diagnosis_sealed until 23:50 UTC, bench/diagnosis_latest until 2026-12-02 01:15 UTC and
 bench/diagnosis_hidden until 02:35 UTC, bench/diagnosis_withheld and bench/diagnosis_novel until 06:05 UTC,
 bench/diagnosis_unknown until 06:22 UTC and bench/diagnosis_sequestered until 06:40 UTC; all eleven
-are design corpora since (their READMEs give their blind scores). ``--summary`` prints
+are design corpora since (their READMEs give their blind scores). bench/diagnosis_reserved is BLIND
+(score it with ``--summary`` only). ``--summary`` prints
 only the totals block, no per-Function lines (the only way to score a blind corpus).
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis
