@@ -36,17 +36,14 @@ evaluated.
 from __future__ import annotations
 
 import ast
-import copy
-import inspect
 import os
-import sys
 import time
-
-import numpy as np
 
 from gradcli.check.diagnosis.evidence import nice_number
 from gradcli.check.diagnosis.probe import ProbeError, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
+from gradcli.check.diagnosis.rewrite_runs import (SLOWER, _compiled, _Deadline, _InGlobals, _method, _OnClass,
+                                                  _plain_function, _repeats, _square)
 from gradcli.check.diagnosis.source import (_source, backward_source, chain, forward_source, gradient_statement,
                                             last_return, statements)
 from gradcli.check.report import Finding
@@ -54,23 +51,9 @@ from gradcli.check.report import Finding
 BUDGET_S = 3.0  # CPU seconds per input (load must not change findings; a fit is checked in full)
 MAX_EDITS = 700
 LOCATING = ("swapped", "negated_value")  # edits that only locate a whole-gradient finding (``locate``)
-# one edited re-run may take this many times the written one's (and 0.05 s more): an edit can turn a
-# loop's step around or make a tensor grow, and must not turn a diagnosis into a timeout
-SLOWER = 10.0
 
 
-# ----- compiling and installing an edited backward -----------------------------------------
-def _plain_function(func):
-    func = inspect.unwrap(getattr(func, "__func__", func)) if func is not None else None
-    if func is None or not inspect.isfunction(func) or func.__code__.co_freevars:
-        return None  # a closure (or super()) cannot be recompiled on its own
-    return func
-
-
-def _method(cls, name):
-    return _plain_function(cls.__dict__.get(name) or getattr(cls, name, None))
-
-
+# ----- what an edit may touch ------------------------------------------------------------
 def _targets(cls, executed, position, saves=False):
     """``(source, function, installer, position)`` of each piece of code an edit may touch:
     backward, the module-level functions of backward's own file that it calls by name, and
@@ -93,108 +76,6 @@ def _targets(cls, executed, position, saves=False):
         if helper_src is not None and os.path.abspath(helper_src.file) == os.path.abspath(src.file):
             targets.append((helper_src, helper, lambda f, name=name: _InGlobals(func.__globals__, name, f), None))
     return targets
-
-
-def _compiled(src, func, edit):
-    tree = copy.deepcopy(src.tree)
-    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is edit.node)
-    target = next(n for k, n in enumerate(ast.walk(tree)) if k == index)
-    _replace(tree, target, edit.make(target))
-    return _compile_tree(src, tree, func.__globals__)
-
-
-def _compile_tree(src, tree, namespace_globals):
-    tree.decorator_list = []
-    module = ast.Module(body=[tree], type_ignores=[])
-    ast.fix_missing_locations(module)
-    ast.increment_lineno(module, src.first_line - 1)
-    namespace = {}
-    exec(compile(module, src.file, "exec"), namespace_globals, namespace)  # noqa: S102 -- backward's own code, edited
-    return namespace[tree.name]
-
-
-def _replace(tree, old, new):
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, ast.copy_location(new, old))
-                return
-            if isinstance(value, list) and any(v is old for v in value):
-                setattr(parent, field, [ast.copy_location(new, old) if v is old else v for v in value])
-                return
-    raise ValueError("edit site not found")
-
-
-class _OnClass:
-    """``cls.<name>`` replaced by ``func`` (a staticmethod) while the block runs."""
-
-    def __init__(self, cls, name, func):
-        self.cls, self.name, self.func = cls, name, func
-
-    def __enter__(self):
-        self.previous = self.cls.__dict__.get(self.name)
-        setattr(self.cls, self.name, staticmethod(self.func))
-
-    def __exit__(self, *exc):
-        if self.previous is None:
-            delattr(self.cls, self.name)
-        else:
-            setattr(self.cls, self.name, self.previous)
-        return False
-
-
-class _InGlobals:
-    """A helper of backward's module replaced by ``func`` while the block runs."""
-
-    def __init__(self, namespace, name, func):
-        self.namespace, self.name, self.func = namespace, name, func
-
-    def __enter__(self):
-        self.previous = self.namespace[self.name]
-        self.namespace[self.name] = self.func
-
-    def __exit__(self, *exc):
-        self.namespace[self.name] = self.previous
-        return False
-
-
-class _TooSlow(Exception):
-    pass
-
-
-class _Deadline:
-    """Raises ``_TooSlow`` in the edited code once the block has run ``seconds`` of CPU time (at the
-    next line of its file: comprehensions and helpers there too): a line tracer on that file's
-    code only, chained to a tracer already installed."""
-
-    def __init__(self, code, seconds):
-        self.code, self.seconds = code, seconds
-
-    def __enter__(self):
-        self.previous = sys.gettrace()
-        previous, code, deadline = self.previous, self.code, time.process_time() + self.seconds
-
-        def tracer(frame, event, arg):
-            chained = previous(frame, event, arg) if previous is not None else None
-            if frame.f_code.co_filename != code.co_filename:
-                return chained
-
-            def local(frame, event, arg):
-                nonlocal chained
-                if event == "line" and time.process_time() > deadline:
-                    raise _TooSlow()
-                if chained is not None:
-                    chained = chained(frame, event, arg)
-                return local
-
-            return local
-
-        sys.settrace(tracer)
-        return self
-
-    def __exit__(self, *exc):
-        sys.settrace(self.previous)
-        return False
 
 
 # ----- the search --------------------------------------------------------------------------
@@ -318,92 +199,6 @@ def _fits(probe, ev, right):
                     h.reshape(other.numeric[rows[0]].shape), other.numeric[rows[0]], other.numeric_error[rows[0]])):
                 return False
     return changed
-
-
-def _recorded(src, func, installer, node, probe, ev):
-    """The value ``node`` (a node of ``src``'s tree) takes in one re-run of the written code,
-    recorded by a call wrapped around it in a copy of the module's namespace; None if unknown."""
-    values = []
-
-    def record(value):
-        values.append(value)
-        return value
-
-    tree = copy.deepcopy(src.tree)
-    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is node)
-    target = next(n for k, n in enumerate(ast.walk(tree)) if k == index)
-    _replace(tree, target, ast.Call(ast.Name("__gradcli_record__", ast.Load()), [target], []))
-    try:
-        recorder = _compile_tree(src, tree, dict(func.__globals__, __gradcli_record__=record))
-        with installer(recorder):
-            probe.vjp(ev.cotangents[0])
-    except Exception:  # noqa: BLE001 -- no value: say nothing about it
-        return None
-    return values[0] if values else None
-
-
-def _square(src, func, installer, edit, probe, ev):
-    """Whether the product ``edit`` transposes has equal last two dims."""
-    shape = tuple(getattr(_recorded(src, func, installer, edit.node, probe, ev), "shape", ()))
-    return len(shape) >= 2 and shape[-1] == shape[-2]
-
-
-def _repeats(src, func, installer, edit, probe, ev):
-    """Whether the index an accumulating edit makes add has a repeated entry (an overwrite loses
-    a contribution only then: a `scatter_` of one value per row that also replaces what the row
-    held is another mistake, which `scatter_add_` may cancel by chance)."""
-    node = edit.node
-    if isinstance(node, ast.Assign):  # g[idx] = v
-        where, dim = node.targets[0].slice, None
-    elif isinstance(node, ast.Call) and node.args:
-        method = isinstance(node.func, ast.Attribute)
-        name = node.func.attr if method else getattr(node.func, "id", "")
-        if name.startswith(("scatter", "index_copy", "index_add")):
-            if len(node.args) < 2 or _int_value(node.args[0]) is None:
-                return True  # a dim we cannot read: no evidence against the edit
-            where, dim = node.args[1], _int_value(node.args[0])
-        else:  # index_put_ / put_
-            where, dim = node.args[0], None
-    else:
-        return True
-    value = _recorded(src, func, installer, where, probe, ev)
-    parts = value if isinstance(value, tuple) else (value,)
-    try:
-        arrays = [np.asarray(_numpy(p)) for p in parts]
-    except Exception:  # noqa: BLE001 -- slices, ellipsis: no repeats
-        return False
-    if any(a.dtype == bool or a.dtype == object for a in arrays):
-        return False
-    if dim is not None and len(arrays) == 1 and arrays[0].ndim >= 1:
-        if name.startswith("index_"):
-            flat = arrays[0].reshape(-1)
-            return len(np.unique(flat)) < flat.size
-        moved = np.moveaxis(arrays[0], dim, -1)
-        ordered = np.sort(moved, axis=-1)
-        return bool(np.any(ordered[..., 1:] == ordered[..., :-1]))
-    try:
-        stacked = np.stack([a.reshape(-1) for a in np.broadcast_arrays(*arrays)], axis=1)
-    except ValueError:
-        return True
-    return len(np.unique(stacked, axis=0)) < len(stacked)
-
-
-def _int_value(node):
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
-    return None
-
-
-def _numpy(value):
-    if hasattr(value, "detach"):
-        return value.detach().cpu().numpy()
-    if hasattr(value, "data") and isinstance(getattr(value, "data"), np.ndarray):
-        return value.data
-    if isinstance(value, slice) or value is Ellipsis or value is None:
-        raise TypeError("not an index tensor")
-    return value
 
 
 def _read_in_backward(src, edit, position):

@@ -49,4 +49,6 @@ def _factors(ev, A, N, E, informative, axis):
         factors.append(c)
     if len(set(factors)) < 2:
         return None  # one factor for every slice: the whole gradient's `scale`
+    if sum(c != 1 for c in factors) < 2:
+        return None  # one slice off, the others right: a `region` (the first row, 3× too small there)
     return factors
