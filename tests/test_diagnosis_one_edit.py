@@ -439,3 +439,36 @@ def test_a_forward_term_whose_derivative_backward_leaves_out_is_a_missing_term(n
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
     assert findings[0].params["variant"] == "forward_term"
     assert findings[0].params["forward_term"] == "(1 + (-2 * x.abs()).exp()).log()"
+
+
+def product_grads_swapped(B):
+    class ProductGradsSwapped(B.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            da = g * b
+            db = g * a
+            return db, da
+
+    return ProductGradsSwapped
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_swapped_returns_are_located_at_the_return_and_the_search_alone_edits_a_statement(name):
+    B = backend(name)
+    rng = np.random.default_rng(14)
+    cls = product_grads_swapped(B)
+    args = (B.tensor(rng.standard_normal(5)), B.tensor(rng.standard_normal(5)))
+    assert [(f.input, f.kind) for f in _findings(cls, args)] == [(0, "swapped"), (1, "swapped")]
+    diag, ev = _diagnosis_and_evidence(cls, args)
+    # alone, the search finds no "db where da" in the return (that is `swapped`'s, which runs
+    # first); the one edit left is an operand of db's own statement (a's gradient right with it)
+    found = rewrites.search(diag.probe, diag.cls, ev, diag.executed, 0)
+    assert found.params["at_line"] == _line(cls, "db = g * a")
+    line, lines, written = rewrites.locate(diag.probe, diag.cls, ev, "swapped", diag.executed, 0)
+    assert line == _line(cls, "return db, da") and written

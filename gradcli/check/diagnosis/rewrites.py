@@ -111,7 +111,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
     recorded = getattr(probe, "recorded", None) or {}
     tensors = set().union(*[set(names) for names in recorded.values()]) if recorded else None
     candidates = []
-    for target in _targets(cls, executed, position, saves):
+    targets = _targets(cls, executed, position, saves)
+    for target in targets:
         src, role = target[0], target[3]
         if saves and role != "forward":
             continue
@@ -119,7 +120,7 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
         candidates.extend((edit, target) for edit in found if kinds is None and edit.kind not in LOCATING
                           or kinds is not None and edit.kind in kinds)
     candidates.sort(key=lambda c: KIND_ORDER.index(c[0].kind))  # stable: backward's edits first within a kind
-    backward_src = backward_source(cls, executed)
+    backward_src = targets[0][0] if targets else None  # the tree the edits' nodes belong to
     returned = _returned_names(backward_src) if backward_src is not None else set()
     started = time.process_time()
     right = _right_others(ev)
