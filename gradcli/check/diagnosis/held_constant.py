@@ -69,13 +69,9 @@ def term_values(diag, ev):
     terms = _terms(value)
     if len(terms) < 2:
         return None
-    out = []
-    for node, sign in terms:
-        try:
-            values, h = _evaluated(diag, ev, src, code, before, [node])
-        except Exception:  # noqa: BLE001 -- outside the vocabulary: that term is not named
-            continue
-        out.append((ast.get_source_segment(src.text, node) or "?", sign, *values[0]))
+    values, h = _evaluated(diag, ev, src, code, before, [node for node, _ in terms], unreadable=None)
+    out = [(ast.get_source_segment(src.text, node) or "?", sign, *v)
+           for (node, sign), v in zip(terms, values) if v is not None]
     return (out, h) if out else None
 
 
@@ -102,8 +98,10 @@ def _output_expression(diag):
     return src, code, value, before
 
 
-def _evaluated(diag, ev, src, code, before, nodes):
-    """Each node's values over forward's locals at x, x + h and x − h (all elements moved at once)."""
+def _evaluated(diag, ev, src, code, before, nodes, unreadable="raise"):
+    """Each node's values over forward's locals at x, x + h and x − h (all elements moved at once;
+    forward runs three times whatever the number of nodes). A node outside the evaluator's
+    vocabulary raises, or with ``unreadable=None`` gets None in its place."""
     from gradcli.check.diagnosis.evaluator import _Evaluator
     from gradcli.check.diagnosis.probe import _LineTrace, _to_numpy
 
@@ -117,8 +115,16 @@ def _evaluated(diag, ev, src, code, before, nodes):
         env = {k: (np.asarray(_to_numpy(v), dtype=float) if hasattr(v, "shape") and hasattr(v, "dtype") else v)
                for k, v in local_names.items() if not isinstance(v, type)}
         for k, node in enumerate(nodes):
-            evaluator = _Evaluator(src, before, env, [], {})
-            evaluated[k].append(np.broadcast_to(np.asarray(evaluator.value(node), dtype=float), x.shape))
+            if evaluated[k] is None:
+                continue
+            try:
+                value = _Evaluator(src, before, env, [], {}).value(node)
+            except Exception:  # noqa: BLE001 -- outside the vocabulary
+                if unreadable == "raise":
+                    raise
+                evaluated[k] = None
+                continue
+            evaluated[k].append(np.broadcast_to(np.asarray(value, dtype=float), x.shape))
     return evaluated, h
 
 

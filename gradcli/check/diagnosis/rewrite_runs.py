@@ -13,6 +13,9 @@ import time
 
 import numpy as np
 
+from gradcli.check.diagnosis.probe import _to_numpy
+from gradcli.check.diagnosis.rewrite_edits import _int
+
 # one edited re-run may take this many times the written one's (and 0.05 s more): an edit can turn a
 # loop's step around or make a tensor grow, and must not turn a diagnosis into a timeout
 SLOWER = 10.0
@@ -30,11 +33,17 @@ def _method(cls, name):
 
 
 def _compiled(src, func, edit):
+    return _compile_tree(src, _edited_copy(src, edit.node, edit.make), func.__globals__)
+
+
+def _edited_copy(src, node, make):
+    """A copy of ``src``'s tree with ``node`` (found there by its place in ``ast.walk``) replaced
+    by ``make(its copy)``."""
     tree = copy.deepcopy(src.tree)
-    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is edit.node)
+    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is node)
     target = next(n for k, n in enumerate(ast.walk(tree)) if k == index)
-    _replace(tree, target, edit.make(target))
-    return _compile_tree(src, tree, func.__globals__)
+    _replace(tree, target, make(target))
+    return tree
 
 
 def _compile_tree(src, tree, namespace_globals):
@@ -140,10 +149,7 @@ def _recorded(src, func, installer, node, probe, ev):
         values.append(value)
         return value
 
-    tree = copy.deepcopy(src.tree)
-    index = next(k for k, n in enumerate(ast.walk(src.tree)) if n is node)
-    target = next(n for k, n in enumerate(ast.walk(tree)) if k == index)
-    _replace(tree, target, ast.Call(ast.Name("__gradcli_record__", ast.Load()), [target], []))
+    tree = _edited_copy(src, node, lambda n: ast.Call(ast.Name("__gradcli_record__", ast.Load()), [n], []))
     try:
         recorder = _compile_tree(src, tree, dict(func.__globals__, __gradcli_record__=record))
         with installer(recorder):
@@ -170,18 +176,20 @@ def _repeats(src, func, installer, edit, probe, ev):
         method = isinstance(node.func, ast.Attribute)
         name = node.func.attr if method else getattr(node.func, "id", "")
         if name.startswith(("scatter", "index_copy", "index_add")):
-            if len(node.args) < 2 or _int_value(node.args[0]) is None:
+            if len(node.args) < 2 or _int(node.args[0]) is None:
                 return True  # a dim we cannot read: no evidence against the edit
-            where, dim = node.args[1], _int_value(node.args[0])
+            where, dim = node.args[1], _int(node.args[0])
         else:  # index_put_ / put_
             where, dim = node.args[0], None
     else:
         return True
     value = _recorded(src, func, installer, where, probe, ev)
     parts = value if isinstance(value, tuple) else (value,)
+    if any(isinstance(p, slice) or p is Ellipsis or p is None for p in parts):
+        return False  # a slice writes each position once
     try:
-        arrays = [np.asarray(_numpy(p)) for p in parts]
-    except Exception:  # noqa: BLE001 -- slices, ellipsis: no repeats
+        arrays = [np.asarray(_to_numpy(p) if hasattr(p, "shape") else p) for p in parts]
+    except Exception:  # noqa: BLE001 -- not an index we can read: no evidence of repeats
         return False
     if any(a.dtype == bool or a.dtype == object for a in arrays):
         return False
@@ -197,21 +205,3 @@ def _repeats(src, func, installer, edit, probe, ev):
     except ValueError:
         return True
     return len(np.unique(stacked, axis=0)) < len(stacked)
-
-
-def _int_value(node):
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
-    return None
-
-
-def _numpy(value):
-    if hasattr(value, "detach"):
-        return value.detach().cpu().numpy()
-    if hasattr(value, "data") and isinstance(getattr(value, "data"), np.ndarray):
-        return value.data
-    if isinstance(value, slice) or value is Ellipsis or value is None:
-        raise TypeError("not an index tensor")
-    return value
