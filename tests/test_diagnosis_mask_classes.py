@@ -18,9 +18,9 @@ of its own, on both backends.
   statement), nor by a flip along 2 elements (a pair's other element: a wrong index).
 - A factor of forward's product held constant (y = x·tanh(x), backward grad_output·tanh(x); a
   modulated log-loss −(1 − p)²·log p whose backward drops the modulator's derivative) is a
-  ``missing_term`` (``held_constant``), quoted where backward writes that factor — only when
-  forward writes a product (a quotient's derivative missing its square, x/(1 + |x|)
-  differentiated as 1/(1 + |x|), is exactly grad_output·y/x too, and is no held factor).
+  ``missing_term`` (``held_constant``), quoted where backward writes that factor; so is a
+  quotient's denominator held constant (x/(1 + |x|) differentiated as 1/(1 + |x|): the quotient
+  rule's other half).
 - A per-row loss (one output per row) missing a constant part of its target: α·v·1 with v
   grad_output broadcast along the row (the scalar loss's rule, per row).
 - A mask built by ``triu``/``tril`` with its diagonal offset off by one (a causal mask re-applied
@@ -428,7 +428,7 @@ def test_a_triangular_mask_off_by_one_diagonal_is_a_region_at_the_mask(name):
 
 def quotient_not_squared(B):
     class QuotientNotSquared(B.Function):
-        """x / (1 + |x|); backward g / (1 + |x|) — exactly g·output/x, but forward writes no product."""
+        """x / (1 + |x|); backward g / (1 + |x|): the denominator differentiated as a constant."""
 
         @staticmethod
         def forward(ctx, x):
@@ -444,10 +444,14 @@ def quotient_not_squared(B):
 
 
 @pytest.mark.parametrize("name", BACKENDS)
-def test_no_gate_held_constant_where_forward_writes_no_product(name):
+def test_a_denominator_held_constant_is_the_quotient_rules_missing_half(name):
     B = backend(name)
     findings = _findings(quotient_not_squared(B), (_inputs(B, 24),))
-    assert all(f.params.get("variant") != "held_constant" for f in findings), findings
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert params["variant"] == "held_constant" and params["factor"] == "1.0 + x.abs()"
+    assert params["role"] == "denominator" and "quotient rule" in findings[0].message
+    assert params["source"]["code"] == "return g / (1.0 + x.abs())"
 
 
 def zeros_written_then_reshaped(B):

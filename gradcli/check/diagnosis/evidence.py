@@ -60,8 +60,7 @@ class Evidence:
     flips: Optional[Callable[[], Any]] = None  # lazily: a missing_flip finding from re-running backward
     rewrites: Optional[Callable[[], Any]] = None  # lazily: the finding of one edit of backward (rewrites.py)
     rewrites_saved: Optional[Callable[[], Any]] = None  # lazily: ... of what forward saves
-    forward_factors: Optional[Callable[[], Any]] = None  # lazily: forward's product's factors, evaluated
-    forward_terms: Optional[Callable[[], Any]] = None  # lazily: forward's sum's terms, evaluated
+    forward_pieces: Optional[Callable[[], Any]] = None  # lazily: vᵀJ with each part of forward's expression frozen
     empty_masks: Optional[Callable[[], Any]] = None  # lazily: [(name, line, code)] of masks false everywhere
 
     @property

@@ -133,19 +133,10 @@ def empty_masks(diag, ev):
         return []
 
 
-def forward_terms(diag, ev):
-    from gradcli.check.diagnosis.held_constant import term_values
+def forward_pieces(diag, ev):
+    from gradcli.check.diagnosis.held_constant import held_vjps
 
     try:
-        return term_values(diag, ev)
-    except Exception:  # noqa: BLE001 -- unreadable forward: no evidence
-        return None
-
-
-def forward_factors(diag, ev):
-    from gradcli.check.diagnosis.held_constant import factor_values
-
-    try:
-        return factor_values(diag, ev)
-    except Exception:  # noqa: BLE001 -- unreadable forward, a factor outside the vocabulary: no evidence
+        return held_vjps(diag, ev)
+    except Exception:  # noqa: BLE001 -- unreadable forward, user code raising on a shifted input: no evidence
         return None

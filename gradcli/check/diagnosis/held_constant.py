@@ -1,14 +1,17 @@
-"""``missing_term``: a factor of forward's product held constant — the product rule's other half
-dropped.
+"""``missing_term``: one part of forward's expression held constant — the product rule's, the
+quotient rule's or the chain rule's other half dropped, or one term of a sum not differentiated.
 
-Forward writes its output as a product of factors, y = F₁·F₂·… (``x * torch.sigmoid(beta * x)``,
-``-(1 - pt) ** gamma * pt.log()``). A backward that differentiates every factor but one, F_k,
-held as if it were a constant, gives exactly v·(dy/dx − F_k′·Π_{i≠k} F_i). For an elementwise
-forward (one output shaped like the input, its Jacobian diagonal: checked against the numerical
-gradient) each factor is evaluated over forward's own locals (recorded by a line tracer when
-forward returns, at x and at x ± h, all elements moved at once) with the closed-vocabulary
-evaluator, F_k′ by central differences; a finding needs A to fit that for every cotangent while
-N does not. Nothing is ``eval``ed."""
+Forward's output is read as the expression it returns (a returned name followed to its
+assignment; names forward assigns once from an expression the closed-vocabulary evaluator reads
+are expanded into that expression, so ``loss = -(1 - pt) ** g * pt.log(); return loss.mean()``
+is one expression). A backward that differentiates all of it but one sub-expression P — held as
+if it were a constant — gives exactly vᵀJ_P, J_P the Jacobian of the expression with P frozen at
+its value. J and each J_P are measured over forward's own locals (recorded by a line tracer when
+forward returns) with a 4-point stencil: all elements moved at once when the input is elementwise
+in the output (broadcast included: a learned β of shape (1,)), else one element at a time (small
+inputs only). The expression must reproduce forward's output and vᵀJ the numerical gradient; a
+finding needs A = vᵀJ_P for every cotangent while N ≠ vᵀJ_P, and names the outermost such P.
+Nothing is ``eval``ed."""
 from __future__ import annotations
 
 import ast
@@ -18,17 +21,9 @@ import numpy as np
 from gradcli.check.diagnosis.evidence import Evidence
 from gradcli.check.report import Finding
 
-
-def _factors(node, sign=1.0):
-    """The top-level factors of a product (through unary minus): [(node, ...)], and its sign."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        left, s1 = _factors(node.left)
-        right, s2 = _factors(node.right)
-        return left + right, sign * s1 * s2
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner, s = _factors(node.operand)
-        return inner, -sign * s
-    return [node], sign
+STENCIL = ((-2, 1.0), (-1, -8.0), (1, 8.0), (2, -1.0))  # f′ ≈ Σ w·f(x + k·h) / 12h
+MAX_ELEMENTS = 48  # one element at a time only for inputs this small (4 forward runs per element)
+MAX_PIECES = 40
 
 
 def _terms(node, sign=1.0):
@@ -39,40 +34,6 @@ def _terms(node, sign=1.0):
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return _terms(node.operand, -sign)
     return [(node, sign)]
-
-
-def factor_values(diag, ev):
-    """(sign, [(code, values at x, at x + h, at x − h, backward line)], h) of the top-level
-    factors of forward's output expression, evaluated over forward's locals; None when forward is
-    not such a product or a factor is outside the evaluator's vocabulary."""
-    found = _output_expression(diag)
-    if found is None:
-        return None
-    src, code, value, before = found
-    factors, sign = _factors(value)
-    if len(factors) < 2:
-        return None
-    values, h = _evaluated(diag, ev, src, code, before, factors)
-    where = _backward_lines(diag, factors)
-    return sign, [(ast.get_source_segment(src.text, node) or "?", *v, line)
-                  for node, v, line in zip(factors, values, where)], h
-
-
-def term_values(diag, ev):
-    """([(code, sign, values at x, at x + h, at x − h)], h) of the top-level terms of forward's
-    output expression that the evaluator reads (the others, e.g. a constant ``math.log(2.0)``,
-    left out); None when forward's output is not a sum of two or more terms."""
-    found = _output_expression(diag)
-    if found is None:
-        return None
-    src, code, value, before = found
-    terms = _terms(value)
-    if len(terms) < 2:
-        return None
-    values, h = _evaluated(diag, ev, src, code, before, [node for node, _ in terms], unreadable=None)
-    out = [(ast.get_source_segment(src.text, node) or "?", sign, *v)
-           for (node, sign), v in zip(terms, values) if v is not None]
-    return (out, h) if out else None
 
 
 def _output_expression(diag):
@@ -98,34 +59,168 @@ def _output_expression(diag):
     return src, code, value, before
 
 
-def _evaluated(diag, ev, src, code, before, nodes, unreadable="raise"):
-    """Each node's values over forward's locals at x, x + h and x − h (all elements moved at once;
-    forward runs three times whatever the number of nodes). A node outside the evaluator's
-    vocabulary raises, or with ``unreadable=None`` gets None in its place."""
-    from gradcli.check.diagnosis.evaluator import _Evaluator
-    from gradcli.check.diagnosis.probe import _LineTrace, _to_numpy
+def _expandable(src, before):
+    """{name: its assignment's value} for names forward assigns exactly once, at the top level of
+    its body, before ``before``, by ``name = expression``, and never changes in place."""
+    from gradcli.check.diagnosis.calls import assigns_or_changes
+    from gradcli.check.diagnosis.source import statements
 
-    x = ev.values
-    h = 1e-6 * max(1.0, float(np.max(np.abs(x))))
-    evaluated = [[] for _ in nodes]
-    for shifted in (x, x + h, x - h):
+    every = statements(src.tree)
+    found = {}
+    for stmt in src.tree.body:
+        if (isinstance(stmt, ast.Assign) and stmt.lineno < before and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)):
+            name = stmt.targets[0].id
+            if sum(1 for s in every if assigns_or_changes(s, name)) == 1:
+                found[name] = stmt.value
+    return found
+
+
+class _Forward:
+    """Forward's locals at a shifted input, and the expression evaluated over them with any of
+    its sub-expressions frozen."""
+
+    def __init__(self, diag, ev, src, code, before, value):
+        self.diag, self.ev, self.src, self.code, self.before, self.value = diag, ev, src, code, before, value
+        self.expand = _expandable(src, before)
+
+    def locals_at(self, x):
+        from gradcli.check.diagnosis.probe import _LineTrace, _to_numpy
+
         local_names = {}
-        with _LineTrace(code, set(), local_names):
-            diag.probe.forward({ev.index: shifted})
+        with _LineTrace(self.code, set(), local_names):
+            outputs = self.diag.probe.forward({self.ev.index: x})
         env = {k: (np.asarray(_to_numpy(v), dtype=float) if hasattr(v, "shape") and hasattr(v, "dtype") else v)
                for k, v in local_names.items() if not isinstance(v, type)}
-        for k, node in enumerate(nodes):
-            if evaluated[k] is None:
-                continue
+        ctx = local_names.get("ctx")
+        attrs = {k: (np.asarray(_to_numpy(v), dtype=float) if hasattr(v, "shape") and hasattr(v, "dtype") else v)
+                 for k, v in getattr(ctx, "__dict__", {}).items() if isinstance(v, (int, float)) or hasattr(v, "shape")}
+        return env, attrs, outputs
+
+    def evaluate(self, env, attrs, node=None, frozen=()):
+        """The expression (or ``node``) over ``env`` with the names of ``self.expand`` recomputed
+        from their assignments, each (node, value) of ``frozen`` held at that value."""
+        from gradcli.check.diagnosis.evaluator import _Evaluator
+
+        kept = {k: v for k, v in env.items() if k not in self.expand}
+        evaluator = _Evaluator(self.src, self.before + 1, kept, [], attrs)
+        for piece, held in frozen:
+            evaluator.overrides[id(piece)] = lambda _, held=held: held
+        return np.asarray(evaluator.value(self.value if node is None else node), dtype=float)
+
+    def settle(self, env, attrs):
+        """Drop from ``expand`` every name whose assignment the evaluator cannot read (read from
+        forward's locals instead: nothing inside it can be frozen)."""
+        from gradcli.check.diagnosis.calls import Unsupported
+
+        for name in list(self.expand):
             try:
-                value = _Evaluator(src, before, env, [], {}).value(node)
-            except Exception:  # noqa: BLE001 -- outside the vocabulary
-                if unreadable == "raise":
-                    raise
-                evaluated[k] = None
+                self.evaluate({k: v for k, v in env.items() if k != name}, attrs, ast.Name(id=name, ctx=ast.Load()))
+            except (Unsupported, ValueError, TypeError, IndexError, ArithmeticError, KeyError):
+                del self.expand[name]
+
+    def pieces(self):
+        """Sub-expressions of the (expanded) output expression, outermost first: [(node, role)],
+        role "term" for a top-level term of the output's sum, "denominator", "factor" or "part"."""
+        top = {id(node) for node, _ in _terms(self.value)} if len(_terms(self.value)) > 1 else set()
+        found, queue, seen = [], [(self.value, None)], set()
+        while queue and len(found) < MAX_PIECES:
+            node, role = queue.pop(0)
+            if id(node) in seen:
                 continue
-            evaluated[k].append(np.broadcast_to(np.asarray(value, dtype=float), x.shape))
-    return evaluated, h
+            seen.add(id(node))
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+                queue.insert(0, (node.operand, role))  # −F frozen is F frozen: the sign is no part
+                continue
+            if node is not self.value and not isinstance(node, ast.Constant):
+                found.append((node, "term" if id(node) in top else role or "part"))
+            if isinstance(node, ast.Name) and node.id in self.expand:
+                queue.append((self.expand[node.id], None))
+                continue
+            if isinstance(node, ast.BinOp):
+                left, right = {ast.Mult: ("factor", "factor"), ast.Div: ("factor", "denominator")}.get(
+                    type(node.op), (None, None))
+                queue += [(node.left, left), (node.right, right)]
+            elif isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+                children = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)
+                            and not (isinstance(node, ast.Call) and c is node.func and not isinstance(c, ast.Attribute))]
+                queue += [(c, None) for c in children if not isinstance(c, (ast.Load, ast.Constant))]
+        return [(node, role) for node, role in found if not isinstance(node, (ast.Compare, ast.BoolOp))]
+
+
+def _unbroadcast(array, shape):
+    """(K, *out) summed down to (K, *shape) — numpy's broadcast undone; None when it does not fit."""
+    out = array.shape[1:]
+    extra = len(out) - len(shape)
+    if extra < 0:
+        return None
+    if extra:
+        array = array.sum(axis=tuple(range(1, 1 + extra)))
+    for axis, (n_in, n_out) in enumerate(zip(shape, array.shape[1:])):
+        if n_in == 1 and n_out != 1:
+            array = array.sum(axis=1 + axis, keepdims=True)
+        elif n_in != n_out:
+            return None
+    return array
+
+
+def held_vjps(diag, ev):
+    """(full vᵀJ of the expression, [(node, role, code, vᵀJ with node frozen, backward line)]) or None
+    when forward's output is no expression the evaluator reads or it does not reproduce N."""
+    found = _output_expression(diag)
+    if found is None:
+        return None
+    src, code, value, before = found
+    forward = _Forward(diag, ev, src, code, before, value)
+    x = np.asarray(ev.values, dtype=float)
+    env, attrs, outputs = forward.locals_at(x)
+    if len(outputs) != 1:
+        return None
+    forward.settle(env, attrs)
+    centre = forward.evaluate(env, attrs)
+    if centre.shape != outputs[0].shape or not np.allclose(centre, outputs[0], rtol=1e-9, atol=1e-12):
+        return None
+    pieces = forward.pieces()
+    frozen = []
+    for node, role in pieces:
+        try:
+            frozen.append((node, role, forward.evaluate(env, attrs, node)))
+        except Exception:  # noqa: BLE001 -- a part outside the vocabulary is not a candidate
+            continue
+    V = np.stack([np.reshape(row[0], centre.shape) for row in ev.cotangents])
+    h = 1e-4 * max(1.0, float(np.max(np.abs(x))) if x.size else 1.0)
+
+    def derivative(shift):
+        """d/dt of the expression (and of each frozen variant) at x + t·shift."""
+        total = 0.0
+        parts = [0.0] * len(frozen)
+        for k, w in STENCIL:
+            env_k, attrs_k, _ = forward.locals_at(x + k * h * shift)
+            total = total + w * forward.evaluate(env_k, attrs_k)
+            for j, (node, _, held) in enumerate(frozen):
+                parts[j] = parts[j] + w * forward.evaluate(env_k, attrs_k, frozen=((node, held),))
+        return total / (12 * h), [p / (12 * h) for p in parts]
+
+    whole, parts = derivative(np.ones_like(x))
+    full = _unbroadcast(V * whole, x.shape)
+    if full is None or not ev.fits(full.reshape(ev.numeric.shape), ev.numeric, ev.numeric_error):
+        if x.size > MAX_ELEMENTS or x.size == 0:
+            return None
+        columns = []
+        for i in range(x.size):
+            shift = np.zeros_like(x)
+            shift.flat[i] = 1.0
+            columns.append(derivative(shift))
+        flat = V.reshape(len(V), -1)
+        full = np.stack([flat @ np.ravel(c[0]) for c in columns], axis=1)
+        parts = [np.stack([flat @ np.ravel(c[1][j]) for c in columns], axis=1) for j in range(len(frozen))]
+        if not ev.fits(full.reshape(ev.numeric.shape), ev.numeric, ev.numeric_error):
+            return None
+    else:
+        parts = [_unbroadcast(V * p, x.shape) for p in parts]
+    shape = ev.numeric.shape
+    return full.reshape(shape), [(node, role, ast.get_source_segment(src.text, node) or "?", p.reshape(shape),
+                                  _backward_line(diag, node)) for (node, role, _), p in zip(frozen, parts)]
 
 
 class _Unctx(ast.NodeTransformer):
@@ -143,87 +238,46 @@ def _dump(node):
     return ast.dump(_Unctx().visit(copy.deepcopy(node)), annotate_fields=False, include_attributes=False)
 
 
-def _backward_lines(diag, factors):
-    """Per factor, the first backward statement that ran and writes that factor's expression (the
-    one holding it constant: ``dl_dpt = -(1 - pt) ** ctx.gamma / pt``), or None."""
+def _backward_line(diag, node):
+    """The first backward statement that ran and writes ``node``'s expression (the one holding it
+    constant: ``dl_dpt = -(1 - pt) ** ctx.gamma / pt``), or None."""
     from gradcli.check.diagnosis.source import backward_source, statements
 
     src = backward_source(diag.cls, diag.executed)
-    found = [None] * len(factors)
-    if src is None:
-        return found
-    wanted = [_dump(node) for node in factors]
+    if src is None or isinstance(node, ast.Name):
+        return None
+    wanted = _dump(node)
     for stmt in statements(src.tree):
-        if not src.ran(stmt):
-            continue
-        dumps = {_dump(n) for n in ast.walk(stmt) if isinstance(n, ast.expr)}
-        for k, dump in enumerate(wanted):
-            if found[k] is None and dump in dumps:
-                found[k] = src.line_of(stmt)
-    return found
-
-
-def held_constant_factor(ev: Evidence):
-    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.support() < 3:
-        return None
-    if ev.outputs[0].shape != ev.values.shape or ev.forward_factors is None:
-        return None
-    found = ev.forward_factors()
-    if found is None:
-        return None
-    sign, factors, h = found
-    V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
-    products = [sign * np.prod([f[i] for f in factors], axis=0) for i in (1, 2, 3)]
-    dy = (products[1] - products[2]) / (2 * h)
-    if not ev.fits(V * dy, ev.numeric, ev.numeric_error):
-        return None  # not elementwise (or the factors are not forward's output): no evidence
-    for k, (code, value, up, down, line) in enumerate(factors):
-        others = sign * np.prod([f[1] for j, f in enumerate(factors) if j != k], axis=0)
-        held = V * (dy - others * (up - down) / (2 * h))
-        if ev.fits(ev.analytic, held, ev.numeric_error) and not ev.fits(ev.numeric, held, ev.numeric_error):
-            return Finding("missing_term",
-                           f"backward for input {ev.name} differentiates forward's product as if `{code}` were a "
-                           f"constant: the term d({code})/d{ev.name} times the other factors is missing (the product "
-                           "rule's other half)", input=ev.index,
-                           params={"variant": "held_constant", "term": f"d({code})/d{ev.name}·…", "factor": code,
-                                   **({"at_line": line} if line is not None else {})},
-                           confidence=0.8)
+        if src.ran(stmt) and wanted in {_dump(n) for n in ast.walk(stmt) if isinstance(n, ast.expr)}:
+            return src.line_of(stmt)
     return None
 
 
-def dropped_forward_term(ev: Evidence):
-    """Forward's output a sum of terms, elementwise in the input, and A = v·(y′ − T_k′) for one
-    term T_k: backward differentiates every term but that one (logcosh written as sign(x), the
-    log1p correction's derivative left out)."""
-    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.support() < 3:
+RULE = {"factor": " (the product rule's other half)", "denominator": " (the quotient rule's other half)"}
+
+
+def held_constant(ev: Evidence):
+    if ev.analytic is None or ev.values is None or len(ev.outputs) != 1 or ev.forward_pieces is None:
         return None
-    if ev.outputs[0].shape != ev.values.shape or getattr(ev, "forward_terms", None) is None:
-        return None
-    V = np.stack([np.reshape(row[0], ev.shape) for row in ev.cotangents])
-    if not _elementwise(ev, V):
-        return None
-    found = ev.forward_terms()
+    found = ev.forward_pieces()
     if found is None:
         return None
-    terms, h = found
-    dy = ev.numeric / np.where(V == 0, 1.0, V)
-    for code, sign, value, up, down in terms:
-        derivative = sign * (up - down) / (2 * h)
-        if ev.support(derivative[None]) < 2:
-            continue  # a constant term has no derivative to drop
-        held = V * (dy - derivative)
-        if ev.fits(ev.analytic, held, ev.numeric_error) and not ev.fits(ev.numeric, held, ev.numeric_error):
+    for node, role, code, held, line in found[1]:
+        if ev.support(held - ev.numeric) < 1 or not ev.fits(ev.analytic, held, ev.numeric_error):
+            continue
+        if ev.fits(ev.numeric, held, ev.numeric_error):
+            continue
+        if role == "term":
             return Finding("missing_term",
                            f"backward for input {ev.name} leaves out the derivative of forward's term `{code}`: "
                            "it differentiates every other term of the sum", input=ev.index,
                            params={"variant": "forward_term", "term": f"d({code})/d{ev.name}", "forward_term": code},
                            confidence=0.8)
+        return Finding("missing_term",
+                       f"backward for input {ev.name} differentiates forward as if `{code}` were a constant: "
+                       f"the part of the gradient through d({code})/d{ev.name} is missing{RULE.get(role, '')}",
+                       input=ev.index,
+                       params={"variant": "held_constant", "term": f"d({code})/d{ev.name}·…", "factor": code,
+                               "role": role, **({"at_line": line} if line is not None else {})},
+                       confidence=0.8)
     return None
-
-
-def _elementwise(ev, V):
-    """N = v·d elementwise, one d for every cotangent (each output reads its own input element)."""
-    if np.any(V == 0):
-        return False
-    ratios = ev.numeric / V
-    return ev.fits(ev.numeric, V * ratios[:1], ev.numeric_error)

@@ -128,26 +128,37 @@ def gradient_statement(src: Source, position: int):
     return ret, value
 
 
+LAYOUT_ONLY = ("sum", "reshape", "view", "sum_to_size", "view_as", "reshape_as")
+
+
 def local_derivative(src: Source, statement, expr):
     """``return grad * grad_output`` (or ``grad_output * grad``): the chain rule applied to a name
     computed earlier, so the statement that computes the gradient's values is the last one that
     gave ``grad`` its value (an assignment, or an index write ``grad[idx] = …``), not the return.
-    (statement, expression), unchanged when the return is anything else or the last change is an
-    augmented assignment."""
-    if not isinstance(expr, ast.BinOp) or not isinstance(expr.op, ast.Mult):
-        return statement, expr
+    So is a name, or such a product, only summed or reshaped to the input's shape (``return
+    dfreq.sum(0)``). (statement, expression), unchanged when the return is anything else or the
+    last change is an augmented assignment."""
+    outer = expr
+    while (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in LAYOUT_ONLY
+           and isinstance(expr.func.value, (ast.Name, ast.BinOp))):
+        expr = expr.func.value  # `return dfreq.sum(0)`, `(g * d).sum(0)`: reduced to the input's shape after
     cotangents = grad_output_names(src)
-    sides = [expr.left, expr.right]
-    names = [n.id if isinstance(n, ast.Name) else None for n in sides]
-    if sum(n in cotangents for n in names) != 1 or None in names:
-        return statement, expr
-    local = names[0] if names[1] in cotangents else names[1]
+    if isinstance(expr, ast.Name) and expr is not outer and expr.id not in cotangents:
+        local = expr.id
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+        sides = [expr.left, expr.right]
+        names = [n.id if isinstance(n, ast.Name) else None for n in sides]
+        if sum(n in cotangents for n in names) != 1 or None in names:
+            return statement, outer
+        local = names[0] if names[1] in cotangents else names[1]
+    else:
+        return statement, outer
     assigned = [n for n in statements(src.tree) if n.lineno < statement.lineno and src.ran(n) and (
         (isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _assigns(n, local))
         or n in _index_writes(src, {local}))]
     if not assigned or assigned[-1].value is None or isinstance(assigned[-1], ast.AugAssign):
         # `grad[idx] -= 1` adjusts part of a computed tensor: no one statement holds the values
-        return statement, expr
+        return statement, outer
     return assigned[-1], assigned[-1].value
 
 
