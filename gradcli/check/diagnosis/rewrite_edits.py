@@ -206,6 +206,7 @@ def edits(src, position=None, tensors=None):
                     add("region", stmt, node, f"`{ast.unparse(node)}` with {SYMBOLS[other]}",
                         lambda n, o=other: ast.Compare(n.left, [o()], n.comparators),
                         comparison=SYMBOLS[type(node.ops[0])], expected=SYMBOLS[other])
+                _threshold_edits(add, stmt, node, bound, functions, grads)
             elif isinstance(node, ast.Call):
                 _call_edits(add, stmt, node)
             elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) and 2 <= len(node.elts) <= 6:
@@ -321,6 +322,33 @@ def _own_nodes(stmt):
         node = stack.pop()
         yield node
         stack.extend(reversed([c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt)]))
+
+
+def _threshold_edits(add, stmt, compare, bound, functions, grads):
+    """``pred < 0`` where ``pred < target`` is meant: a comparison's constant side read as one of
+    backward's tensors (the branch chosen by the wrong quantity's sign) — a ``region``. And
+    ``s > 0`` where ``s.sign()`` is meant: |s|'s derivative taken as a ReLU's step (the other side
+    gets 0 instead of −1) — a ``region`` too."""
+    zero = compare.comparators[0] if isinstance(compare.ops[0], (ast.Gt, ast.GtE)) else None
+    if zero is not None and _int(zero) == 0 and not isinstance(compare.left, ast.Constant):
+        code = ast.unparse(compare.left)
+        add("region", stmt, compare, f"`{ast.unparse(compare)}` (a step) where `{code}.sign()` is needed",
+            lambda n: ast.Call(ast.Attribute(n.left, "sign", ast.Load()), [], []),
+            comparison=ast.unparse(compare), expected=f"{code}.sign()", sign_for_step=True)
+    for side in ("left", "right"):
+        constant = getattr(compare, side) if side == "left" else compare.comparators[0]
+        if _int(constant) is None and not (isinstance(constant, ast.Constant) and isinstance(constant.value, float)):
+            continue
+        for other in bound:
+            if other in functions or other in grads or bound[other] >= compare.lineno:
+                continue
+            code = ast.unparse(compare)
+
+            def make(n, o=other, side=side):
+                name = ast.Name(o, ast.Load())
+                return ast.Compare(name, n.ops, n.comparators) if side == "left" else ast.Compare(n.left, n.ops, [name])
+            add("region", stmt, compare, f"`{code}` compared with `{other}` instead of {ast.unparse(constant)}",
+                make, comparison=code, expected=code.replace(ast.unparse(constant), other, 1), threshold=other)
 
 
 def _call_edits(add, stmt, call):

@@ -39,7 +39,7 @@ import ast
 import os
 import time
 
-from gradcli.check.diagnosis.evidence import nice_number
+from gradcli.check.diagnosis.evidence import EDITED_RHO, nice_number
 from gradcli.check.diagnosis.probe import ProbeError, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
 from gradcli.check.diagnosis.rewrite_runs import (SLOWER, _compiled, _Deadline, _InGlobals, _method, _OnClass,
@@ -189,7 +189,8 @@ def _fits(probe, ev, right):
             return False
         g = grads.get(ev.index)
         N = ev.numeric[k]
-        if g is None or g.size != N.size or not ev.fits(g.reshape(N.shape), N, ev.numeric_error[k]):
+        if g is None or g.size != N.size or not ev.fits(g.reshape(N.shape), N, ev.numeric_error[k],
+                                                        max(ev.rho, EDITED_RHO)):
             return False
         changed = changed or not ev.fits(ev.analytic[k], N, ev.numeric_error[k])
         key = row_key(row)
@@ -261,6 +262,8 @@ def _finding(ev, edit, src, masks=frozenset()):
     elif kind == "region":
         params["description"] = f"the mask `{ast.unparse(edit.node)}`"
         advice = f"compare with {params['expected']} instead of {params['comparison']}"
+        if params.get("sign_for_step"):
+            advice = f"use {params['expected']} instead of the step {params['comparison']} (|s|′ is sign(s))"
         message = f"backward for input {name} masks the wrong elements: {words}"
     else:
         advice, message = {
