@@ -217,7 +217,7 @@ class ForeignStudentTLogProbHalfDropped(torch.autograd.Function):
         dlog1p = (2 * z / nu) / inner
         dz = -(nu + 1) * dlog1p  # BUG
         grad_x = grad * dz / s
-        grad_s = grad * (-(nu + 1) * z * z / (s * (nu + z * z)) - 1 / s)
+        grad_s = grad * ((nu + 1) * z * z / (s * (nu + z * z)) - 1 / s)
         return grad_x, -grad_x, grad_s, None
 
     @staticmethod

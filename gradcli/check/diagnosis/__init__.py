@@ -42,7 +42,7 @@ NO_PATTERN = "none"
 # region it lies in; region and missing_term are the loosest descriptions, an edited copy of the
 # statements (the product rule's other half) the last.
 PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
-            surrogate.gradient_reversal, patterns.precision, patterns.scale, patterns.ignores_grad_output,
+            surrogate.gradient_reversal, patterns.precision, patterns.swapped_mutually, patterns.scale, patterns.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.dropped_output, index_writes.not_accumulated,
             operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,

@@ -86,7 +86,9 @@ class Evidence:
         """Element-wise: does ``a`` agree with the prediction ``p`` (carrying ``p_error``)? ``rho``:
         another working precision for ``a`` (a gradient backward computed in float32)."""
         with np.errstate(invalid="ignore"):
-            return np.asarray(np.abs(a - p) <= FIT * self.eps(a, p, p_error, rho), dtype=bool)
+            close = np.abs(a - p) <= FIT * self.eps(a, p, p_error, rho)
+            # an infinite value makes ε infinite: it agrees only with itself (an edit dividing by 0)
+            return np.asarray((close & np.isfinite(a) & np.isfinite(p)) | (a == p), dtype=bool)
 
     def fits(self, a, p, p_error=0.0, rho=None) -> bool:
         return bool(np.all(self.near(a, p, p_error, rho)))

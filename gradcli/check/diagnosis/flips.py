@@ -18,6 +18,8 @@ import ctypes
 import sys
 import time
 
+import numpy as np
+
 from gradcli.check.diagnosis.relayout import rerun_fits, rerun_subject
 from gradcli.check.diagnosis.source import backward_source, statements
 from gradcli.check.report import Finding
@@ -32,6 +34,17 @@ def _store(frame, name, value):
     to_fast = getattr(ctypes.pythonapi, "PyFrame_LocalsToFast", None)
     if to_fast is not None:  # Python ≤ 3.12: write the locals dict back into the frame
         to_fast(ctypes.py_object(frame), ctypes.c_int(0))
+
+
+def _varied(tensor) -> bool:
+    """Three or more distinct values: a two-valued tensor (±c, a sign) reversed is just another
+    arrangement of its two values — any permutation with the same pattern fits as well."""
+    from gradcli.check.diagnosis.probe import _to_numpy
+
+    try:
+        return len(np.unique(_to_numpy(tensor))) >= 3
+    except Exception:  # noqa: BLE001 -- an unusual tensor: flip it as before
+        return True
 
 
 class _FlipOnce:
@@ -66,7 +79,12 @@ class _FlipOnce:
                         shape = tuple(getattr(original, "shape", ()))
                         # along 2 elements a flip is any exchange of two (a pair's other element:
                         # a wrong index), no evidence of a reversal
-                        if hasattr(original, "flip") and len(shape) > patched.dim and shape[patched.dim] >= 3:
+                        # an index or a mask reversed is another permutation or selection (a
+                        # wrong variable, a region), not a reversed sequence: only values flip
+                        values = any(t in str(getattr(original, "dtype", "")) for t in ("float", "complex")) \
+                            and _varied(original)
+                        if hasattr(original, "flip") and values and len(shape) > patched.dim \
+                                and shape[patched.dim] >= 3:
                             flipped = original.flip(patched.dim)
                             held.append((original, flipped))
                             _store(frame, patched.name, flipped)

@@ -183,6 +183,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             advice = f"{params['call']} along dim {{expected_dims}}, not dim {{dims}}"
         return _with_code(advice.format(**{k: _dims_text(v) for k, v in params.items()}), src, stmt, "in ")
     if kind == "zero":
+        if params.get("mask"):  # a mask no input satisfies, quoted where it is written (params.at_line)
+            return _with_code(f"the mask `{params['mask']}` can never be true: fix its condition", src, statement, "in ")
         if params.get("returned") == "missing":
             return _with_code("return one gradient per forward input (None only where no gradient flows)",
                               src, last_return(src), "in ")

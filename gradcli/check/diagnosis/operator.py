@@ -92,6 +92,8 @@ def missing_flip(ev):
         # the accumulation runs the wrong way: each input is coupled to the outputs on the wrong
         # side of it (G's support is Jᵀ's), as a cumprod backward summing forwards
         got = ~ev.near(G, 0 * G, JE)
+        if J.shape[0] == J.shape[1] and ev.fits(G, J.T, JE.T):
+            return None  # exactly Jᵀ, not a flip of it: a triangular matrix untransposed (`transposed`)
         if not np.array_equal(significant, significant.T) and np.array_equal(got, significant.T):
             return Finding("missing_flip", f"backward for input {ev.name} accumulates along dim {axis} in the wrong "
                            "direction: the backward of a cumulative op accumulates grad_output in reverse (flip, "
@@ -297,8 +299,8 @@ def wrong_axis(ev):
     if found is None:
         return None
     J, JE, G = found
-    if not _same_index_space(ev, J) or len(ev.shape) < 2 or ev.fits(G, J, JE):
-        return None
+    if not _same_index_space(ev, J) or len(ev.shape) < 2 or ev.fits(G, J, JE) or not np.all(np.isfinite(G)):
+        return None  # a NaN (a softmax row masked whole) couples nothing: no evidence of an axis
     right = _coupled_axes(~ev.near(J, 0 * J, JE), ev.shape)
     got = _coupled_axes(~ev.near(G, 0 * G, JE), ev.shape)
     if not right or not got or got == right:

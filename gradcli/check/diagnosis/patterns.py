@@ -41,6 +41,11 @@ def zero(ev: Evidence):
             # zero only because a mask of backward's own selects nothing here (an active set
             # tested without its margin): the mask's condition is the mistake, a region's story
             name, line, code = masks[0]
+            if _never_true(code):  # `(x < -3) & (x > 3)`: zero whatever the input, not a threshold
+                return Finding("zero", f"backward's gradient for input {ev.name} is all zeros: its mask `{name}` "
+                               f"can never be true (`{code}`)", input=ev.index,
+                               params={"returned": "zeros", "mask": name, "at_line": line, "statement": code},
+                               confidence=0.95)
             wrong = ev.wrong()
             count, total = int(wrong.sum()), int(wrong.size)
             return Finding("region", f"backward for input {ev.name} is zero everywhere because its mask `{name}` is "
@@ -52,6 +57,43 @@ def zero(ev: Evidence):
         return Finding("zero", f"backward's gradient for input {ev.name} is all zeros, but the function depends on it",
                        input=ev.index, params={"returned": "zeros"}, confidence=0.97)
     return None
+
+
+def _never_true(code) -> bool:
+    """``m = (x < a) & (x > b)`` with a ≤ b (either order, ``<=``/``>=`` too): one operand bounded
+    from both sides by an empty interval."""
+    import ast
+
+    try:
+        value = ast.parse(code.strip()).body[0].value
+    except (SyntaxError, IndexError, AttributeError):
+        return False
+    if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitAnd)):
+        return False
+    bounds = {}
+    for side in (value.left, value.right):
+        if not (isinstance(side, ast.Compare) and len(side.ops) == 1):
+            return False
+        op, bound = type(side.ops[0]), side.comparators[0]
+        if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub) and isinstance(bound.operand, ast.Constant):
+            bound = -bound.operand.value
+        elif isinstance(bound, ast.Constant):
+            bound = bound.value
+        else:
+            return False
+        if not isinstance(bound, (int, float)):
+            return False
+        key = "below" if op in (ast.Lt, ast.LtE) else "above" if op in (ast.Gt, ast.GtE) else None
+        if key is None:
+            return False
+        bounds.setdefault(ast.dump(side.left), {})[key] = (bound, op in (ast.LtE, ast.GtE))
+    if len(bounds) != 1:
+        return False
+    (limits,) = bounds.values()
+    if set(limits) != {"below", "above"}:
+        return False
+    (hi, hi_closed), (lo, lo_closed) = limits["below"], limits["above"]
+    return hi < lo or (hi == lo and not (hi_closed and lo_closed))
 
 
 def ignores_grad_output(ev: Evidence):
@@ -153,6 +195,14 @@ def scale(ev: Evidence):
     sign = "has the wrong sign and " if factor < 0 else ""
     return Finding("scale", f"backward {sign}is {how} for input {ev.name} (factor {short_number(factor)})",
                    input=ev.index, params=params, confidence=confidence)
+
+
+def swapped_mutually(ev: Evidence):
+    """Two inputs given each other's gradient (A_i = N_j and A_j = N_i): tried before ``scale`` —
+    an exchange explains both at once, where two factors (7/3 and 3/7 for a mixup's weights
+    exchanged) would be two coincidences."""
+    found = swapped(ev)
+    return found if found is not None and found.params["mutual"] else None
 
 
 def swapped(ev: Evidence):
