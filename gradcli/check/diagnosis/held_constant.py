@@ -165,7 +165,8 @@ def _unbroadcast(array, shape):
 
 
 def held_vjps(diag, ev):
-    """(full vᵀJ of the expression, [(node, role, code, vᵀJ with node frozen, backward line)]) or None
+    """(full vᵀJ of the expression, [(node, role, code, vᵀJ with node frozen, backward line, how many
+    parts read as that code)]) or None
     when forward's output is no expression the evaluator reads or it does not reproduce N."""
     found = _output_expression(diag)
     if found is None:
@@ -219,8 +220,9 @@ def held_vjps(diag, ev):
     else:
         parts = [_unbroadcast(V * p, x.shape) for p in parts]
     shape = ev.numeric.shape
-    return full.reshape(shape), [(node, role, ast.get_source_segment(src.text, node) or "?", p.reshape(shape),
-                                  _backward_line(diag, node)) for (node, role, _), p in zip(frozen, parts)]
+    codes = [ast.get_source_segment(src.text, node) or "?" for node, _, _ in frozen]
+    return full.reshape(shape), [(node, role, code, p.reshape(shape), _backward_line(diag, node), codes.count(code))
+                                 for (node, role, _), p, code in zip(frozen, parts, codes)]
 
 
 class _Unctx(ast.NodeTransformer):
@@ -262,7 +264,7 @@ def held_constant(ev: Evidence):
     found = ev.forward_pieces()
     if found is None:
         return None
-    for node, role, code, held, line in found[1]:
+    for node, role, code, held, line, occurrences in found[1]:
         if ev.support(held - ev.numeric) < 1 or not ev.fits(ev.analytic, held, ev.numeric_error):
             continue
         if ev.fits(ev.numeric, held, ev.numeric_error):
@@ -274,7 +276,8 @@ def held_constant(ev: Evidence):
                            params={"variant": "forward_term", "term": f"d({code})/d{ev.name}", "forward_term": code},
                            confidence=0.8)
         return Finding("missing_term",
-                       f"backward for input {ev.name} differentiates forward as if `{code}` were a constant: "
+                       f"backward for input {ev.name} differentiates forward as if "
+                       f"{'one occurrence of ' if occurrences > 1 else ''}`{code}` were a constant: "
                        f"the part of the gradient through d({code})/d{ev.name} is missing{RULE.get(role, '')}",
                        input=ev.index,
                        params={"variant": "held_constant", "term": f"d({code})/d{ev.name}·…", "factor": code,
