@@ -152,7 +152,7 @@ def _bound_before(tree, ctx_name):
     return bound
 
 
-def edits(src, position=None, tensors=None):
+def edits(src, position=None, tensors=None, simplex=None):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -209,18 +209,25 @@ def edits(src, position=None, tensors=None):
                 _threshold_edits(add, stmt, node, bound, functions, grads)
             elif isinstance(node, ast.Call):
                 _call_edits(add, stmt, node)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and simplex:
+                _centering_edits(add, stmt, node, simplex)
             elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) and 2 <= len(node.elts) <= 6:
                 for a in range(len(node.elts)):  # two values written in each other's place
                     for b in range(a + 1, len(node.elts)):
                         add("swapped", stmt, node, f"`{ast.unparse(node.elts[a])}` and `{ast.unparse(node.elts[b])}` "
                             "exchanged", lambda n, a=a, b=b: ast.Tuple(_exchanged(n.elts, a, b), ast.Load()),
                             first=ast.unparse(node.elts[a]), second=ast.unparse(node.elts[b]))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) \
+                    and isinstance(node.op, (ast.Add, ast.Sub)) and not _has_slice(node.target.slice):
+                # `g[i] -= v` with i repeating: each duplicate's update replaces the last
+                add("not_accumulated", stmt, node, f"`{ast.unparse(node)}` accumulating (index_put_ with accumulate=True)",
+                    lambda n: ast.Expr(_index_put(n.target, n.value if isinstance(n.op, ast.Add)
+                                                  else ast.UnaryOp(ast.USub(), n.value))))
             elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
                 target = node.targets[0]
                 add("not_accumulated", stmt, node, f"`{ast.unparse(node)}` accumulating (`+=`)",
                     lambda n: ast.AugAssign(n.targets[0], ast.Add(), n.value))
-                index = target.slice
-                if not any(isinstance(e, ast.Slice) for e in (index.elts if isinstance(index, ast.Tuple) else [index])):
+                if not _has_slice(target.slice):
                     add("not_accumulated", stmt, node, f"`{ast.unparse(node)}` accumulating (index_put_ with accumulate=True)",
                         lambda n: ast.Expr(_index_put(n.targets[0], n.value)))
             for operand in _matmul_operands(node):
@@ -423,6 +430,40 @@ def _times_everywhere(stmt, name, factor):
 def _with_accumulate(call):
     keywords = [kw for kw in call.keywords if kw.arg != "accumulate"]
     return ast.Call(call.func, call.args, keywords + [ast.keyword("accumulate", ast.Constant(True))])
+
+
+def _mult_factors(node):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _mult_factors(node.left) + _mult_factors(node.right)
+    return [node]
+
+
+def _centering_edits(add, stmt, node, simplex):
+    """``p * r`` where a softmax's Jacobian needs ``p * (r - (p * r).sum(d, keepdim=True))``: the
+    centering term dropped (p: a tensor backward holds that is ≥ 0 and sums to 1 along d)."""
+    factors = _mult_factors(node)
+    if len(factors) < 2:
+        return
+    for k, factor in enumerate(factors):
+        if not (isinstance(factor, ast.Name) and factor.id in simplex):
+            continue
+        p, dim = factor.id, simplex[factor.id]
+
+        def make(n, k=k, p=p, dim=dim):
+            parts = _mult_factors(n)
+            rest = [f for j, f in enumerate(parts) if j != k]
+            r = rest[0]
+            for f in rest[1:]:
+                r = ast.BinOp(r, ast.Mult(), f)
+            inner = ast.Call(ast.Attribute(ast.BinOp(ast.Name(p, ast.Load()), ast.Mult(), r), "sum", ast.Load()),
+                             [ast.Constant(dim)], [ast.keyword("keepdim", ast.Constant(True))])
+            return ast.BinOp(ast.Name(p, ast.Load()), ast.Mult(), ast.BinOp(r, ast.Sub(), inner))
+        add("missing_term", stmt, node, f"`{ast.unparse(node)}` is written",
+            make, term=f"-{p}·({p}·…).sum({dim})", centering=p, dim=dim)
+
+
+def _has_slice(index):
+    return any(isinstance(e, ast.Slice) for e in (index.elts if isinstance(index, ast.Tuple) else [index]))
 
 
 def _index_put(target, value):

@@ -172,6 +172,8 @@ def _repeats(src, func, installer, edit, probe, ev):
     node = edit.node
     if isinstance(node, ast.Assign):  # g[idx] = v
         where, dim = node.targets[0].slice, None
+    elif isinstance(node, ast.AugAssign):  # g[idx] -= v
+        where, dim = node.target.slice, None
     elif isinstance(node, ast.Call) and node.args:
         method = isinstance(node.func, ast.Attribute)
         name = node.func.attr if method else getattr(node.func, "id", "")

@@ -39,6 +39,8 @@ import ast
 import os
 import time
 
+import numpy as np
+
 from gradcli.check.diagnosis.evidence import EDITED_RHO, nice_number
 from gradcli.check.diagnosis.probe import ProbeError, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
@@ -116,7 +118,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
         src, role = target[0], target[3]
         if saves and role != "forward":
             continue
-        found = forward_edits(src) if role == "forward" else edits(src, role, tensors if role is not None else None)
+        found = forward_edits(src) if role == "forward" else edits(src, role, tensors if role is not None else None,
+                                                                   simplex_names(recorded) if role is not None else {})
         candidates.extend((edit, target) for edit in found if kinds is None and edit.kind not in LOCATING
                           or kinds is not None and edit.kind in kinds)
     candidates.sort(key=lambda c: KIND_ORDER.index(c[0].kind))  # stable: backward's edits first within a kind
@@ -229,6 +232,24 @@ def _read_in_backward(src, edit, position):
                  **dict(edit.params, read_as=name))
 
 
+def simplex_names(recorded):
+    """{name: dim} of backward's tensors that are ≥ 0 and sum to 1 along a dim (a softmax's
+    probabilities, as backward held them) for every cotangent."""
+    found = None
+    for names in recorded.values():
+        here = {}
+        for name, value in names.items():
+            value = np.asarray(value, dtype=float)
+            if value.ndim < 1 or value.size < 4 or np.any(value < 0) or not np.all(np.isfinite(value)):
+                continue
+            for dim in (-1, 1, 0) if value.ndim > 1 else (-1,):
+                if value.shape[dim] > 1 and np.allclose(value.sum(axis=dim), 1.0, rtol=0, atol=1e-9):
+                    here[name] = dim
+                    break
+        found = here if found is None else {k: d for k, d in found.items() if here.get(k) == d}
+    return found or {}
+
+
 def mask_names(recorded):
     """Names backward held a 0/1 tensor under (a mask) for every cotangent."""
     masks = None
@@ -243,6 +264,11 @@ def _finding(ev, edit, src, masks=frozenset()):
     params = dict(edit.params, at_line=int(src.line_of(edit.stmt)), statement=statement, edit="rewrite",
                   location=src.location(edit.stmt))
     kind, name, words = edit.kind, ev.name, edit.words
+    if kind in ("missing_term", "term_sign") and _index_bound(src, edit):
+        # `keep = int(lengths[b]) + 1`: an integer bound of the positions written, off by one
+        kind = "region"
+        params.update(comparison=statement, expected=f"without `{params.get('term')}`" if edit.kind == "missing_term"
+                      else f"`{params.get('term')}` negated", bound=True)
     if kind == "unread_factor":  # backward unpacks it and never reads it
         kind = "region" if params["factor"] in masks else "wrong_variable"
     elif kind == "wrong_variable" and params["used"] in masks and params["needed"] in masks:
@@ -259,6 +285,12 @@ def _finding(ev, edit, src, masks=frozenset()):
         params["description"] = f"the mask `{params['comparison']}`"
         advice = f"select with {params['expected']} (the branches are exchanged)"
         message = f"backward for input {name} selects the wrong elements: {words}"
+    elif kind == "region" and params.get("bound"):
+        params["description"] = f"the positions bounded by `{statement}`"
+        advice = f"check the bound: {'drop' if edit.kind == 'missing_term' else 'negate'} `{params.get('term')}`"
+        off = params.get("term", "").lstrip("-")
+        message = (f"backward for input {name} writes the wrong positions: a position bound is off by "
+                   f"{off if edit.kind == 'missing_term' else 2 * int(off)}")
     elif kind == "region":
         params["description"] = f"the mask `{ast.unparse(edit.node)}`"
         advice = f"compare with {params['expected']} instead of {params['comparison']}"
@@ -287,11 +319,39 @@ def _finding(ev, edit, src, masks=frozenset()):
             "swapped": (f"exchange `{params.get('first')}` and `{params.get('second')}`",
                         f"backward for input {name} needs {words}"),
         }[kind]
-        if kind == "missing_term":
+        if kind == "missing_term" and params.get("centering"):
+            p = params["centering"]
+            advice = f"subtract the softmax's centering term: {p} * (r - ({p} * r).sum({params['dim']}, keepdim=True))"
+            message = (f"backward for input {name} applies the softmax Jacobian of `{p}` without its centering "
+                       f"term −{p}·Σ({p}·…): {words}")
+            params.update(variant="softmax_centering")
+        elif kind == "missing_term":
             params.update(coefficient=-1.0, variant="extra")
     params["advice"] = advice
     message += f" (`{statement}`): with that one change the gradient is right, exactly"
     return Finding(kind, message, input=ev.index, params=params, confidence=0.85)
+
+
+def _index_bound(src, edit):
+    """The edit drops or negates an integer literal of an expression that bounds positions: inside
+    ``int(...)``/``range(...)`` or a subscript, or assigned to a name backward reads in a subscript."""
+    term = edit.params.get("term", "").lstrip("-")
+    if not term.isdigit():
+        return False
+    stmt, node = edit.stmt, edit.node
+    for outer in ast.walk(stmt):
+        inside = [n for n in ast.walk(outer) if n is node]
+        if not inside or outer is node:
+            continue
+        if isinstance(outer, ast.Call) and isinstance(outer.func, ast.Name) and outer.func.id in ("int", "range"):
+            return True
+        if isinstance(outer, ast.Subscript) and any(n is node for n in ast.walk(outer.slice)):
+            return True
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+    names = {t.id for t in targets if isinstance(t, ast.Name)}
+    return bool(names) and any(isinstance(n, ast.Subscript) and any(isinstance(m, ast.Name) and m.id in names
+                                                                       for m in ast.walk(n.slice))
+                               for n in ast.walk(src.tree))
 
 
 def one_edit(ev):
