@@ -12,7 +12,9 @@ Each case is a small user file written to a temporary folder and imported as a u
 - a mask no input satisfies is ``zero``; one these inputs do not satisfy stays ``region``;
 - an infinite value agrees only with itself; no ``wrong_axis`` from a NaN operator;
 - exactly Jᵀ is ``transposed`` (a triangular matrix), not a reverse accumulation;
-- an index or a two-valued tensor is not flipped (another permutation is a ``wrong_variable``).
+- an index or a two-valued tensor is not flipped (another permutation is a ``wrong_variable``);
+- one-edit search: a softmax Jacobian without its centering term, ``g[i] -= v`` with repeats, an
+  integer bound off by one.
 """
 from __future__ import annotations
 
@@ -389,3 +391,98 @@ def test_index_and_two_valued_tensors_are_not_flipped_another_permutation_is_a_w
     findings = _findings(module.SortedDistance, (_tensor(module, x), _tensor(module, y)))
     assert [(f.input, f.kind) for f in findings] == [(0, "wrong_variable")], findings
     assert (findings[0].params["used"], findings[0].params["needed"]) == ("iy", "ix")
+
+
+# ----- one-edit search: softmax centering, accumulating an augmented write, a bound off by one ----
+ATTENTION = """
+import math
+
+
+class AttentionUncentred(torch.autograd.Function):
+    # softmax(q k^T / sqrt(d)) v; the score gradient is p * dp, without -p * sum(p * dp)
+    @staticmethod
+    def forward(ctx, q, k, v):
+        p = (q @ k.T / math.sqrt(q.shape[1])).softmax(-1)
+        ctx.save_for_backward(q, k, v, p)
+        return p @ v
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, p = ctx.saved_tensors
+        dp = g @ v.T
+        ds = p * dp / math.sqrt(q.shape[1])
+        return ds @ k, ds.T @ q, p.T @ g
+"""
+
+NEAREST = """
+class TwoSidedNearest(torch.autograd.Function):
+    # sum_i |p_i - q_j(i)|^2 + sum_k |q_k - p_nn(k)|^2; two q points share p[0], and the second
+    # side's update of p overwrites instead of adding (the operator sees one scalar output)
+    @staticmethod
+    def forward(ctx, p, q, j, nn):
+        ctx.save_for_backward(p, q, j, nn)
+        return ((p - q[j]) ** 2).sum() + ((q - p[nn]) ** 2).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        p, q, j, nn = ctx.saved_tensors
+        grad_p = 2 * g * (p - q[j])
+        grad_p[nn] -= 2 * g * (q - p[nn])
+        grad_q = 2 * g * (q - p[nn])
+        grad_q.index_add_(0, j, -2 * g * (p - q[j]))
+        return grad_p, grad_q, None, None
+"""
+
+LENGTHS = """
+class MaskedMean(torch.autograd.Function):
+    # mean over the first n[b] steps; backward keeps one step too many
+    @staticmethod
+    def forward(ctx, x, n):
+        ctx.save_for_backward(n)
+        ctx.steps = x.shape[1]
+        keep = torch.arange(x.shape[1]).unsqueeze(0) < n.unsqueeze(1)
+        return (x * keep.to(x.dtype)).sum(1) / n.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (n,) = ctx.saved_tensors
+        grad = (g / n.to(g.dtype)).unsqueeze(1).repeat(1, ctx.steps)
+        for b in range(grad.shape[0]):
+            stop = int(n[b]) + 1
+            grad[b, stop:] = 0
+        return grad, None
+"""
+
+
+@pytest.mark.parametrize("backend", ["gradcli", "torch"])
+def test_a_softmax_jacobian_without_its_centering_term_is_a_missing_term(tmp_path, backend):
+    module, path = _module(tmp_path, backend, ATTENTION, "attention")
+    rng = np.random.default_rng(41)
+    findings = _findings(module.AttentionUncentred, tuple(_tensor(module, rng.standard_normal((4, 4)))
+                                                          for _ in range(3)))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term"), (1, "missing_term")], findings
+    params = findings[0].params
+    assert (params["variant"], params["centering"], params["dim"]) == ("softmax_centering", "p", -1)
+    assert params["source"]["line"] == _line(path, "ds = p * dp")
+    assert "p * (r - (p * r).sum(-1, keepdim=True))" in findings[0].hint
+
+
+@pytest.mark.parametrize("backend", ["gradcli", "torch"])
+def test_an_augmented_index_write_with_repeats_is_not_accumulated(tmp_path, backend):
+    module, path = _module(tmp_path, backend, NEAREST, "nearest")
+    rng = np.random.default_rng(43)
+    j, nn = module.torch.tensor([1, 0, 3]), module.torch.tensor([0, 2, 0, 1])
+    findings = _findings(module.TwoSidedNearest, (_tensor(module, rng.standard_normal((3, 2))),
+                                                  _tensor(module, rng.standard_normal((4, 2))), j, nn))
+    assert [(f.input, f.kind) for f in findings] == [(0, "not_accumulated")], findings
+    assert findings[0].params["source"]["line"] == _line(path, "grad_p[nn] -= ")
+
+
+@pytest.mark.parametrize("backend", ["gradcli", "torch"])
+def test_an_integer_bound_off_by_one_is_a_region(tmp_path, backend):
+    module, path = _module(tmp_path, backend, LENGTHS, "lengths")
+    n = module.torch.tensor([2, 4, 1])
+    findings = _findings(module.MaskedMean, (_tensor(module, RNG.standard_normal((3, 5))), n))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    assert findings[0].params["bound"] is True and "off by 1" in findings[0].message
+    assert findings[0].params["source"]["line"] == _line(path, "stop = int(n[b]) + 1")
