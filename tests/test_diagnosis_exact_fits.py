@@ -111,6 +111,40 @@ class ModulatedMean(torch.autograd.Function):
 """
 
 
+FOCAL_HELPER = """
+GAMMA = 2.0
+
+
+def _focal(ctx, x):
+    pt = x.sigmoid()
+    ctx.save_for_backward(pt)
+    return (-(1 - pt) ** GAMMA * pt.log()).mean()
+
+
+class ModulatedMeanByHelper(torch.autograd.Function):
+    # forward returns a helper of its own file; backward holds (1 - pt) ** GAMMA constant
+    @staticmethod
+    def forward(ctx, x):
+        return _focal(ctx, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (pt,) = ctx.saved_tensors
+        d_pt = -(1 - pt) ** GAMMA / pt
+        return g * d_pt * pt * (1 - pt) / pt.numel()
+"""
+
+
+@pytest.mark.parametrize("backend", ["gradcli", "torch"])
+def test_a_forward_that_returns_a_helpers_result_is_read_as_that_helper(tmp_path, backend):
+    module, path = _module(tmp_path, backend, FOCAL_HELPER, "focal_helper")
+    findings = _findings(module.ModulatedMeanByHelper, (_tensor(module, X),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    assert findings[0].params["factor"] == "(1 - pt) ** GAMMA"
+    assert findings[0].params["source"]["line"] == _line(path, "d_pt = ")
+    assert "differentiate `(1 - pt) ** GAMMA` too" in findings[0].hint
+
+
 @pytest.mark.parametrize("backend", ["gradcli", "torch"])
 def test_a_reducing_forwards_factor_held_constant_is_found_one_element_at_a_time(tmp_path, backend):
     module, path = _module(tmp_path, backend, FOCAL, "focal")

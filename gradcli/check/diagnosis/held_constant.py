@@ -15,6 +15,7 @@ Nothing is ``eval``ed."""
 from __future__ import annotations
 
 import ast
+import os
 
 import numpy as np
 
@@ -37,14 +38,29 @@ def _terms(node, sign=1.0):
 
 
 def _output_expression(diag):
-    """(forward's source, code object, the returned expression, its line) or None."""
-    from gradcli.check.diagnosis.source import forward_source, statements
+    """(forward's source, code object, the returned expression, its line) or None. A forward that
+    returns a module-level helper's result (``return _focal(ctx, logits, target)``, a helper of
+    its own file) is read as that helper."""
+    from gradcli.check.diagnosis.source import _source, forward_source
 
     src = forward_source(diag.cls)
     func = diag.cls.__dict__.get("forward") or getattr(diag.cls, "forward", None)
-    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    func = getattr(func, "__func__", func)
+    code = getattr(func, "__code__", None)
     if src is None or code is None:
         return None
+    found = _returned(src, code)
+    if found is not None and isinstance(found[2], ast.Call) and isinstance(found[2].func, ast.Name):
+        helper = getattr(func, "__globals__", {}).get(found[2].func.id)
+        helper_src = _source(helper) if callable(helper) and hasattr(helper, "__code__") else None
+        if helper_src is not None and os.path.abspath(helper_src.file) == os.path.abspath(src.file):
+            return _returned(helper_src, helper.__code__)
+    return found
+
+
+def _returned(src, code):
+    from gradcli.check.diagnosis.source import statements
+
     body = statements(src.tree)
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
     if not returns:

@@ -147,6 +147,12 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             what = f"`{arguments[k]}`" if k < len(arguments) else f"output {k}'s gradient"
             return _with_code(f"add the term {what} contributes (the chain rule through output {k})",
                               src, statement, "in ")
+        if params.get("variant") == "held_constant":
+            return _with_code(f"differentiate `{params.get('factor')}` too: add its term, d({params.get('factor')}) "
+                              "times the rest", src, statement, "in ")
+        if params.get("variant") == "forward_term":
+            return _with_code(f"add the derivative of forward's term `{params.get('forward_term')}`", src,
+                              statement, "in ")
         if params.get("variant") == "wrong_saved":
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
