@@ -14,7 +14,7 @@ Each case is a small user file written to a temporary folder and imported as a u
 - exactly Jᵀ is ``transposed`` (a triangular matrix), not a reverse accumulation;
 - an index or a two-valued tensor is not flipped (another permutation is a ``wrong_variable``);
 - one-edit search: a softmax Jacobian without its centering term, ``g[i] -= v`` with repeats, an
-  integer bound off by one.
+  integer bound off by one, a comparison's integer bound off by one (a hinge's margin forgotten).
 """
 from __future__ import annotations
 
@@ -520,3 +520,36 @@ def test_an_integer_bound_off_by_one_is_a_region(tmp_path, backend):
     assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
     assert findings[0].params["bound"] is True and "off by 1" in findings[0].message
     assert findings[0].params["source"]["line"] == _line(path, "stop = int(n[b]) + 1")
+
+
+HINGE = """
+class HingeNoMargin(torch.autograd.Function):
+    # sum of relu(1 + s - s_target) over the other classes; backward's active set forgets the margin
+    @staticmethod
+    def forward(ctx, scores, target):
+        correct = scores.gather(1, target.unsqueeze(1))
+        ctx.save_for_backward(scores, correct, target)
+        margins = (1 + scores - correct).clamp(min=0)
+        return (margins.sum() - scores.shape[0]) / scores.shape[0]
+
+    @staticmethod
+    def backward(ctx, g):
+        scores, correct, target = ctx.saved_tensors
+        n = scores.shape[0]
+        active = (scores - correct > 0).to(scores.dtype)
+        active = active.scatter(1, target.unsqueeze(1), torch.zeros_like(correct))
+        grad = active.scatter(1, target.unsqueeze(1), -active.sum(1, keepdim=True))
+        return grad * g / n, None
+"""
+
+
+@pytest.mark.parametrize("backend", ["gradcli", "torch"])
+def test_a_comparisons_bound_off_by_one_is_a_region(tmp_path, backend):
+    module, path = _module(tmp_path, backend, HINGE, "hinge")
+    rng = np.random.default_rng(47)
+    target = module.torch.tensor([0, 2, 1, 3])
+    findings = _findings(module.HingeNoMargin, (_tensor(module, rng.uniform(-1, 1, (4, 5))), target))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    params = findings[0].params
+    assert (params["threshold"], params["expected"]) == ("-1", "scores - correct > -1")
+    assert params["source"]["line"] == _line(path, "active = (scores - correct > 0)")

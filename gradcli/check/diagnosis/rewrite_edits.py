@@ -3,6 +3,7 @@ to one node of its syntax tree (see ``rewrites.py`` for the list and the order).
 from __future__ import annotations
 
 import ast
+import copy
 
 from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
 
@@ -346,6 +347,17 @@ def _threshold_edits(add, stmt, compare, bound, functions, grads):
         constant = getattr(compare, side) if side == "left" else compare.comparators[0]
         if _int(constant) is None and not (isinstance(constant, ast.Constant) and isinstance(constant.value, float)):
             continue
+        if _int(constant) is not None:  # `s - t > 0` where the margin's `s - t > -1` is meant
+            for moved in (_int(constant) - 1, _int(constant) + 1):
+                code = ast.unparse(compare)
+
+                def shifted(n, v=moved, side=side):
+                    value = ast.Constant(v) if v >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-v))
+                    return ast.Compare(value, n.ops, n.comparators) if side == "left" else \
+                        ast.Compare(n.left, n.ops, [value])
+                add("region", stmt, compare, f"`{code}` with the bound {moved} instead of {_int(constant)}",
+                    shifted, comparison=code, expected=ast.unparse(shifted(copy.deepcopy(compare))),
+                    threshold=str(moved))
         for other in bound:
             if other in functions or other in grads or bound[other] >= compare.lineno:
                 continue
@@ -355,7 +367,7 @@ def _threshold_edits(add, stmt, compare, bound, functions, grads):
                 name = ast.Name(o, ast.Load())
                 return ast.Compare(name, n.ops, n.comparators) if side == "left" else ast.Compare(n.left, n.ops, [name])
             add("region", stmt, compare, f"`{code}` compared with `{other}` instead of {ast.unparse(constant)}",
-                make, comparison=code, expected=code.replace(ast.unparse(constant), other, 1), threshold=other)
+                make, comparison=code, expected=ast.unparse(make(copy.deepcopy(compare))), threshold=other)
 
 
 def _call_edits(add, stmt, call):
