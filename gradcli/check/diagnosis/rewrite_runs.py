@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from gradcli.check.diagnosis.probe import _to_numpy
-from gradcli.check.diagnosis.rewrite_edits import _int
+from gradcli.check.diagnosis.rewrite_syntax import _int
 
 # one edited re-run may take this many times the written one's (and 0.05 s more): an edit can turn a
 # loop's step around or make a tensor grow, and must not turn a diagnosis into a timeout
