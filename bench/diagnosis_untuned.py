@@ -8,9 +8,11 @@ was blind until 2026-12-01 19:30 UTC, bench/diagnosis_blind until 20:30 UTC,
 bench/diagnosis_fresh until 22:30 UTC, bench/diagnosis_unseen until 23:25 UTC and
 bench/diagnosis_sealed until 23:50 UTC, bench/diagnosis_latest until 2026-12-02 01:15 UTC and
 bench/diagnosis_hidden until 02:35 UTC, bench/diagnosis_withheld and bench/diagnosis_novel until 06:05 UTC,
-bench/diagnosis_unknown until 06:22 UTC and bench/diagnosis_sequestered until 06:40 UTC; all eleven
-are design corpora since (their READMEs give their blind scores). bench/diagnosis_reserved is BLIND
-(score it with ``--summary`` only). ``--summary`` prints
+bench/diagnosis_unknown until 06:22 UTC, bench/diagnosis_sequestered until 06:40 UTC,
+bench/diagnosis_reserved until 13:05 UTC, bench/diagnosis_foreign until 13:15 UTC and
+bench/diagnosis_stranger until 13:40 UTC; all fourteen are design corpora since (their READMEs
+give their blind scores). bench/diagnosis_outside and bench/diagnosis_unheard are BLIND (score
+them with ``--summary`` only). ``--summary`` prints
 only the totals block, no per-Function lines (the only way to score a blind corpus).
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis
