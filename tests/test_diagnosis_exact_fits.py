@@ -14,7 +14,8 @@ Each case is a small user file written to a temporary folder and imported as a u
 - exactly Jᵀ is ``transposed`` (a triangular matrix), not a reverse accumulation;
 - an index or a two-valued tensor is not flipped (another permutation is a ``wrong_variable``);
 - one-edit search: a softmax Jacobian without its centering term, ``g[i] -= v`` with repeats, an
-  integer bound off by one, a comparison's integer bound off by one (a hinge's margin forgotten).
+  integer bound off by one, a comparison's integer bound off by one (a hinge's margin forgotten), a
+  recurrence's state read one step off.
 """
 from __future__ import annotations
 
@@ -553,3 +554,43 @@ def test_a_comparisons_bound_off_by_one_is_a_region(tmp_path, backend):
     params = findings[0].params
     assert (params["threshold"], params["expected"]) == ("-1", "scores - correct > -1")
     assert params["source"]["line"] == _line(path, "active = (scores - correct > 0)")
+
+
+RECURRENCE = """
+class GatedRecurrence(torch.autograd.Function):
+    # h_t = a_t * h_{t-1} + x_t over dim 1, h_0 = 0; a's gradient reads h_t where h_{t-1} is needed
+    @staticmethod
+    def forward(ctx, a, x):
+        hs, h = [], x[:, 0] * 0
+        for t in range(x.shape[1]):
+            h = a[:, t] * h + x[:, t]
+            hs.append(h)
+        out = torch.stack(hs, dim=1)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        steps = out.shape[1]
+        grad_a, grad_x = torch.zeros_like(a), torch.zeros_like(out)
+        carry = out[:, 0] * 0
+        for t in reversed(range(steps)):
+            carry = g[:, t] + (a[:, t + 1] * carry if t + 1 < steps else 0)
+            grad_x[:, t] = carry
+            prev = out[:, t]
+            grad_a[:, t] = carry * prev
+        return grad_a, grad_x
+"""
+
+
+@pytest.mark.parametrize("backend", ["gradcli", "torch"])
+def test_a_recurrences_state_read_one_step_off_is_a_wrong_variable(tmp_path, backend):
+    module, path = _module(tmp_path, backend, RECURRENCE, "recurrence")
+    rng = np.random.default_rng(53)
+    findings = _findings(module.GatedRecurrence, (_tensor(module, rng.uniform(0.2, 0.9, (2, 4))),
+                                                  _tensor(module, rng.standard_normal((2, 4)))))
+    assert [(f.input, f.kind) for f in findings] == [(0, "wrong_variable")], findings
+    params = findings[0].params
+    assert (params["used"], params["needed"], params["step"]) == ("out[:, t]", "out[:, t - 1]", -1)
+    assert params["source"]["line"] == _line(path, "prev = out[:, t]")

@@ -41,6 +41,7 @@ def edits(src, position=None, tensors=None, simplex=None):
                         and not any(isinstance(c, ast.Call) and c.func is n for c in ast.walk(tree))})
     ran = [s for s in statements(tree) if src.ran(s) and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try))]
     in_while = {id(n) for s in ast.walk(tree) if isinstance(s, ast.While) for n in ast.walk(s.test)}
+    steps = {s.target.id for s in ast.walk(tree) if isinstance(s, ast.For) and isinstance(s.target, ast.Name)}
     by_kind = {kind: [] for kind in KIND_ORDER}
 
     def add(kind, stmt, node, words, make, **params):
@@ -81,6 +82,8 @@ def edits(src, position=None, tensors=None, simplex=None):
                 _threshold_edits(add, stmt, node, bound, functions, grads)
             elif isinstance(node, ast.Call):
                 _call_edits(add, stmt, node)
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and steps:
+                _step_edits(add, stmt, node, steps)
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and simplex:
                 _centering_edits(add, stmt, node, simplex)
             elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) and 2 <= len(node.elts) <= 6:
@@ -238,6 +241,33 @@ def _call_edits(add, stmt, call):
             add("transposed", stmt, call, f"einsum operand `{term}` as `{swapped}`",
                 lambda n, s=spec: ast.Call(n.func, [ast.Constant(s)] + n.args[1:], n.keywords),
                 operand=term, expected=swapped)
+
+
+def _step_edits(add, stmt, node, steps):
+    """``out[:, t]`` where the previous step's ``out[:, t - 1]`` is needed (zero before the first
+    step), or the next one's (zero after the last): a recurrence's state read one step off."""
+    index = node.slice
+    elts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if any(isinstance(e, ast.Starred) or (isinstance(e, ast.Constant) and e.value in (None, Ellipsis)) for e in elts):
+        return
+    for k, e in enumerate(elts):
+        if not (isinstance(e, ast.Name) and e.id in steps):
+            continue
+        code = ast.unparse(node)
+        for delta in (-1, 1):
+            def make(n, k=k, t=e.id, delta=delta):
+                parts = list(n.slice.elts) if isinstance(n.slice, ast.Tuple) else [n.slice]
+                moved = ast.BinOp(ast.Name(t, ast.Load()), ast.Sub() if delta < 0 else ast.Add(), ast.Constant(1))
+                parts[k] = moved
+                index = ast.Tuple(parts, ast.Load()) if isinstance(n.slice, ast.Tuple) else parts[0]
+                shifted = ast.Subscript(n.value, index, ast.Load())
+                size = ast.Subscript(ast.Attribute(n.value, "shape", ast.Load()), ast.Constant(k), ast.Load())
+                inside = ast.Compare(moved, [ast.GtE()], [ast.Constant(0)]) if delta < 0 else \
+                    ast.Compare(moved, [ast.Lt()], [size])
+                return ast.IfExp(inside, shifted, ast.BinOp(n, ast.Mult(), ast.Constant(0)))
+            needed = ast.unparse(make(copy.deepcopy(node)).body)  # the shifted read, without its guard
+            add("wrong_variable", stmt, node, f"`{code}` where the {'previous' if delta < 0 else 'next'} step's "
+                f"`{needed}` is needed", make, used=code, needed=needed, step=delta)
 
 
 def _centering_edits(add, stmt, node, simplex):
