@@ -15,7 +15,8 @@ Each case is a small user file written to a temporary folder and imported as a u
 - an index or a two-valued tensor is not flipped (another permutation is a ``wrong_variable``);
 - one-edit search: a softmax Jacobian without its centering term, ``g[i] -= v`` with repeats, an
   integer bound off by one, a comparison's integer bound off by one (a hinge's margin forgotten), a
-  recurrence's state read one step off.
+  recurrence's state read one step off;
+- a per-channel weight aligned with its channel axis (also when C = L) for a normalisation's missing term.
 """
 from __future__ import annotations
 
@@ -594,3 +595,35 @@ def test_a_recurrences_state_read_one_step_off_is_a_wrong_variable(tmp_path, bac
     params = findings[0].params
     assert (params["used"], params["needed"], params["step"]) == ("out[:, t]", "out[:, t - 1]", -1)
     assert params["source"]["line"] == _line(path, "prev = out[:, t]")
+
+
+INSTANCE_NORM = """
+class InstanceNormNoVarianceTerm(torch.autograd.Function):
+    # (N, C, L) normalised over L, gamma * x̂ + beta per channel; dx subtracts the mean of g*gamma
+    # but not the x̂·mean(g·gamma·x̂) term through the variance
+    @staticmethod
+    def forward(ctx, x, gamma, beta):
+        mean = x.mean(dim=-1, keepdim=True)
+        rstd = (((x - mean) ** 2).mean(dim=-1, keepdim=True) + 1e-5) ** -0.5
+        xhat = (x - mean) * rstd
+        ctx.save_for_backward(xhat, rstd, gamma)
+        return xhat * gamma.reshape(1, -1, 1) + beta.reshape(1, -1, 1)
+
+    @staticmethod
+    def backward(ctx, g):
+        xhat, rstd, gamma = ctx.saved_tensors
+        gg = g * gamma.reshape(1, -1, 1)
+        grad_x = (gg - gg.mean(dim=-1, keepdim=True)) * rstd
+        return grad_x, (g * xhat).sum(dim=2).sum(dim=0), g.sum(dim=2).sum(dim=0)
+"""
+
+
+@pytest.mark.parametrize("backend", ["gradcli", "torch"])
+def test_a_per_channel_weight_is_aligned_with_its_channel_axis_also_when_c_equals_l(tmp_path, backend):
+    module, path = _module(tmp_path, backend, INSTANCE_NORM, "instance_norm")
+    rng = np.random.default_rng(51)
+    x, gamma, beta = rng.standard_normal((2, 3, 3)) * 2 + 0.5, rng.uniform(0.5, 1.5, 3), rng.standard_normal(3)
+    findings = _findings(module.InstanceNormNoVarianceTerm, (_tensor(module, x), _tensor(module, gamma),
+                                                             _tensor(module, beta)))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    assert findings[0].params["variant"] == "reduction" and findings[0].params["dim"] == 2

@@ -113,6 +113,20 @@ def _normalized(x, axis, eps):
     return (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axis, keepdims=True) + eps)
 
 
+def alignments(z, shape):
+    """The ways ``z`` multiplies a tensor of ``shape``: itself when it broadcasts, and a 1-D
+    per-channel parameter viewed along each axis of its size (``gamma.view(1, -1, 1)`` on
+    (N, C, L), also when C = L and numpy would align it with L)."""
+    found = [z] if broadcast_dims(z.shape, shape) is not None else []
+    if z.ndim == 1 and len(shape) >= 2:
+        for axis in range(len(shape) - 1):  # the last axis is numpy's own alignment
+            if shape[axis] == z.shape[0]:
+                view = [1] * len(shape)
+                view[axis] = z.shape[0]
+                found.append(z.reshape(view))
+    return found
+
+
 def _candidates(ev: Evidence, shape, out=None):
     """(name, values shaped like the output) a local derivative is written with: the inputs and
     the output of that shape, and the normalized input x̂ — from the output of an affine
@@ -122,8 +136,8 @@ def _candidates(ev: Evidence, shape, out=None):
     out = ev.outputs[0] if out is None else out
     found.append(("output", out))
     with np.errstate(all="ignore"):
-        broadcastable = [(name, z) for name, z in inputs if z.shape != tuple(shape)
-                         and broadcast_dims(z.shape, shape) is not None]
+        broadcastable = [(name, view) for name, z in inputs if z.shape != tuple(shape)
+                         for view in alignments(z, shape)]
         for g_name, g in broadcastable:
             found.append((f"x̂ = output/{g_name}", out / g))
             for b_name, b in broadcastable:
@@ -357,8 +371,8 @@ def _reduction_term(ev: Evidence, k, out):
         tensors = [("", np.ones(shape))] + candidates + [("exp(output)", np.exp(out))]  # a log-softmax's softmax
     tensors = [(name, z) for name, z in tensors if np.all(np.isfinite(z))]
     # a factor may carry a per-channel input (a norm's γ: −γ·x̂·mean(g·x̂)/σ, or −x̂·mean(g·γ·x̂)/σ)
-    weights = [(o.name, o.values) for o in ev.others.values() if o.values is not None and o.values.shape != shape
-               and o.values.ndim >= 1 and broadcast_dims(o.values.shape, shape) is not None]
+    weights = [(o.name, view) for o in ev.others.values() if o.values is not None
+               and o.values.shape != shape and o.values.ndim >= 1 for view in alignments(o.values, shape)]
     outer = tensors + [(f"{w_name}·{a_name}" if a_name else w_name, w * a)
                        for w_name, w in weights for a_name, a in tensors]
     inner = tensors + [(f"{w_name}·{b_name}" if b_name else w_name, w * b)
