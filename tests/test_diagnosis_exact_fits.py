@@ -16,7 +16,8 @@ Each case is a small user file written to a temporary folder and imported as a u
 - one-edit search: a softmax Jacobian without its centering term, ``g[i] -= v`` with repeats, an
   integer bound off by one, a comparison's integer bound off by one (a hinge's margin forgotten), a
   recurrence's state read one step off;
-- a per-channel weight aligned with its channel axis (also when C = L) for a normalisation's missing term.
+- a per-channel weight aligned with its channel axis (also when C = L) for a normalisation's missing term;
+- a log-softmax normaliser's gradient left out (a mixture's weights).
 """
 from __future__ import annotations
 
@@ -627,3 +628,39 @@ def test_a_per_channel_weight_is_aligned_with_its_channel_axis_also_when_c_equal
                                                              _tensor(module, beta)))
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
     assert findings[0].params["variant"] == "reduction" and findings[0].params["dim"] == 2
+
+
+MIXTURE = """
+MU = torch.tensor([-1.0, 0.5, 2.0], dtype=torch.float64)
+
+
+class MixtureNLLUnnormalisedWeights(torch.autograd.Function):
+    # -log sum_k softmax(logits)_k N(x; mu_k, 1) per sample (up to a constant); the logits'
+    # gradient keeps the responsibilities and drops the normaliser's +softmax(logits)·Σg
+    @staticmethod
+    def forward(ctx, x, logits):
+        joint = logits.log_softmax(0).unsqueeze(0) - 0.5 * (x.unsqueeze(1) - MU.unsqueeze(0)) ** 2
+        resp = joint.softmax(1)
+        ctx.save_for_backward(x, resp)
+        return -torch.logsumexp(joint, dim=1)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, resp = ctx.saved_tensors
+        r = g.unsqueeze(1) * resp
+        grad_x = (r * (x.unsqueeze(1) - MU.unsqueeze(0))).sum(1)
+        grad_logits = -r.sum(0)
+        return grad_x, grad_logits
+"""
+
+
+@pytest.mark.parametrize("backend", ["gradcli", "torch"])
+def test_a_log_softmax_normalisers_gradient_left_out_is_a_missing_term(tmp_path, backend):
+    module, path = _module(tmp_path, backend, MIXTURE, "mixture")
+    rng = np.random.default_rng(59)
+    findings = _findings(module.MixtureNLLUnnormalisedWeights, (_tensor(module, rng.standard_normal(5)),
+                                                                _tensor(module, rng.standard_normal(3))))
+    assert [(f.input, f.kind) for f in findings] == [(1, "missing_term")], findings
+    params = findings[0].params
+    assert (params["variant"], params["coefficient"], params["dim"]) == ("normaliser", 1.0, 0)
+    assert params["source"]["line"] == _line(path, "grad_logits = -r.sum(0)")

@@ -156,7 +156,7 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("variant") == "wrong_saved":
             return _with_code(f"save and use {params.get('needed')} instead of {params.get('term')}",
                               src, statement, "in ")
-        always_added = params.get("variant") in ("reduction", "named")  # the expression carries its sign
+        always_added = params.get("variant") in ("reduction", "named", "normaliser")  # the expression carries its sign
         verb = "add" if params.get("coefficient", 1) > 0 or always_added else "remove"
         if params.get("variant") == "edited":
             return _with_code(f"{verb} {params.get('expression', '')} (the product rule's other half)", src,

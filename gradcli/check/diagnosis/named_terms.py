@@ -99,3 +99,34 @@ def _fitting(ev, candidates):
         return None
     # the simplest: a term the backward names as it is (coefficient ±1) before a multiple of one
     return min(fitting, key=lambda f: abs(f[1]) != 1)
+
+
+def missing_normaliser(ev: Evidence):
+    """N − A = α·(Σ v)·softmax(w) along one axis of the input w itself, α = ±1: a log-softmax of a
+    parameter (a mixture's weights) whose normaliser's gradient −softmax(w)·Σv is left out."""
+    if ev.analytic is None or ev.values is None or ev.support() < 3 or ev.values.ndim < 1:
+        return None
+    totals = np.array([sum(float(np.sum(c)) for c in row) for row in ev.cotangents])
+    if np.allclose(totals, 0.0):
+        return None
+    residual = ev.numeric - ev.analytic
+    w = np.asarray(ev.values, dtype=float)
+    for axis in range(w.ndim):
+        if w.shape[axis] < 2:
+            continue
+        e = np.exp(w - w.max(axis=axis, keepdims=True))
+        soft = e / e.sum(axis=axis, keepdims=True)
+        T = totals.reshape((-1,) + (1,) * w.ndim) * soft[None]
+        for alpha in (-1.0, 1.0):
+            if ev.fits(ev.analytic + alpha * T, ev.numeric, ev.numeric_error) and ev.support(T) >= 3 \
+                    and not ev.fits(ev.numeric, 0 * T, ev.numeric_error):
+                sign = "−" if alpha < 0 else "+"
+                return Finding("missing_term",
+                               f"backward for input {ev.name} misses the term {sign}softmax({ev.name})·Σgrad_output "
+                               f"(along dim {axis}): the gradient of a log-softmax's normaliser (numeric − analytic "
+                               "fits it exactly)", input=ev.index,
+                               params={"variant": "normaliser", "term": f"{sign}softmax({ev.name})·Σgrad_output",
+                                       "coefficient": alpha, "dim": axis,
+                                       "expression": f"{sign}softmax({ev.name})·Σgrad_output"},
+                               confidence=0.8)
+    return None
