@@ -281,10 +281,8 @@ def held_constant(ev: Evidence):
     if found is None:
         return None
     for node, role, code, held, line, occurrences in found[1]:
-        if ev.support(held - ev.numeric) < 1 or not ev.fits(ev.analytic, held, ev.numeric_error):
-            continue
-        if ev.fits(ev.numeric, held, ev.numeric_error):
-            continue
+        if not ev.fits(ev.analytic, held, ev.numeric_error) or ev.fits(ev.numeric, held, ev.numeric_error):
+            continue  # A must be vᵀJ_P, and freezing P must change the gradient
         if role == "term":
             return Finding("missing_term",
                            f"backward for input {ev.name} leaves out the derivative of forward's term `{code}`: "
