@@ -167,6 +167,12 @@ class _Diagnosis:
         if finding.kind == "scale" and ev is not None:
             self._mean_note(finding, ev)
         position = self.positions.get(finding.input, finding.input)
+        if finding.kind == "sign" and ev is not None:
+            try:  # a correlation's kernel unflipped negates an antisymmetric (Sobel) kernel's adjoint
+                flipped = rewrites.search(self.probe, self.cls, ev, self.executed, position, kinds=("missing_flip",))
+            except Exception:  # noqa: BLE001 -- the sign stands
+                flipped = None
+            finding = flipped or finding
         text, location = self._hint(finding, position, name)
         if finding.kind in ("sign", "swapped") and ev is not None and "at_line" not in finding.params:
             try:  # the statements where one negation (or one exchange) makes it right
@@ -304,12 +310,13 @@ class _Diagnosis:
             outputs = probe.forward()
         except Exception:
             outputs = []
-        labels = extras.labels(self)
+        labels, masks = extras.labels(self), extras.masks(self)
         for i, ev in evidence.items():
             if i not in probe.values:
                 continue
             ev.labels = [(name, np.broadcast_to(z.reshape(z.shape + (1,) * (len(ev.shape) - z.ndim)), ev.shape))
                          for name, z in labels if z.ndim < len(ev.shape) and z.shape == tuple(ev.shape)[:z.ndim]]
+            ev.masks = [(name, view) for name, z in masks for view in extras.embeddings(z, tuple(ev.shape))]
             ev.values = np.asarray(probe.values[i], dtype=float)
             ev.outputs = outputs
             if ev.cotangents and ev.ones_row is None:

@@ -54,6 +54,7 @@ class Evidence:
     backward_rows: Optional[Callable[[], Any]] = None  # lazily: [(name, [value per row])] backward has
     overwrites: Optional[Callable[[], Any]] = None  # lazily: does backward assign (not add) into the gradient?
     edits: Optional[Callable[[], Any]] = None  # lazily: (edits, evaluate, src) of the gradient's statements
+    masks: list = field(default_factory=list)  # (name, bool values broadcast to the input's shape) of mask inputs
     labels: list = field(default_factory=list)  # (name, values broadcast to the input's shape) of integer inputs
     relayout: Optional[Callable[[], Any]] = None  # lazily: a missing_reshape finding from re-running backward
     index_writes: Optional[Callable[[], Any]] = None  # lazily: a not_accumulated finding from re-running backward

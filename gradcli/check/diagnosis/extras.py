@@ -6,6 +6,8 @@ None (or False) when the source or the function is unusual: a rule then simply h
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from gradcli.check.diagnosis import index_writes, mutations, relayout
@@ -31,6 +33,39 @@ def labels(diag):
         if z.ndim >= 1 and np.issubdtype(z.dtype, np.integer):
             found.append((parameter_name(diag.probe.fn, i), z.astype(np.int64)))
     return found
+
+
+def masks(diag):
+    """(name, bool array) of the two-valued tensor inputs (a padding or keep mask, bool or 0/1):
+    a backward that forgets to apply one is wrong exactly on one of its sides."""
+    from gradcli.check.diagnosis.probe import _to_numpy
+
+    found = []
+    for i, arg in enumerate(diag.probe.args):
+        if i in diag.probe.values or not hasattr(arg, "shape") or not hasattr(arg, "dtype"):
+            continue
+        try:
+            z = np.asarray(_to_numpy(arg))
+        except Exception:  # not array-like after all
+            continue
+        if z.ndim >= 1 and (z.dtype == bool or np.issubdtype(z.dtype, np.integer) and set(np.unique(z)) <= {0, 1}):
+            found.append((parameter_name(diag.probe.fn, i), z != 0))
+    return found
+
+
+def embeddings(z, shape):
+    """``z`` broadcast to ``shape`` each way its axes can sit among shape's, in order (a (N, L)
+    mask on (N, C, L) as (N, 1, L)); at most a few."""
+    found = []
+    if z.ndim > len(shape) or len(shape) > 6:
+        return found
+    for axes in itertools.combinations(range(len(shape)), z.ndim):
+        if all(shape[a] == z.shape[k] for k, a in enumerate(axes)):
+            view = [1] * len(shape)
+            for k, a in enumerate(axes):
+                view[a] = z.shape[k]
+            found.append(np.broadcast_to(z.reshape(view), shape))
+    return found[:4]
 
 
 def _at_statement(builder, diag, ev, default):

@@ -208,8 +208,9 @@ def operand_transposed(ev):
     square operand used untransposed (``dscores @ q``) changes which axes couple, and the single
     transpose that makes it right exactly is the simpler, more specific story. Not grad_output
     itself: `g.sum(1)` where `g.sum(0)` is needed is a dim's story, tried in ``statement_edit``
-    before the transposes."""
-    return statement_edit(ev, kinds=("transpose",), cotangents=False)
+    before the transposes — and here too: ``(g * u).sum(2)`` where ``.sum(1)`` is needed is fixed
+    as well by ``.mT.sum(2)``, and the dim is the mistake."""
+    return statement_edit(ev, kinds=("dim", "transpose"), cotangents=False)
 
 
 def _edited(ev, kinds, cotangents=True):

@@ -226,6 +226,9 @@ def swapped(ev: Evidence):
             continue  # both inputs have the same true gradient: a swap would be invisible
         mutual = other.analytic is not None and other.analytic.shape == N.shape and ev.fits(
             other.analytic, N, ev.numeric_error)
+        if not mutual and other.analytic is not None and other.analytic.shape == other.numeric.shape \
+                and ev.fits(other.analytic, other.numeric, other.numeric_error):
+            continue  # the other input's right gradient copied here: one variable read for another, not a swap
         return Finding("swapped",
                        f"backward returns input {other.name}'s gradient in the place of input {ev.name}'s",
                        input=ev.index, params={"other_input": int(j), "other_name": other.name, "mutual": mutual},

@@ -212,6 +212,20 @@ def region(ev: Evidence):
                 at = 0 if matches and matches[0][1] <= confidence and matches[0][2] != "position" else len(matches)
                 matches.insert(at, (description, confidence, name))
                 break
+    for name, value in _mask_sides(ev, wrong, values=True):
+        # a 0/1 tensor backward holds (`on = ctx.support`) with one side exactly the wrong elements:
+        # the gradient is not masked by it (or masked inverted)
+        matches.append((f"`{name}` == {short_number(value)}", 0.8, name))
+    if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape):
+        zero = np.asarray(ev.outputs[0]) == 0  # off a sparsemax's / ReLU's support
+        if zero.any() and not zero.all() and np.array_equal(zero[info], wi):
+            matches.append(("the output is 0", 0.85 if balanced else 0.8, "the output"))
+    for name, z in ev.masks:
+        # a mask input backward forgot to apply (or applied inverted): wrong on exactly one side of it
+        for description, side in ((f"{name} is False", ~z), (f"{name} is True", z)):
+            if side.any() and not side.all() and np.array_equal(side[info], wi) \
+                    and not any(d == description for d, _, _ in matches):
+                matches.append((description, 0.85 if balanced else 0.8, name))
     inputs = compared
     for (n1, z1, _), (n2, z2, _) in itertools.combinations(inputs[:3], 2):
         for description, mask in ((f"{n1} < {n2}", z1 < z2), (f"{n1} > {n2}", z1 > z2)):
@@ -237,10 +251,10 @@ def region(ev: Evidence):
 
 
 
-def _mask_sides(ev: Evidence, wrong):
+def _mask_sides(ev: Evidence, wrong, values=False):
     """The two-valued tensors backward computes (``keep = x > 0``) one of whose sides is exactly
     the wrong elements, over every element: that mask's edge is right, what the gradient does on
-    one side of it is wrong."""
+    one side of it is wrong. ``values``: (name, the value on the wrong side) pairs."""
     sides = []
     try:
         names = (ev.backward_names() or []) if ev.backward_names is not None else []
@@ -251,7 +265,8 @@ def _mask_sides(ev: Evidence, wrong):
         if z.shape == tuple(wrong.shape) and len(np.unique(z)) == 2:
             low = z == z.min()
             if np.array_equal(low, wrong) or np.array_equal(~low, wrong):
-                sides.append(name)
+                side = float(z.min() if np.array_equal(low, wrong) else z.max())
+                sides.append((name, side) if values else name)
     return sides
 
 

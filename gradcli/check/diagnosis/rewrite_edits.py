@@ -11,7 +11,7 @@ from gradcli.check.diagnosis.rewrite_syntax import (
     _containers, _dim_sites, _einsum_swaps, _exchanged, _has_slice, _index_put, _int, _matmul_operands, _mult_factors,
     _nonlinear, _own_nodes, _receivers, _times_everywhere, _transposed, _with_accumulate)
 
-KIND_ORDER = ("term_sign", "region", "wrong_axis", "transposed", "not_accumulated", "missing_flip",
+KIND_ORDER = ("term_sign", "region", "wrong_axis", "transposed", "missing_reshape", "not_accumulated", "missing_flip",
               "wrong_variable", "ignores_grad_output", "unread_factor", "missing_term", "swapped",
               "negated_value")
 
@@ -43,6 +43,7 @@ def edits(src, position=None, tensors=None, simplex=None):
     in_while = {id(n) for s in ast.walk(tree) if isinstance(s, ast.While) for n in ast.walk(s.test)}
     steps = {s.target.id for s in ast.walk(tree) if isinstance(s, ast.For) and isinstance(s.target, ast.Name)}
     by_kind = {kind: [] for kind in KIND_ORDER}
+    carried = _loop_overwrites(tree)
 
     def add(kind, stmt, node, words, make, **params):
         by_kind[kind].append(_Edit(kind, stmt, node, words, make, **params))
@@ -58,6 +59,16 @@ def edits(src, position=None, tensors=None, simplex=None):
             add("negated_value", stmt, value, f"`{ast.unparse(value)}` negated",
                 lambda n: ast.UnaryOp(ast.USub(), n), term=ast.unparse(value))
         for node in _own_nodes(stmt):
+            if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+                term = ast.unparse(node.value)  # `grad[:, :-1] += v` where the difference's `-=` is needed
+                written, needed = ("+=", "-=") if isinstance(node.op, ast.Add) else ("-=", "+=")
+                add("term_sign", stmt, node, f"the term `{term}`: `{written}` where `{needed}` is needed",
+                    lambda n: ast.AugAssign(n.target, ast.Sub() if isinstance(n.op, ast.Add) else ast.Add(), n.value),
+                    term=term)
+            if node is stmt and id(stmt) in carried:
+                add("not_accumulated", stmt, node, f"`{ast.unparse(node.targets[0])} = …` where "
+                    f"`{ast.unparse(node.targets[0])} += …` is needed",
+                    lambda n: ast.AugAssign(n.targets[0], ast.Add(), n.value), loop=True)
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and id(node) not in inside:
                 right, left = ast.unparse(node.right), ast.unparse(node.left)
                 flipped = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
@@ -105,9 +116,21 @@ def edits(src, position=None, tensors=None, simplex=None):
                 if not _has_slice(target.slice):
                     add("not_accumulated", stmt, node, f"`{ast.unparse(node)}` accumulating (index_put_ with accumulate=True)",
                         lambda n: ast.Expr(_index_put(n.targets[0], n.value)))
+                    value = node.value
+                    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) \
+                            and ast.unparse(value.left) == ast.unparse(target):
+                        # `g[i] = g[i] + v`: a read-modify-write keeps one write per repeated index
+                        add("not_accumulated", stmt, node, f"`{ast.unparse(node)}` as an index_put_ with accumulate=True",
+                            lambda n: ast.Expr(_index_put(n.targets[0], n.value.right, wrap=True)))
             for operand in _matmul_operands(node):
                 code = ast.unparse(operand)
                 add("transposed", stmt, operand, f"`{code}` transposed", _transposed, operand=code)
+            for operand in _matmul_operands(node):  # d(xᵀAx)/dx = (A + Aᵀ)x, written 2Ax
+                code, other = ast.unparse(operand), ast.unparse(_transposed(copy.deepcopy(operand)))
+                add("transposed", stmt, operand, f"the symmetric part `({code} + {other}) / 2` where `{code}` is "
+                    "written (2·A·x is the gradient of xᵀAx only for a symmetric A)",
+                    lambda n: ast.BinOp(ast.BinOp(n, ast.Add(), _transposed(n)), ast.Div(), ast.Constant(2)),
+                    operand=code, symmetric=True)
             if _matmul_operands(node):  # the product itself the wrong way round: cols @ gyᵀ for gy @ colsᵀ
                 code = ast.unparse(node)
                 add("transposed", stmt, node, f"`{code}` transposed", _transposed, operand=code, product=True)
@@ -236,11 +259,60 @@ def _call_edits(add, stmt, call):
     if name == "flip" and method:
         add("missing_flip", stmt, call, f"`{ast.unparse(call)}` unflipped", lambda n: n.func.value,
             flipped=True, operand=ast.unparse(call.func.value))
+    if name in ("reshape", "view") and method:
+        _regrouping_edits(add, stmt, call)
     if name == "einsum" and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
         for spec, term, swapped in _einsum_swaps(call.args[0].value):
             add("transposed", stmt, call, f"einsum operand `{term}` as `{swapped}`",
                 lambda n, s=spec: ast.Call(n.func, [ast.Constant(s)] + n.args[1:], n.keywords),
                 operand=term, expected=swapped)
+
+
+def _loop_overwrites(tree):
+    """ids of ``g = v`` statements inside a ``for`` loop where ``g`` was bound before the loop and
+    ``v`` does not read it: each step's contribution replaces the last (``+=`` is meant)."""
+    found = set()
+    for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For)):
+        before = {t.id for s in ast.walk(tree) if isinstance(s, ast.Assign) and s.lineno < loop.lineno
+                  for t in s.targets if isinstance(t, ast.Name)}
+        for stmt in (n for body in loop.body for n in ast.walk(body)):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and stmt.targets[0].id in before and not any(
+                        isinstance(n, ast.Name) and n.id == stmt.targets[0].id for n in ast.walk(stmt.value)):
+                found.add(id(stmt))
+    return found
+
+
+def _regrouping_edits(add, stmt, call):
+    """``g.reshape(n, a, b, h)`` where the output's grouping ``(n, b, a, h)`` is needed: two
+    adjacent sizes of a reshape exchanged (a ``*sizes`` argument reversed) — a channel shuffle
+    undone with the forward's own grouping applies it again."""
+    packed = len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List))
+    sizes = call.args[0].elts if packed else call.args
+    code = ast.unparse(call)
+
+    def rebuilt(n, order):
+        old = n.args[0].elts if packed else n.args
+        new = [old[k] for k in order]
+        return ast.Call(n.func, [type(n.args[0])(new, ast.Load())] if packed else new, n.keywords)
+    for k in range(len(sizes) - 1):
+        a, b = sizes[k], sizes[k + 1]
+        if isinstance(a, ast.Starred) or isinstance(b, ast.Starred) or ast.unparse(a) == ast.unparse(b) \
+                or _int(a) == -1 or _int(b) == -1:
+            continue
+        order = list(range(len(sizes)))
+        order[k], order[k + 1] = k + 1, k
+        add("missing_reshape", stmt, call, f"`{code}` with `{ast.unparse(a)}` and `{ast.unparse(b)}` exchanged",
+            lambda n, order=order: rebuilt(n, order), reshape=code, regrouped=True)
+    for k, size in enumerate(sizes):
+        if isinstance(size, ast.Starred):
+            def reversed_sizes(n, k=k):
+                old = list(n.args[0].elts if packed else n.args)
+                old[k] = ast.Starred(ast.Subscript(old[k].value, ast.Slice(None, None, ast.Constant(-1)), ast.Load()),
+                                     ast.Load())
+                return ast.Call(n.func, [type(n.args[0])(old, ast.Load())] if packed else old, n.keywords)
+            add("missing_reshape", stmt, call, f"`{code}` with `{ast.unparse(size)}` reversed", reversed_sizes,
+                reshape=code, regrouped=True)
 
 
 def _step_edits(add, stmt, node, steps):

@@ -227,8 +227,12 @@ def _has_slice(index):
     return any(isinstance(e, ast.Slice) for e in (index.elts if isinstance(index, ast.Tuple) else [index]))
 
 
-def _index_put(target, value):
+def _index_put(target, value, wrap=False):
+    """``target.index_put_((i, j), value, accumulate=True)``; ``wrap``: each index through
+    ``torch.as_tensor`` (an int column, ``g[ids, q]``, is no index for index_put_)."""
     index = target.slice
     elts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if wrap:
+        elts = [ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), "as_tensor", ast.Load()), [e], []) for e in elts]
     return ast.Call(ast.Attribute(target.value, "index_put_", ast.Load()),
                     [ast.Tuple(list(elts), ast.Load()), value], [ast.keyword("accumulate", ast.Constant(True))])

@@ -144,7 +144,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
             fits = _fits(probe, ev, right)
         if fits and edit.params.get("product") and not _square(src, func, installer, edit, probe, ev):
             continue  # a non-square product read transposed is a layout (`missing_reshape`, its own rule)
-        if fits and edit.kind == "not_accumulated" and not _repeats(src, func, installer, edit, probe, ev):
+        if fits and edit.kind == "not_accumulated" and not edit.params.get("loop") \
+                and not _repeats(src, func, installer, edit, probe, ev):
             continue  # no index repeats: adding to what was there fixes something else
         if fits:
             if role == "forward":  # quoted where backward reads what forward saved
@@ -304,6 +305,9 @@ def _finding(ev, edit, src, masks=frozenset()):
             "wrong_axis": (f"{params.get('call')} along dim {params.get('expected_dims', [''])[0]}, not dim "
                            f"{params.get('dims', [''])[0]}", f"backward for input {name} uses the wrong dim: {words}"),
             "transposed": (f"transpose `{params.get('operand')}`", f"backward for input {name} needs {words}"),
+            "missing_reshape": (f"reshape to the output's grouping: {words}",
+                                f"backward for input {name} reshapes with the input's grouping where the output's "
+                                f"is needed: {words}"),
             "not_accumulated": ("accumulate repeated indices (index_add_ / scatter_add_ / index_put_ with "
                                 "accumulate=True) instead of assigning",
                                 f"backward for input {name} overwrites where repeated indices must add up: {words}"),
@@ -319,6 +323,9 @@ def _finding(ev, edit, src, masks=frozenset()):
             "swapped": (f"exchange `{params.get('first')}` and `{params.get('second')}`",
                         f"backward for input {name} needs {words}"),
         }[kind]
+        if kind == "not_accumulated" and params.get("loop"):
+            advice = "add each step's contribution (`+=`) instead of assigning it"
+            message = f"backward for input {name} keeps only the last step of a loop's sum: {words}"
         if kind == "missing_term" and params.get("centering"):
             p = params["centering"]
             advice = f"subtract the softmax's centering term: {p} * (r - ({p} * r).sum({params['dim']}, keepdim=True))"

@@ -1,0 +1,254 @@
+"""Issue 17: edits of backward the one-edit search (and the statement-level rules) try, and which
+explanation wins where two fit. Each case is a small user file written for this test, imported as
+a user's module is, with ``import torch`` and, where the engine has the ops, ``import gradcli as
+torch``. Covered here:
+
+- another input's *right* gradient copied into this one's place is a ``wrong_variable`` (the line
+  copied), not a ``swapped`` (a swap leaves both wrong);
+- a channel shuffle undone with the input's grouping (``view(n, c, r, l)`` where the output's
+  ``(n, r, c, l)`` is needed) is a ``missing_reshape`` at the view, not "Jᵀ" in general;
+- a reduction over the wrong dim of a batched square tensor is a ``wrong_axis`` (``.mT`` would also
+  fix it; the dim is the mistake);
+- ``grad[:, :-1] += v`` where the difference needs ``-=`` is a ``term_sign`` on that statement;
+- a correlation's antisymmetric kernel not flipped negates the gradient: ``missing_flip``, not
+  ``sign``;
+- ``g = v`` in a loop where the loop's sum needs ``g += v``, and ``g[i] = g[i] + v`` with repeated
+  indices, are ``not_accumulated``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+
+import numpy as np
+import pytest
+
+from gradcli.check.diagnosis import diagnose
+from gradcli.check.gradcheck import gradcheck
+
+HEADERS = {"gradcli": "import gradcli as torch\n", "torch": "import torch\nimport torch.nn.functional as F\n"}
+BOTH = pytest.mark.parametrize("backend", ["gradcli", "torch"])
+
+
+def _module(tmp_path, backend, body, name):
+    if backend == "torch":
+        pytest.importorskip("torch")
+    path = tmp_path / f"{name}_{backend}.py"
+    path.write_text(HEADERS[backend] + textwrap.dedent(body))
+    spec = importlib.util.spec_from_file_location(f"{name}_{backend}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def _tensor(module, array):
+    return module.torch.tensor(np.asarray(array, dtype=float), dtype=module.torch.float64, requires_grad=True)
+
+
+def _findings(cls, args):
+    report = gradcheck(cls.apply, args)
+    assert not report.ok
+    return diagnose(report, cls.apply, args)
+
+
+def _line(path, text):
+    return next(k for k, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+LOG_NORM = """
+class LogSquaredNormCopied(torch.autograd.Function):
+    # log(a² + b²); b's line was copied from a's and `a` left in it
+    @staticmethod
+    def forward(ctx, a, b):
+        s = a * a + b * b
+        ctx.save_for_backward(a, b, s)
+        return torch.log(s)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, s = ctx.saved_tensors
+        grad_a = g * 2 * a / s
+        grad_b = g * 2 * a / s
+        return grad_a, grad_b
+"""
+
+
+@BOTH
+def test_a_right_gradient_copied_into_another_inputs_place_is_a_wrong_variable(tmp_path, backend):
+    module, path = _module(tmp_path, backend, LOG_NORM, "log_norm")
+    rng = np.random.default_rng(61)
+    findings = _findings(module.LogSquaredNormCopied, (_tensor(module, rng.uniform(0.5, 2, (3, 2))),
+                                                       _tensor(module, rng.uniform(0.5, 2, (3, 2)))))
+    assert [(f.input, f.kind) for f in findings] == [(1, "wrong_variable")], findings
+    assert findings[0].params["source"]["line"] == _line(path, "grad_b = g * 2 * a / s")
+
+
+SHUFFLE = """
+GROUPS = 2
+
+
+class ShuffleSameGrouping(torch.autograd.Function):
+    # (N, G*C, L) -> (N, G, C, L) -> swap -> (N, C*G, L); backward views the gradient like the input
+    @staticmethod
+    def forward(ctx, x):
+        n, channels, length = x.shape
+        return x.view(n, GROUPS, channels // GROUPS, length).permute(0, 2, 1, 3).reshape(n, channels, length)
+
+    @staticmethod
+    def backward(ctx, g):
+        n, channels, length = g.shape
+        grouped = g.reshape(n, GROUPS, channels // GROUPS, length)
+        return grouped.permute(0, 2, 1, 3).reshape(n, channels, length)
+"""
+
+
+@BOTH
+def test_a_shuffle_undone_with_the_inputs_grouping_is_a_missing_reshape_at_the_reshape(tmp_path, backend):
+    module, path = _module(tmp_path, backend, SHUFFLE, "shuffle")
+    findings = _findings(module.ShuffleSameGrouping, (_tensor(module, np.random.default_rng(62).standard_normal((2, 6, 2))),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_reshape")], findings
+    assert findings[0].params["regrouped"] is True
+    assert findings[0].params["source"]["line"] == _line(path, "grouped = g.reshape(")
+    assert "GROUPS` and `channels // GROUPS` exchanged" in findings[0].message
+
+
+OUTER = """
+class GatedOuterRowSum(torch.autograd.Function):
+    # M[b, i, j] = tanh(w[b, i]) * x[b, j] (I == J); x's gradient sums over j where i is needed
+    @staticmethod
+    def forward(ctx, w, x):
+        t = torch.tanh(w)
+        ctx.save_for_backward(t, x)
+        return t.unsqueeze(2) * x.unsqueeze(1)
+
+    @staticmethod
+    def backward(ctx, g):
+        t, x = ctx.saved_tensors
+        grad_w = (g * x.unsqueeze(1)).sum(2) * (1 - t * t)
+        weighted = g * t.unsqueeze(2)
+        grad_x = weighted.sum(2)
+        return grad_w, grad_x
+"""
+
+
+@BOTH
+def test_a_reduction_over_the_wrong_dim_is_a_wrong_axis_though_a_transpose_also_fixes_it(tmp_path, backend):
+    module, path = _module(tmp_path, backend, OUTER, "outer")
+    rng = np.random.default_rng(63)
+    findings = _findings(module.GatedOuterRowSum, (_tensor(module, rng.standard_normal((2, 3))),
+                                                   _tensor(module, rng.standard_normal((2, 3)))))
+    assert [(f.input, f.kind) for f in findings] == [(1, "wrong_axis")], findings
+    assert findings[0].params["source"]["line"] == _line(path, "grad_x = weighted.sum(2)")
+
+
+SMOOTHNESS = """
+class SmoothnessPenalty(torch.autograd.Function):
+    # sum over t of (x[:, t+1] - x[:, t])² per row; the left pixel's share added with += not -=
+    @staticmethod
+    def forward(ctx, x):
+        d = x[:, 1:] - x[:, :-1]
+        ctx.save_for_backward(d)
+        ctx.shape = x.shape
+        return (d * d).sum(1)
+
+    @staticmethod
+    def backward(ctx, g):
+        d, = ctx.saved_tensors
+        grad = torch.zeros(ctx.shape, dtype=g.dtype)
+        share = 2 * g.unsqueeze(1) * d
+        grad[:, 1:] += share
+        grad[:, :-1] += share
+        return grad
+"""
+
+
+@BOTH
+def test_an_augmented_assignment_with_the_wrong_sign_is_a_term_sign(tmp_path, backend):
+    module, path = _module(tmp_path, backend, SMOOTHNESS, "smoothness")
+    findings = _findings(module.SmoothnessPenalty, (_tensor(module, np.random.default_rng(64).standard_normal((2, 5))),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
+    assert findings[0].params["source"]["line"] == _line(path, "grad[:, :-1] += share")
+    assert "`+=` where `-=` is needed" in findings[0].message
+
+
+DERIVATIVE_FILTER = """
+KERNEL = torch.tensor([[[-1.0, 0.0, 1.0]]], dtype=torch.float64)
+
+
+class DerivativeFilter(torch.autograd.Function):
+    # y = x ⋆ [-1, 0, 1] (a correlation); its adjoint needs the kernel flipped, and unflipped the
+    # antisymmetric kernel gives exactly minus the gradient
+    @staticmethod
+    def forward(ctx, x):
+        return F.conv1d(x, KERNEL, padding=1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return F.conv1d(g, KERNEL, padding=1)
+"""
+
+
+def test_an_antisymmetric_kernel_not_flipped_is_a_missing_flip_not_a_sign(tmp_path):
+    module, path = _module(tmp_path, "torch", DERIVATIVE_FILTER, "derivative_filter")
+    findings = _findings(module.DerivativeFilter, (_tensor(module, np.random.default_rng(65).standard_normal((2, 1, 6))),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_flip")], findings
+    assert findings[0].params["flipped"] is False and findings[0].params["dims"] == [-1]
+    assert findings[0].params["source"]["line"] == _line(path, "return F.conv1d(g, KERNEL")
+
+
+ROWS = """
+class RowOuterProducts(torch.autograd.Function):
+    # out[r] = x[r] @ W; W's gradient is the sum over rows of outer(x[r], g[r]); the loop assigns it
+    @staticmethod
+    def forward(ctx, x, W):
+        ctx.save_for_backward(x, W)
+        return x @ W
+
+    @staticmethod
+    def backward(ctx, g):
+        x, W = ctx.saved_tensors
+        grad_W = torch.zeros_like(W)
+        for r in range(x.shape[0]):
+            grad_W = torch.outer(x[r], g[r])
+        return g @ W.T, grad_W
+"""
+
+
+@BOTH
+def test_a_loops_running_sum_assigned_is_not_accumulated(tmp_path, backend):
+    module, path = _module(tmp_path, backend, ROWS, "rows")
+    rng = np.random.default_rng(66)
+    findings = _findings(module.RowOuterProducts, (_tensor(module, rng.standard_normal((3, 2))),
+                                                   _tensor(module, rng.standard_normal((2, 4)))))
+    assert [(f.input, f.kind) for f in findings] == [(1, "not_accumulated")], findings
+    assert findings[0].params["loop"] is True
+    assert findings[0].params["source"]["line"] == _line(path, "grad_W = torch.outer(")
+    assert "keeps only the last step of a loop's sum" in findings[0].message
+
+
+BAG = """
+class EmbeddingBagSum(torch.autograd.Function):
+    # out[b] = sum_k table[ids[b, k]]; backward's read-modify-write keeps one write per repeated id
+    @staticmethod
+    def forward(ctx, table, ids):
+        ctx.save_for_backward(ids)
+        ctx.rows = table.shape[0]
+        return table[ids].sum(1)
+
+    @staticmethod
+    def backward(ctx, g):
+        ids, = ctx.saved_tensors
+        grad = torch.zeros(ctx.rows, g.shape[1], dtype=g.dtype)
+        for k in range(ids.shape[1]):
+            grad[ids[:, k]] = grad[ids[:, k]] + g
+        return grad, None
+"""
+
+
+@BOTH
+def test_a_read_modify_write_with_repeated_indices_is_not_accumulated(tmp_path, backend):
+    module, path = _module(tmp_path, backend, BAG, "bag")
+    ids = module.torch.tensor([[0, 2], [0, 1], [3, 2]])  # ids 0 and 2 repeat within a column
+    findings = _findings(module.EmbeddingBagSum, (_tensor(module, np.random.default_rng(67).standard_normal((4, 3))), ids))
+    assert [(f.input, f.kind) for f in findings] == [(0, "not_accumulated")], findings
+    assert findings[0].params["source"]["line"] == _line(path, "grad[ids[:, k]] = grad[ids[:, k]] + g")
