@@ -174,6 +174,14 @@ class _Diagnosis:
                 flipped = None
             finding = flipped or finding
         text, location = self._hint(finding, position, name)
+        if finding.kind == "term_sign" and ev is not None and finding.params.get("edit") != "rewrite":
+            try:  # the term read off the gradient statement may be written with its sign earlier (`du*v + u*dv`)
+                edited = rewrites.search(self.probe, self.cls, ev, self.executed, position, kinds=("term_sign",))
+            except Exception:  # noqa: BLE001 -- the finding stands where it is
+                edited = None
+            if edited is not None and (location is None or edited.params["at_line"] != location.get("line")):
+                finding = edited
+                text, location = self._hint(finding, position, name)
         if finding.kind in ("sign", "swapped") and ev is not None and "at_line" not in finding.params:
             try:  # the statements where one negation (or one exchange) makes it right
                 located = rewrites.locate(self.probe, self.cls, ev, finding.kind, self.executed, position)

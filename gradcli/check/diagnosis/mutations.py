@@ -208,9 +208,12 @@ def operand_transposed(ev):
     square operand used untransposed (``dscores @ q``) changes which axes couple, and the single
     transpose that makes it right exactly is the simpler, more specific story. Not grad_output
     itself: `g.sum(1)` where `g.sum(0)` is needed is a dim's story, tried in ``statement_edit``
-    before the transposes — and here too: ``(g * u).sum(2)`` where ``.sum(1)`` is needed is fixed
-    as well by ``.mT.sum(2)``, and the dim is the mistake."""
-    return statement_edit(ev, kinds=("dim", "transpose"), cotangents=False)
+    before the transposes. Where a dim edit fits as well (``(g * u).sum(2)`` where ``.sum(1)`` is
+    needed is fixed too by ``.mT.sum(2)``) the dim is the mistake."""
+    found = statement_edit(ev, kinds=("transpose",), cotangents=False)
+    if found is None:
+        return None
+    return statement_edit(ev, kinds=("dim",), cotangents=False) or found
 
 
 def _edited(ev, kinds, cotangents=True):

@@ -42,8 +42,9 @@ def edits(src, position=None, tensors=None, simplex=None):
     ran = [s for s in statements(tree) if src.ran(s) and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try))]
     in_while = {id(n) for s in ast.walk(tree) if isinstance(s, ast.While) for n in ast.walk(s.test)}
     steps = {s.target.id for s in ast.walk(tree) if isinstance(s, ast.For) and isinstance(s.target, ast.Name)}
-    by_kind = {kind: [] for kind in KIND_ORDER}
+    by_kind = {kind: [] for kind in KIND_ORDER + ("mean_term",)}
     carried = _loop_overwrites(tree)
+    centred = []  # (whether the statement has no reduction, order) of the mean-term edits
 
     def add(kind, stmt, node, words, make, **params):
         by_kind[kind].append(_Edit(kind, stmt, node, words, make, **params))
@@ -95,6 +96,14 @@ def edits(src, position=None, tensors=None, simplex=None):
                 _call_edits(add, stmt, node)
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and steps:
                 _step_edits(add, stmt, node, steps)
+            if node is stmt and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Name) and not isinstance(stmt.value, (ast.Tuple, ast.Constant)):
+                for dim in (-1, 1, 0):  # `dx = g * rstd` where the mean's share `- mean(g * rstd)` is needed
+                    centred.append((not _reduces(stmt.value), len(centred)))
+                    add("mean_term", stmt, stmt.value, f"`{ast.unparse(stmt.value)}` without its mean along dim {dim} "
+                        "subtracted", lambda n, d=dim: ast.BinOp(n, ast.Sub(), ast.Call(
+                            ast.Attribute(n, "mean", ast.Load()), [_const(d)], [ast.keyword("keepdim", ast.Constant(True))])),
+                        term=f"-mean(…, {dim})", mean_term=dim)
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and simplex:
                 _centering_edits(add, stmt, node, simplex)
             elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) and 2 <= len(node.elts) <= 6:
@@ -173,6 +182,12 @@ def edits(src, position=None, tensors=None, simplex=None):
                     add("ignores_grad_output", returned, target, f"`{ast.unparse(target)}` times `{g}`",
                         lambda n, g=g: ast.BinOp(n, ast.Mult(), ast.Name(g, ast.Load())), grad_output=g)
     by_kind["negated_value"].reverse()  # a sign forgotten where the value is last formed, before earlier ones
+    # a mean's term left out: the statement that already subtracts one mean term (LayerNorm's
+    # `gx - xhat * mean(gx * xhat)`) before the others (centring `gx` itself also fits), else the first
+    for _, k in sorted(centred):
+        edit = by_kind["mean_term"][k]
+        edit.kind = "missing_term"
+        by_kind["missing_term"].append(edit)
     return [edit for kind in KIND_ORDER for edit in by_kind[kind]]
 
 
@@ -266,6 +281,12 @@ def _call_edits(add, stmt, call):
             add("transposed", stmt, call, f"einsum operand `{term}` as `{swapped}`",
                 lambda n, s=spec: ast.Call(n.func, [ast.Constant(s)] + n.args[1:], n.keywords),
                 operand=term, expected=swapped)
+
+
+def _reduces(node):
+    """Whether the expression calls a mean or a sum."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("mean", "sum")
+               for n in ast.walk(node))
 
 
 def _loop_overwrites(tree):

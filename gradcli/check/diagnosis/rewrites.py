@@ -94,8 +94,24 @@ def locate(probe, cls, ev, kind, executed=None, position=None):
     search(probe, cls, ev, executed, position, kinds=kinds, collect=found)
     if not found:
         return None
+    negated = _negated_in_forward(cls)
+    recomputed = [f for f in found if f.kind == "negated_value" and f.params.get("term") in negated]
+    if recomputed and all(f.kind == "negated_value" for f in found):
+        # forward's `-(expr)` recomputed in backward as `expr`: the minus was lost there
+        return recomputed[0].params["at_line"], {f.params["at_line"] for f in found}, True
     written = found[0].kind != "negated_value"  # a sign (or an exchange) written in a statement
     return found[0].params["at_line"], {f.params["at_line"] for f in found}, written
+
+
+def _negated_in_forward(cls):
+    """The expressions forward writes negated (``-(i - j).abs()``), as code."""
+    try:
+        src = forward_source(cls)
+    except Exception:  # noqa: BLE001 -- no forward to read
+        return set()
+    if src is None:
+        return set()
+    return {ast.unparse(n.operand) for n in ast.walk(src.tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
 
 
 def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None, collect=None):
@@ -332,6 +348,11 @@ def _finding(ev, edit, src, masks=frozenset()):
             message = (f"backward for input {name} applies the softmax Jacobian of `{p}` without its centering "
                        f"term −{p}·Σ({p}·…): {words}")
             params.update(variant="softmax_centering")
+        elif kind == "missing_term" and "mean_term" in params:
+            dim = params["mean_term"]
+            advice = f"subtract its mean along dim {dim} (the part of the gradient through a mean)"
+            message = f"backward for input {name} leaves out the term through a mean along dim {dim}: {words}"
+            params.update(variant="mean", dim=dim)
         elif kind == "missing_term":
             params.update(coefficient=-1.0, variant="extra")
     params["advice"] = advice
