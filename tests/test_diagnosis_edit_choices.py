@@ -13,7 +13,15 @@ torch``. Covered here:
 - a correlation's antisymmetric kernel not flipped negates the gradient: ``missing_flip``, not
   ``sign``;
 - ``g = v`` in a loop where the loop's sum needs ``g += v``, and ``g[i] = g[i] + v`` with repeated
-  indices, are ``not_accumulated``.
+  indices, are ``not_accumulated``;
+- a mean's term left out (``v − v.mean(d)``) is a ``missing_term`` at the statement that already
+  subtracts one mean term; a term's sign is named where the sign is written (the quotient rule's
+  ``+``), a whole sign where backward recomputes forward's ``-(expr)`` without its minus;
+- ``sign(pred)`` where ``sign(pred - target)`` is needed, and ``h_t`` where ``h_{t-1}`` is needed,
+  are ``wrong_variable``; a comparison with 0 where forward's number argument (a margin) is the
+  bound is a ``region``; so are the wrong elements that are every column but the target's, or one
+  side of a mask input;
+- ``2·A·x`` for a general A needs A's symmetric part: ``transposed``.
 """
 from __future__ import annotations
 
@@ -252,3 +260,260 @@ def test_a_read_modify_write_with_repeated_indices_is_not_accumulated(tmp_path, 
     findings = _findings(module.EmbeddingBagSum, (_tensor(module, np.random.default_rng(67).standard_normal((4, 3))), ids))
     assert [(f.input, f.kind) for f in findings] == [(0, "not_accumulated")], findings
     assert findings[0].params["source"]["line"] == _line(path, "grad[ids[:, k]] = grad[ids[:, k]] + g")
+
+
+LAYER_NORM = """
+class LayerNormNoMeanTerm(torch.autograd.Function):
+    # (x - mean) / std over the last dim, times w; dx keeps the x̂ term but drops -mean(g·w)
+    @staticmethod
+    def forward(ctx, x, w):
+        mean = x.mean(-1, keepdim=True)
+        rstd = (((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5) ** -0.5
+        xhat = (x - mean) * rstd
+        ctx.save_for_backward(xhat, rstd, w)
+        return xhat * w
+
+    @staticmethod
+    def backward(ctx, g):
+        xhat, rstd, w = ctx.saved_tensors
+        gw = g * w
+        dx = rstd * (gw - xhat * (gw * xhat).mean(-1, keepdim=True))
+        return dx, (g * xhat).sum(0)
+"""
+
+
+@BOTH
+def test_a_means_term_left_out_is_a_missing_term_at_the_statement_that_subtracts_the_other(tmp_path, backend):
+    module, path = _module(tmp_path, backend, LAYER_NORM, "layer_norm")
+    rng = np.random.default_rng(68)
+    findings = _findings(module.LayerNormNoMeanTerm, (_tensor(module, rng.standard_normal((3, 4))),
+                                                      _tensor(module, rng.uniform(0.5, 1.5, 4))))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    assert (findings[0].params["variant"], findings[0].params["dim"]) == ("mean", -1)
+    # centring `gw` also fits (x̂ has mean 0); the statement that already subtracts a mean is named
+    assert findings[0].params["source"]["line"] == _line(path, "dx = rstd * (gw - xhat")
+
+
+QUOTIENT = """
+class SquaredRatio(torch.autograd.Function):
+    # x² / (1 + x²); the quotient rule written with + between its terms
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x / (1 + x * x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        u, v = x * x, 1 + x * x
+        du = dv = 2 * x
+        d_ratio = (du * v + u * dv) / (v * v)
+        return g * d_ratio
+"""
+
+
+@BOTH
+def test_a_terms_sign_is_located_where_the_sign_is_written(tmp_path, backend):
+    module, path = _module(tmp_path, backend, QUOTIENT, "quotient")
+    findings = _findings(module.SquaredRatio, (_tensor(module, np.random.default_rng(69).uniform(0.3, 2, 5)),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "term_sign")], findings
+    assert findings[0].params["source"]["line"] == _line(path, "d_ratio = (du * v + u * dv)")
+
+
+DISTANCE_BIAS = """
+class DistancePenalty(torch.autograd.Function):
+    # x + s * (-|i - 2|) along the last dim; backward rebuilds the distance without forward's minus
+    @staticmethod
+    def forward(ctx, x, s):
+        pos = torch.arange(x.shape[-1], dtype=x.dtype)
+        penalty = -(pos - 2.0).abs()
+        ctx.length = x.shape[-1]
+        return x + s * penalty
+
+    @staticmethod
+    def backward(ctx, g):
+        pos = torch.arange(ctx.length, dtype=g.dtype)
+        penalty = (pos - 2.0).abs()
+        grad_s = (g * penalty).sum().reshape(1)
+        return g, grad_s
+"""
+
+
+@BOTH
+def test_a_sign_is_located_where_backward_recomputes_forwards_negated_expression(tmp_path, backend):
+    module, path = _module(tmp_path, backend, DISTANCE_BIAS, "distance_bias")
+    rng = np.random.default_rng(70)
+    findings = _findings(module.DistancePenalty, (_tensor(module, rng.standard_normal((2, 5))),
+                                                  _tensor(module, [0.7])))
+    assert [(f.input, f.kind) for f in findings] == [(1, "sign")], findings
+    assert findings[0].params["source"]["line"] == _line(path, "penalty = (pos - 2.0).abs()")
+
+
+ABSOLUTE = """
+class AbsoluteError(torch.autograd.Function):
+    # |pred - target|; the direction read off pred alone
+    @staticmethod
+    def forward(ctx, pred, target):
+        ctx.save_for_backward(pred, target)
+        return (pred - target).abs()
+
+    @staticmethod
+    def backward(ctx, g):
+        pred, target = ctx.saved_tensors
+        direction = torch.sign(pred)
+        return g * direction, -g * torch.sign(pred - target)
+"""
+
+
+@BOTH
+def test_an_input_read_where_its_difference_with_another_is_needed_is_a_wrong_variable(tmp_path, backend):
+    module, path = _module(tmp_path, backend, ABSOLUTE, "absolute")
+    pred = _tensor(module, [0.5, -0.4, 1.2, -1.5, 0.2, 0.9])
+    target = _tensor(module, [1.0, -1.0, 0.3, -0.5, -0.6, 1.4])  # sign(pred) ≠ sign(pred − target) at 4 of 6
+    findings = _findings(module.AbsoluteError, (pred, target))
+    assert [(f.input, f.kind) for f in findings] == [(0, "wrong_variable")], findings
+    assert (findings[0].params["used"], findings[0].params["needed"]) == ("pred", "pred - target")
+    assert findings[0].params["source"]["line"] == _line(path, "direction = torch.sign(pred)")
+
+
+HINGE_MARGIN = """
+class MarginHinge(torch.autograd.Function):
+    # sum relu(margin - y * x); backward's active set compares with 0: margin was never saved
+    @staticmethod
+    def forward(ctx, x, y, margin):
+        ctx.save_for_backward(x, y)
+        return torch.relu(margin - y * x).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        active = (y * x < 0).to(x.dtype)
+        return -g * y * active, None, None
+"""
+
+
+@BOTH
+def test_a_bound_forward_was_given_as_a_number_is_a_region_edit(tmp_path, backend):
+    module, path = _module(tmp_path, backend, HINGE_MARGIN, "hinge_margin")
+    x = _tensor(module, [0.5, -0.2, 0.1, 1.2, -0.8, 0.3])
+    y = module.torch.tensor([1.0, 1.0, 1.0, 1.0, -1.0, -1.0], dtype=module.torch.float64)
+    findings = _findings(module.MarginHinge, (x, y, 0.4))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    assert (findings[0].params["threshold"], findings[0].params["expected"]) == ("margin", "y * x < 0.4")
+    assert findings[0].params["source"]["line"] == _line(path, "active = (y * x < 0)")
+
+
+TARGET_MARGIN = """
+class TargetScaledLogits(torch.autograd.Function):
+    # the target class's logit doubled; backward doubles every class
+    @staticmethod
+    def forward(ctx, z, target):
+        rows = torch.arange(z.shape[0])
+        out = z.clone()
+        out[rows, target] = 2 * z[rows, target]
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g, None
+"""
+
+
+@BOTH
+def test_wrong_on_every_column_but_the_targets_is_a_region_of_the_target(tmp_path, backend):
+    module, path = _module(tmp_path, backend, TARGET_MARGIN, "target_margin")
+    target = module.torch.tensor([0, 2, 1, 0])
+    findings = _findings(module.TargetScaledLogits, (_tensor(module, np.random.default_rng(71).standard_normal((4, 3))),
+                                                     target))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    assert findings[0].params["description"] == "every column but the target one"
+    assert findings[0].params["count"] == 8 and findings[0].params["within"] == "scale"
+
+
+SCAN = """
+class GatedScan(torch.autograd.Function):
+    # h_t = a_t * h_{t-1} + x_t along dim 0 (h_{-1} = 0); the gate's gradient reads h_t, not h_{t-1}
+    @staticmethod
+    def forward(ctx, a, x):
+        states, h = [], x[0] * 0
+        for t in range(x.shape[0]):
+            h = a[t] * h + x[t]
+            states.append(h)
+        states = torch.stack(states)
+        ctx.save_for_backward(a, states)
+        return states
+
+    @staticmethod
+    def backward(ctx, g):
+        a, states = ctx.saved_tensors
+        adj = g.clone()
+        for t in range(a.shape[0] - 2, -1, -1):
+            adj[t] = adj[t] + a[t + 1] * adj[t + 1]
+        grad_a = adj * states
+        return grad_a, adj
+"""
+
+
+@BOTH
+def test_a_state_read_where_the_previous_one_is_needed_is_a_wrong_variable(tmp_path, backend):
+    module, path = _module(tmp_path, backend, SCAN, "scan")
+    rng = np.random.default_rng(72)
+    findings = _findings(module.GatedScan, (_tensor(module, rng.uniform(0.2, 0.9, (4, 2))),
+                                            _tensor(module, rng.standard_normal((4, 2)))))
+    assert [(f.input, f.kind) for f in findings] == [(0, "wrong_variable")], findings
+    assert findings[0].params["step"] == -1 and "dim 0" in findings[0].params["needed"]
+    assert findings[0].params["source"]["line"] == _line(path, "grad_a = adj * states")
+
+
+MASKED_MEAN = """
+class MaskedMeanOverTime(torch.autograd.Function):
+    # (N, C, L) averaged over the kept steps of a (N, L) mask; backward spreads to every step
+    @staticmethod
+    def forward(ctx, x, mask):
+        keep = mask.to(x.dtype)
+        ctx.count = keep.sum(1, keepdim=True)
+        ctx.length = x.shape[-1]
+        return (x * keep.unsqueeze(1)).sum(-1) / ctx.count
+
+    @staticmethod
+    def backward(ctx, g):
+        share = g / ctx.count
+        return share.unsqueeze(-1).expand(-1, -1, ctx.length) * 1.0, None
+"""
+
+
+@BOTH
+def test_a_mask_input_backward_forgets_is_a_region_of_the_mask(tmp_path, backend):
+    module, path = _module(tmp_path, backend, MASKED_MEAN, "masked_mean")
+    mask = module.torch.tensor([[True, True, False, True], [True, False, False, True]])
+    findings = _findings(module.MaskedMeanOverTime, (_tensor(module, np.random.default_rng(73).standard_normal((2, 3, 4))),
+                                                     mask))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    assert findings[0].params["description"] == "mask is False" and findings[0].params["count"] == 9
+
+
+QUADRATIC = """
+class QuadraticForm(torch.autograd.Function):
+    # q = xᵀAx per row for a general A; backward uses 2Ax, right only for a symmetric A
+    @staticmethod
+    def forward(ctx, x, A):
+        ctx.save_for_backward(x, A)
+        return ((x @ A) * x).sum(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, A = ctx.saved_tensors
+        grad_x = 2 * g.unsqueeze(-1) * (x @ A)
+        return grad_x, x.T @ (g.unsqueeze(-1) * x)
+"""
+
+
+@BOTH
+def test_twice_a_x_for_a_general_a_needs_its_symmetric_part_a_transposed(tmp_path, backend):
+    module, path = _module(tmp_path, backend, QUADRATIC, "quadratic")
+    rng = np.random.default_rng(74)
+    findings = _findings(module.QuadraticForm, (_tensor(module, rng.standard_normal((3, 3))),
+                                                _tensor(module, rng.standard_normal((3, 3)))))
+    assert [(f.input, f.kind) for f in findings] == [(0, "transposed")], findings
+    assert findings[0].params["symmetric"] is True and findings[0].params["operand"] == "A"
+    assert findings[0].params["source"]["line"] == _line(path, "grad_x = 2 * g.unsqueeze(-1) * (x @ A)")

@@ -173,6 +173,7 @@ def region(ev: Evidence):
         if other.values is not None and other.values.shape == tuple(ev.shape):
             variables.append((other.name, np.asarray(other.values, dtype=float), False))
     compared = [v for v in variables if v[0] != "the output"]  # x < y between inputs only
+    held = set()  # backward's own tensors: one of many names, so a threshold on one needs more elements
     for name, z in (ev.backward_names() or []) if ev.backward_names is not None else ():
         # a tensor backward reads (a saved residual d = pred − target), after the inputs and
         # before the output (which any branch on d also orders): a branch on |d| is a region of
@@ -182,6 +183,7 @@ def region(ev: Evidence):
         if z.shape == tuple(ev.shape) and len(np.unique(z)) > 2 and not np.all(z == np.round(z)) and not any(
                 np.array_equal(z, v) for _, v, _ in variables):
             variables.append((name, z, False))
+            held.add(name)
     if len(ev.outputs) == 1 and ev.outputs[0].shape == tuple(ev.shape) and not any(
             np.array_equal(ev.outputs[0], v) for _, v, _ in variables[len(compared):]):
         variables.append(("the output", ev.outputs[0], False))
@@ -192,6 +194,9 @@ def region(ev: Evidence):
     # among few elements no value's threshold is evidence of it
     value_evidence = balanced or n_wrong + n_right >= MIN_LONE_VALUE_SPLIT
     for name, z, own in variables if value_evidence else ():
+        small = wi if n_wrong <= n_right else ~wi
+        if name in held and min(n_wrong, n_right) < 3 and len(np.unique(z[info][small])) < 2:
+            continue  # `weights < 1`, right on two saturated elements (== 1) of a softmax: no threshold's evidence
         for description, nice in _value_predicates(name, z, wrong, info):
             if nice:
                 matches.append((description, (0.9 if own else 0.85) if balanced else 0.8, name))
@@ -204,6 +209,10 @@ def region(ev: Evidence):
         # a per-row integer input (a class target): the rows of one value, or of the negative
         # values (an ignore_index such as -100), not a threshold between class ids
         sets = [(f"{name} < 0", z < 0)] + [(f"{name} == {int(v)}", z == v) for v in np.unique(z)]
+        if len(ev.shape) == 2 and np.all(z == z[:, :1]) and 0 <= z.min() and z.max() < ev.shape[1]:
+            # a class target per row: its column (a margin added there only), or every other column
+            column = np.arange(ev.shape[1])[None, :] == z[:, :1]
+            sets += [(f"the {name} column", column), (f"every column but the {name} one", ~column)]
         for description, mask in sets:
             if mask.any() and not mask.all() and np.array_equal(mask[info], wi):
                 confidence = 0.85 if balanced else 0.8
@@ -276,7 +285,7 @@ def _where(description: str) -> str:
         return description
     if description == "the diagonal":
         return "on the diagonal"
-    if description.endswith(("row", "column")):
+    if description.endswith(("row", "column")) or description.startswith("every column"):
         return f"in {description}"
     if description.endswith("element"):
         return f"at {description}"

@@ -24,7 +24,7 @@ class _Edit:
         self.kind, self.stmt, self.node, self.words, self.make, self.params = kind, stmt, node, words, make, params
 
 
-def edits(src, position=None, tensors=None, simplex=None):
+def edits(src, position=None, tensors=None, simplex=None, scalars=()):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -44,6 +44,8 @@ def edits(src, position=None, tensors=None, simplex=None):
     steps = {s.target.id for s in ast.walk(tree) if isinstance(s, ast.For) and isinstance(s.target, ast.Name)}
     by_kind = {kind: [] for kind in KIND_ORDER + ("mean_term",)}
     carried = _loop_overwrites(tree)
+    saved = _saved_names(tree, ctx_name)
+    looped = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(tree))
     centred = []  # (whether the statement has no reduction, order) of the mean-term edits
 
     def add(kind, stmt, node, words, make, **params):
@@ -91,7 +93,7 @@ def edits(src, position=None, tensors=None, simplex=None):
                     add("region", stmt, node, f"`{ast.unparse(node)}` with {SYMBOLS[other]}",
                         lambda n, o=other: ast.Compare(n.left, [o()], n.comparators),
                         comparison=SYMBOLS[type(node.ops[0])], expected=SYMBOLS[other])
-                _threshold_edits(add, stmt, node, bound, functions, grads)
+                _threshold_edits(add, stmt, node, bound, functions, grads, scalars)
             elif isinstance(node, ast.Call):
                 _call_edits(add, stmt, node)
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and steps:
@@ -150,6 +152,16 @@ def edits(src, position=None, tensors=None, simplex=None):
                             and bound[other] < node.lineno and (other, id(node)) not in receivers:
                         add("wrong_variable", stmt, node, f"`{node.id}` where `{other}` is needed",
                             lambda n, o=other: ast.Name(o, ast.Load()), used=node.id, needed=other)
+                if node.id in saved and looped:
+                    for dim in (0, 1):  # a recurrence's gate times h_t where h_{t-1} is needed
+                        add("wrong_variable", stmt, node, f"`{node.id}` where the previous step's (`{node.id}` shifted "
+                            f"by one along dim {dim}, zero first) is needed", lambda n, d=dim: _previous_step(n, d),
+                            used=node.id, needed=f"{node.id} one step back along dim {dim}", step=-1)
+                for other in saved if node.id in saved else ():  # sign(pred) where sign(pred - target) is meant
+                    if other != node.id:
+                        add("wrong_variable", stmt, node, f"`{node.id}` where the difference `{node.id} - {other}` "
+                            "is needed", lambda n, o=other: ast.BinOp(n, ast.Sub(), ast.Name(o, ast.Load())),
+                            used=node.id, needed=f"{node.id} - {other}")
                 for attr in ctx_attrs:
                     add("wrong_variable", stmt, node, f"`{node.id}` where `{ctx_name}.{attr}` is needed",
                         lambda n, a=attr: ast.Attribute(ast.Name(ctx_name, ast.Load()), a, ast.Load()),
@@ -191,7 +203,7 @@ def edits(src, position=None, tensors=None, simplex=None):
     return [edit for kind in KIND_ORDER for edit in by_kind[kind]]
 
 
-def _threshold_edits(add, stmt, compare, bound, functions, grads):
+def _threshold_edits(add, stmt, compare, bound, functions, grads, scalars=()):
     """``pred < 0`` where ``pred < target`` is meant: a comparison's constant side read as one of
     backward's tensors (the branch chosen by the wrong quantity's sign) — a ``region``. And
     ``s > 0`` where ``s.sign()`` is meant: |s|'s derivative taken as a ReLU's step (the other side
@@ -217,6 +229,18 @@ def _threshold_edits(add, stmt, compare, bound, functions, grads):
                 add("region", stmt, compare, f"`{code}` with the bound {moved} instead of {_int(constant)}",
                     shifted, comparison=code, expected=ast.unparse(shifted(copy.deepcopy(compare))),
                     threshold=str(moved))
+        for name, number in scalars:  # `s < 0` where forward's margin is the bound: it was never saved
+            if number == _int(constant) or isinstance(constant, ast.Constant) and constant.value == number:
+                continue
+            code = ast.unparse(compare)
+
+            def literal(n, v=number, side=side):
+                value = _const(v) if isinstance(v, int) else (ast.Constant(v) if v >= 0 else
+                                                              ast.UnaryOp(ast.USub(), ast.Constant(-v)))
+                return ast.Compare(value, n.ops, n.comparators) if side == "left" else ast.Compare(n.left, n.ops, [value])
+            add("region", stmt, compare, f"`{code}` compared with {ast.unparse(constant)} where forward's `{name}` "
+                f"({number}) is needed", literal, comparison=code, expected=ast.unparse(literal(copy.deepcopy(compare))),
+                threshold=name)
         for other in bound:
             if other in functions or other in grads or bound[other] >= compare.lineno:
                 continue
@@ -281,6 +305,24 @@ def _call_edits(add, stmt, call):
             add("transposed", stmt, call, f"einsum operand `{term}` as `{swapped}`",
                 lambda n, s=spec: ast.Call(n.func, [ast.Constant(s)] + n.args[1:], n.keywords),
                 operand=term, expected=swapped)
+
+
+def _previous_step(node, dim):
+    """``torch.cat([node[:1] * 0, node[:-1]], dim)`` along ``dim`` (0 or 1): the state one step back."""
+    def part(s):
+        index = s if dim == 0 else ast.Tuple([ast.Slice(), s], ast.Load())
+        return ast.Subscript(copy.deepcopy(node), index, ast.Load())
+    first = ast.BinOp(part(ast.Slice(None, ast.Constant(1))), ast.Mult(), ast.Constant(0))
+    rest = part(ast.Slice(None, _const(-1)))
+    return ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), "cat", ast.Load()),
+                    [ast.List([first, rest], ast.Load()), ast.Constant(dim)], [])
+
+
+def _saved_names(tree, ctx_name):
+    """The names backward unpacks from ``ctx.saved_tensors`` (``pred, target = ctx.saved_tensors``)."""
+    return {e.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute)
+            and n.value.attr == "saved_tensors" and isinstance(n.value.value, ast.Name) and n.value.value.id == ctx_name
+            for t in n.targets if isinstance(t, (ast.Tuple, ast.List)) for e in t.elts if isinstance(e, ast.Name)}
 
 
 def _reduces(node):

@@ -103,6 +103,20 @@ def locate(probe, cls, ev, kind, executed=None, position=None):
     return found[0].params["at_line"], {f.params["at_line"] for f in found}, written
 
 
+def _scalars(probe):
+    """(name, value) of forward's plain-number arguments (a margin of 0.3 backward never sees)."""
+    from gradcli.check.diagnosis.probe import parameter_name
+
+    found = []
+    for i, arg in enumerate(getattr(probe, "args", ())):
+        if isinstance(arg, float) or isinstance(arg, int) and not isinstance(arg, bool):
+            try:
+                found.append((parameter_name(probe.fn, i), arg))
+            except Exception:  # noqa: BLE001 -- an unnamed argument
+                continue
+    return found[:4]
+
+
 def _negated_in_forward(cls):
     """The expressions forward writes negated (``-(i - j).abs()``), as code."""
     try:
@@ -135,7 +149,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
         if saves and role != "forward":
             continue
         found = forward_edits(src) if role == "forward" else edits(src, role, tensors if role is not None else None,
-                                                                   simplex_names(recorded) if role is not None else {})
+                                                                   simplex_names(recorded) if role is not None else {},
+                                                                   _scalars(probe) if role is not None else ())
         candidates.extend((edit, target) for edit in found if kinds is None and edit.kind not in LOCATING
                           or kinds is not None and edit.kind in kinds)
     candidates.sort(key=lambda c: KIND_ORDER.index(c[0].kind))  # stable: backward's edits first within a kind
