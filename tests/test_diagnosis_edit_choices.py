@@ -21,7 +21,10 @@ torch``. Covered here:
   are ``wrong_variable``; a comparison with 0 where forward's number argument (a margin) is the
   bound is a ``region``; so are the wrong elements that are every column but the target's, or one
   side of a mask input;
-- ``2·A·x`` for a general A needs A's symmetric part: ``transposed``.
+- ``2·A·x`` for a general A needs A's symmetric part: ``transposed``;
+- a weight matrix formed the wrong way round (``cols @ gᵀ`` summed over the batch, then reshaped)
+  and a permute with two dims exchanged are ``transposed``; a batched result reshaped where it
+  needs a transpose back stays a ``missing_reshape``.
 """
 from __future__ import annotations
 
@@ -517,3 +520,88 @@ def test_twice_a_x_for_a_general_a_needs_its_symmetric_part_a_transposed(tmp_pat
     assert [(f.input, f.kind) for f in findings] == [(0, "transposed")], findings
     assert findings[0].params["symmetric"] is True and findings[0].params["operand"] == "A"
     assert findings[0].params["source"]["line"] == _line(path, "grad_x = 2 * g.unsqueeze(-1) * (x @ A)")
+
+
+PATCH_WEIGHT = """
+class PatchProjection(torch.autograd.Function):
+    # out[n] = w @ cols[n] for unfolded patches cols (N, K, L); w's gradient formed as (K, O)
+    # (cols @ gᵀ summed over the batch) and reshaped to (O, K) without its transpose
+    @staticmethod
+    def forward(ctx, cols, w):
+        ctx.save_for_backward(cols, w)
+        return w @ cols
+
+    @staticmethod
+    def backward(ctx, g):
+        cols, w = ctx.saved_tensors
+        grad_w = (cols @ g.mT).sum(0).reshape(w.shape)
+        return w.T @ g, grad_w
+"""
+
+
+@BOTH
+def test_a_weight_matrix_formed_the_wrong_way_round_is_transposed_though_reshaped_after(tmp_path, backend):
+    module, path = _module(tmp_path, backend, PATCH_WEIGHT, "patch_weight")
+    rng = np.random.default_rng(75)
+    findings = _findings(module.PatchProjection, (_tensor(module, rng.standard_normal((2, 4, 5))),
+                                                  _tensor(module, rng.standard_normal((3, 4)))))
+    assert [(f.input, f.kind) for f in findings] == [(1, "transposed")], findings
+    assert findings[0].params["product"] is True and findings[0].params["matrix"] is True
+    assert findings[0].params["source"]["line"] == _line(path, "grad_w = (cols @ g.mT).sum(0)")
+
+
+SUBPIXEL = """
+R = 2
+
+
+class SubpixelShuffle1d(torch.autograd.Function):
+    # (N, C*R, L) -> (N, C, L*R): the R sub-positions interleaved; backward permutes with two dims
+    # exchanged
+    @staticmethod
+    def forward(ctx, x):
+        n, cr, length = x.shape
+        return x.view(n, cr // R, R, length).permute(0, 1, 3, 2).reshape(n, cr // R, length * R)
+
+    @staticmethod
+    def backward(ctx, g):
+        n, c, lr = g.shape
+        blocks = g.view(n, c, lr // R, R).permute(0, 2, 3, 1)
+        return blocks.reshape(n, c * R, lr // R)
+"""
+
+
+@BOTH
+def test_a_permute_with_two_dims_exchanged_is_transposed(tmp_path, backend):
+    module, path = _module(tmp_path, backend, SUBPIXEL, "subpixel")
+    findings = _findings(module.SubpixelShuffle1d, (_tensor(module, np.random.default_rng(76).standard_normal((1, 6, 3))),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "transposed")], findings
+    assert findings[0].params["permute"] is True and findings[0].params["expected"] == "permute(0, 1, 3, 2)"
+    assert findings[0].params["source"]["line"] == _line(path, "blocks = g.view(")
+
+
+CHANNELS_LAST = """
+class ChannelsLastProjection(torch.autograd.Function):
+    # (N, C, L) -> (N, L, C) @ w -> (N, D, L); x's gradient (N, L, C) reshaped where it needs the
+    # transpose back
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return (x.transpose(1, 2) @ w).transpose(1, 2)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        gt = g.transpose(1, 2)
+        grad_x = (gt @ w.T).reshape(x.shape)
+        return grad_x, (x @ gt).sum(0)
+"""
+
+
+@BOTH
+def test_a_batched_result_reshaped_where_it_needs_a_transpose_back_is_a_missing_reshape(tmp_path, backend):
+    module, path = _module(tmp_path, backend, CHANNELS_LAST, "channels_last")
+    rng = np.random.default_rng(77)
+    findings = _findings(module.ChannelsLastProjection, (_tensor(module, rng.standard_normal((2, 3, 4))),
+                                                         _tensor(module, rng.standard_normal((3, 5)))))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_reshape")], findings
+    assert findings[0].params["source"]["line"] == _line(path, "grad_x = (gt @ w.T).reshape(x.shape)")

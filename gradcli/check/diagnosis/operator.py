@@ -273,6 +273,12 @@ def missing_reshape(ev):
         what = ("reads grad_output in the wrong layout" if side == "grad_output"
                 else "lays its result out in the wrong order")
         extra = f" (a ({layout[0]}, {layout[1]}) array read transposed)" if layout else ""
+        edited = ev.rewrites() if getattr(ev, "rewrites", None) is not None else None
+        if edited is not None and edited.kind == "transposed" and (edited.params.get("permute") or
+                                                                    edited.params.get("matrix")):
+            # a matrix formed the wrong way round (`cols @ gᵀ` summed over the batch, an einsum's
+            # 2-D output) or a permute's two dims exchanged: a transpose, not a layout left unpermuted
+            return edited
         if layout and layout[0] == layout[1] and side == "result":
             # a square block read transposed needs no reshape: it is the transpose of a product
             # (`cols @ gy.mT` for `gy @ cols.mT`), however it is laid out after

@@ -144,7 +144,10 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=()):
                     operand=code, symmetric=True)
             if _matmul_operands(node):  # the product itself the wrong way round: cols @ gyᵀ for gy @ colsᵀ
                 code = ast.unparse(node)
-                add("transposed", stmt, node, f"`{code}` transposed", _transposed, operand=code, product=True)
+                summed = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "sum"
+                             and n.func.value is node for n in ast.walk(stmt))  # a batch of them summed: a matrix
+                add("transposed", stmt, node, f"`{code}` transposed", _transposed, operand=code, product=True,
+                    matrix=summed)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound \
                     and node.id not in functions:
                 for other in bound:
@@ -300,11 +303,21 @@ def _call_edits(add, stmt, call):
             flipped=True, operand=ast.unparse(call.func.value))
     if name in ("reshape", "view") and method:
         _regrouping_edits(add, stmt, call)
+    if name == "permute" and method and 3 <= len(call.args) <= 6 and all(_int(a) is not None for a in call.args):
+        dims = [_int(a) for a in call.args]
+        for a in range(len(dims)):  # the inverse permutation with two of its dims exchanged
+            for b in range(a + 1, len(dims)):
+                order = list(dims)
+                order[a], order[b] = order[b], order[a]
+                add("transposed", stmt, call, f"`{ast.unparse(call)}` with dims {dims[a]} and {dims[b]} exchanged",
+                    lambda n, o=order: ast.Call(n.func, [_const(d) for d in o], n.keywords),
+                    operand=ast.unparse(call), expected=f"permute({', '.join(map(str, order))})", permute=True)
     if name == "einsum" and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
         for spec, term, swapped in _einsum_swaps(call.args[0].value):
             add("transposed", stmt, call, f"einsum operand `{term}` as `{swapped}`",
                 lambda n, s=spec: ast.Call(n.func, [ast.Constant(s)] + n.args[1:], n.keywords),
-                operand=term, expected=swapped)
+                operand=term, expected=swapped,
+                matrix=term == call.args[0].value.replace(" ", "").split("->")[1] and len(term) == 2)
 
 
 def _previous_step(node, dim):

@@ -174,7 +174,7 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
         with installer(mutant), _Deadline(mutant.__code__, allowed):
             fits = _fits(probe, ev, right)
         if fits and edit.params.get("product") and not _square(src, func, installer, edit, probe, ev):
-            continue  # a non-square product read transposed is a layout (`missing_reshape`, its own rule)
+            edit.params["square"] = False  # `cols @ gᵀ` for `g @ colsᵀ`, reshaped after: still the product's transpose
         if fits and edit.kind == "not_accumulated" and not edit.params.get("loop") \
                 and not _repeats(src, func, installer, edit, probe, ev):
             continue  # no index repeats: adding to what was there fixes something else
