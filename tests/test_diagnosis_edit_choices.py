@@ -24,7 +24,11 @@ torch``. Covered here:
 - ``2·A·x`` for a general A needs A's symmetric part: ``transposed``;
 - a weight matrix formed the wrong way round (``cols @ gᵀ`` summed over the batch, then reshaped)
   and a permute with two dims exchanged are ``transposed``; a batched result reshaped where it
-  needs a transpose back stays a ``missing_reshape``.
+  needs a transpose back stays a ``missing_reshape``;
+- every dim of a routing statement wrong together (``scatter_(0, i.unsqueeze(0), …)`` on a square
+  input) is a ``wrong_axis``, not a transpose; a slice one position off is a ``region``, and so is a
+  gradient wrong exactly where the function does not depend on the input (a max's losers);
+- a saved tensor's sign dropped (a clip's two sides summed with one sign) is a ``term_sign``.
 """
 from __future__ import annotations
 
@@ -605,3 +609,110 @@ def test_a_batched_result_reshaped_where_it_needs_a_transpose_back_is_a_missing_
                                                          _tensor(module, rng.standard_normal((3, 5)))))
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_reshape")], findings
     assert findings[0].params["source"]["line"] == _line(path, "grad_x = (gt @ w.T).reshape(x.shape)")
+
+
+ROW_MIN = """
+class RowMinRouting(torch.autograd.Function):
+    # min over dim 1 of a square input; the gradient routed with every dim of the scatter at 0
+    @staticmethod
+    def forward(ctx, x):
+        values, index = x.min(dim=1)
+        ctx.save_for_backward(index)
+        ctx.shape = x.shape
+        return values
+
+    @staticmethod
+    def backward(ctx, g):
+        index, = ctx.saved_tensors
+        grad = torch.zeros(ctx.shape, dtype=g.dtype)
+        return grad.scatter_(0, index.unsqueeze(0), g.unsqueeze(0))
+"""
+
+
+@BOTH
+def test_every_dim_of_a_routing_statement_wrong_is_a_wrong_axis_not_a_transpose(tmp_path, backend):
+    module, path = _module(tmp_path, backend, ROW_MIN, "row_min")
+    x = _tensor(module, [[0.3, -1.2, 0.8], [1.5, 0.4, -0.6], [-0.9, 2.0, 0.1]])
+    findings = _findings(module.RowMinRouting, (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "wrong_axis")], findings
+    params = findings[0].params
+    assert (params["every"], params["dims"], params["expected_dims"]) == (True, [0], [1])
+    assert params["source"]["line"] == _line(path, "return grad.scatter_(0,")
+
+
+PAIR_MAX = """
+class PairMaxToBoth(torch.autograd.Function):
+    # max over pairs along the last dim; backward sends the pair's gradient to both elements
+    @staticmethod
+    def forward(ctx, x):
+        return x.reshape(x.shape[0], -1, 2).max(dim=-1).values
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.repeat_interleave(2, dim=1)
+"""
+
+
+@BOTH
+def test_wrong_exactly_where_the_function_does_not_depend_on_the_input_is_a_region(tmp_path, backend):
+    module, path = _module(tmp_path, backend, PAIR_MAX, "pair_max")
+    x = _tensor(module, [[0.3, -1.2, 0.8, 1.9], [1.5, 0.4, -0.6, -0.1], [-0.9, 2.0, 0.1, 0.7]])
+    findings = _findings(module.PairMaxToBoth, (x,))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    assert findings[0].params["description"].startswith("the function does not depend on x")
+    assert (findings[0].params["count"], findings[0].params["total"]) == (6, 12)
+
+
+DIFFERENCES = """
+class NeighbourDifferences(torch.autograd.Function):
+    # y = x[:, 1:] - 0.5 * x[:, :-1]; the left neighbour's share written one position off
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape = x.shape
+        return x[:, 1:] - 0.5 * x[:, :-1]
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = torch.zeros(ctx.shape, dtype=g.dtype)
+        grad[:, 1:] += g
+        grad[:, 1:] -= 0.5 * g
+        return grad
+"""
+
+
+@BOTH
+def test_a_slice_one_position_off_is_a_region(tmp_path, backend):
+    module, path = _module(tmp_path, backend, DIFFERENCES, "differences")
+    findings = _findings(module.NeighbourDifferences, (_tensor(module, np.random.default_rng(78).standard_normal((2, 5))),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "region")], findings
+    params = findings[0].params
+    assert (params["used"], params["needed"], params["slice"]) == ("grad[:, 1:]", "grad[:, :-1]", True)
+    assert params["source"]["line"] == _line(path, "grad[:, 1:] -= 0.5 * g")
+
+
+CLIP_SCALE = """
+class ScaledClip(torch.autograd.Function):
+    # s * clamp(x / s, -1, 1): d/ds is sign(x / s) where clipped; backward sums the clipped side with +
+    @staticmethod
+    def forward(ctx, x, s):
+        u = x / s
+        ctx.save_for_backward(u)
+        return s * u.clamp(-1.0, 1.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        u, = ctx.saved_tensors
+        inside = u.abs() < 1
+        grad_s = (g * (~inside)).sum().reshape(1)
+        return g * inside, grad_s
+"""
+
+
+@BOTH
+def test_a_sign_of_a_saved_tensor_dropped_is_a_term_sign(tmp_path, backend):
+    module, path = _module(tmp_path, backend, CLIP_SCALE, "clip_scale")
+    x = _tensor(module, [2.5, -0.3, -3.1, 0.9, -2.2, 1.7])
+    findings = _findings(module.ScaledClip, (x, _tensor(module, [1.2])))
+    assert [(f.input, f.kind) for f in findings] == [(1, "term_sign")], findings
+    assert findings[0].params["sign_of"] == "u"
+    assert findings[0].params["source"]["line"] == _line(path, "grad_s = (g * (~inside))")

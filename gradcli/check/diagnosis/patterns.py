@@ -255,6 +255,9 @@ def transposed(ev: Evidence):
             if ev.fits(NT, N, E + ET):
                 continue  # symmetric: a transpose changes nothing
             if ev.fits(ev.analytic, NT, ET):
+                edited = ev.rewrites() if getattr(ev, "rewrites", None) is not None else None
+                if edited is not None and edited.kind == "wrong_axis":
+                    return edited  # `scatter_(0, …)` on a square input: the dim, not a transpose of the result
                 return _transposed_finding(ev, {"permutation": list(perm)})
     operand = _transposed_operand(ev)
     if operand is not None:

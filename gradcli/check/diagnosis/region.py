@@ -241,6 +241,13 @@ def region(ev: Evidence):
             if np.array_equal(mask[info], wi):
                 matches.append((description, 0.85, f"{n1},{n2}"))
     if not matches:
+        # the wrong elements are exactly those the function does not depend on (a max's losers, a
+        # padded step): backward gives them a gradient, right everywhere forward reads
+        floor = ev.rho * 1e-3 * max(ev.scale, 1e-300)
+        unused = ~(np.abs(ev.numeric) > floor).any(axis=0)
+        if unused[info].any() and np.array_equal(unused[info], wi) and balanced:
+            matches.append((f"the function does not depend on {ev.name} (its derivative is 0 there)", 0.8, "use"))
+    if not matches:
         return None
     description, confidence, _ = matches[0]
     if len({about for _, _, about in matches}) > 1:

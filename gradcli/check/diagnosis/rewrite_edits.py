@@ -52,6 +52,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=()):
         by_kind[kind].append(_Edit(kind, stmt, node, words, make, **params))
 
     for stmt in ran:
+        _every_dim_edits(add, stmt)
         receivers = _receivers(stmt)
         inside = _nonlinear(stmt)
         value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
@@ -98,6 +99,8 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=()):
                 _call_edits(add, stmt, node)
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and steps:
                 _step_edits(add, stmt, node, steps)
+            if isinstance(node, ast.Subscript):
+                _slice_shift_edits(add, stmt, node)
             if node is stmt and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
                     and isinstance(stmt.targets[0], ast.Name) and not isinstance(stmt.value, (ast.Tuple, ast.Constant)):
                 for dim in (-1, 1, 0):  # `dx = g * rstd` where the mean's share `- mean(g * rstd)` is needed
@@ -182,6 +185,9 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=()):
         if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) or stmt.value is None:
             continue
         for g in [g for g in grads if any(isinstance(n, ast.Name) and n.id == g for n in ast.walk(stmt.value))]:
+            for u in sorted(saved):  # a clip's two sides summed with one sign: sign(u) dropped
+                add("term_sign", stmt, stmt, f"`{g}` where `{g} * {u}.sign()` is needed (the sign of `{u}` dropped)",
+                    lambda n, g=g, u=u: _times_everywhere(n, g, u, sign=True), term=f"the sign of {u}", sign_of=u)
             for u in unread:
                 add("unread_factor", stmt, stmt, f"`{g}` where `{g} * {u}` is needed",
                     lambda n, g=g, u=u: _times_everywhere(n, g, u), used=g, needed=f"{g} * {u}", factor=u)
@@ -329,6 +335,51 @@ def _previous_step(node, dim):
     rest = part(ast.Slice(None, _const(-1)))
     return ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), "cat", ast.Load()),
                     [ast.List([first, rest], ast.Load()), ast.Constant(dim)], [])
+
+
+def _slice_shift_edits(add, stmt, node):
+    """``g[:, :-k]`` where ``g[:, k:]`` is needed, or the reverse: a neighbour's share written to (or
+    read from) the positions one step off."""
+    elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    for k, e in enumerate(elts):
+        if not isinstance(e, ast.Slice) or e.step is not None:
+            continue
+        lower, upper = (_int(e.lower) if e.lower is not None else None), (_int(e.upper) if e.upper is not None else None)
+        if e.lower is None and upper is not None and upper < 0:
+            moved = ast.Slice(_const(-upper), None, None)
+        elif e.upper is None and lower is not None and lower > 0:
+            moved = ast.Slice(None, _const(-lower), None)
+        else:
+            continue
+
+        def make(n, k=k, moved=moved):
+            parts = list(n.slice.elts) if isinstance(n.slice, ast.Tuple) else [n.slice]
+            parts[k] = copy.deepcopy(moved)
+            n.slice = ast.Tuple(parts, ast.Load()) if isinstance(n.slice, ast.Tuple) else parts[0]
+            return n
+        code = ast.unparse(node)
+        needed = ast.unparse(make(copy.deepcopy(node)))
+        add("region", stmt, node, f"`{code}` where `{needed}` is needed (the positions one step off)", make,
+            used=code, needed=needed, slice=True)
+
+
+def _every_dim_edits(add, stmt):
+    """Every literal dim ``d`` of one statement made ``d'`` together: ``scatter_(0, i.unsqueeze(0),
+    g.unsqueeze(0))`` where the reduced dim 1 is needed throughout (a max's routing)."""
+    sites = [(node, value) for call in ast.walk(stmt) if isinstance(call, ast.Call) for node, value in _dim_sites(call)
+             if isinstance(node, ast.Constant)]
+    for value in sorted({v for _, v in sites}):
+        if sum(v == value for _, v in sites) < 2:
+            continue
+        for other in (d for d in OTHER_DIMS if d >= 0 and d != value):
+            def make(n, value=value, other=other):
+                for call in [c for c in ast.walk(n) if isinstance(c, ast.Call)]:
+                    for node, v in _dim_sites(call):
+                        if v == value and isinstance(node, ast.Constant):
+                            node.value = other
+                return n
+            add("wrong_axis", stmt, stmt, f"every dim {value} of the statement as dim {other}", make,
+                call="the statement", dims=[value], expected_dims=[other], every=True)
 
 
 def _saved_names(tree, ctx_name):

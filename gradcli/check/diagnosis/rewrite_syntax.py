@@ -201,12 +201,15 @@ def _exchanged(items, a, b):
     return items
 
 
-def _times_everywhere(stmt, name, factor):
-    """``stmt`` with every read of ``name`` made ``(name * factor)``."""
+def _times_everywhere(stmt, name, factor, sign=False):
+    """``stmt`` with every read of ``name`` made ``(name * factor)`` (``sign``: ``factor.sign()``)."""
     class Times(ast.NodeTransformer):
         def visit_Name(self, node):
             if node.id == name and isinstance(node.ctx, ast.Load):
-                return ast.BinOp(ast.Name(name, ast.Load()), ast.Mult(), ast.Name(factor, ast.Load()))
+                times = ast.Name(factor, ast.Load())
+                if sign:
+                    times = ast.Call(ast.Attribute(times, "sign", ast.Load()), [], [])
+                return ast.BinOp(ast.Name(name, ast.Load()), ast.Mult(), times)
             return node
 
     return Times().visit(stmt)

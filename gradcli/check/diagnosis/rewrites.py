@@ -160,6 +160,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
     right = _right_others(ev)
     _fits(probe, ev, right)  # the written backward's re-run, timed
     allowed = SLOWER * (time.process_time() - started) + 0.05
+    masks = mask_names(recorded)
+    candidates = [c for c in candidates if c[0].params.get("sign_of") not in masks]  # a 0/1 mask's sign is itself
     started = time.process_time()
     for tried, (edit, (src, func, installer, role)) in enumerate(candidates):
         if tried >= MAX_EDITS or time.process_time() - started > BUDGET_S:
@@ -305,7 +307,11 @@ def _finding(ev, edit, src, masks=frozenset()):
         kind = "region" if params["factor"] in masks else "wrong_variable"
     elif kind == "wrong_variable" and params["used"] in masks and params["needed"] in masks:
         kind = "region"  # one mask read for another: the wrong elements are selected
-    if kind == "wrong_variable" or kind == "region" and "needed" in params:
+    if kind == "region" and params.get("slice"):
+        params["description"] = f"the positions `{params['used']}`"
+        advice = f"use {params['needed']} instead of {params['used']}"
+        message = f"backward for input {name} reads or writes the wrong positions: {words}"
+    elif kind == "wrong_variable" or kind == "region" and "needed" in params:
         params.update(expression=params["used"], expected=params["needed"])
         advice = f"use {params['needed']} instead of {params['used']}"
         if params.get("saved"):
