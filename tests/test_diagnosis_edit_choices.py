@@ -28,7 +28,8 @@ torch``. Covered here:
 - every dim of a routing statement wrong together (``scatter_(0, i.unsqueeze(0), …)`` on a square
   input) is a ``wrong_axis``, not a transpose; a slice one position off is a ``region``, and so is a
   gradient wrong exactly where the function does not depend on the input (a max's losers);
-- a saved tensor's sign dropped (a clip's two sides summed with one sign) is a ``term_sign``.
+- a saved tensor's sign dropped (a clip's two sides summed with one sign) is a ``term_sign``; a
+  normalisation's projection term −x̂·mean(g·x̂) left out is a ``missing_term``.
 """
 from __future__ import annotations
 
@@ -716,3 +717,33 @@ def test_a_sign_of_a_saved_tensor_dropped_is_a_term_sign(tmp_path, backend):
     assert [(f.input, f.kind) for f in findings] == [(1, "term_sign")], findings
     assert findings[0].params["sign_of"] == "u"
     assert findings[0].params["source"]["line"] == _line(path, "grad_s = (g * (~inside))")
+
+
+STANDARDISE = """
+class StandardisePerSample(torch.autograd.Function):
+    # (N, C, L) standardised over dims (1, 2); dx keeps the mean's term, drops −x̂·mean(g·x̂)
+    @staticmethod
+    def forward(ctx, x):
+        mean = x.mean(dim=(1, 2), keepdim=True)
+        rstd = (((x - mean) ** 2).mean(dim=(1, 2), keepdim=True) + 1e-5) ** -0.5
+        xhat = (x - mean) * rstd
+        ctx.save_for_backward(xhat, rstd)
+        return xhat
+
+    @staticmethod
+    def backward(ctx, g):
+        xhat, rstd = ctx.saved_tensors
+        centred = g - g.mean(dim=(1, 2), keepdim=True)
+        return rstd * centred
+"""
+
+
+@BOTH
+def test_a_normalisations_projection_term_left_out_is_a_missing_term(tmp_path, backend):
+    module, path = _module(tmp_path, backend, STANDARDISE, "standardise")
+    findings = _findings(module.StandardisePerSample,
+                         (_tensor(module, np.random.default_rng(79).standard_normal((2, 3, 4)) * 2 + 1),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert (params["variant"], params["projection"], params["dim"]) == ("projection", "xhat", "(1, 2)")
+    assert params["source"]["line"] == _line(path, "centred = g - g.mean(")

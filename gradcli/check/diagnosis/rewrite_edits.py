@@ -46,6 +46,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=()):
     carried = _loop_overwrites(tree)
     saved = _saved_names(tree, ctx_name)
     looped = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(tree))
+    mean_dims = _mean_dims(tree)
     centred = []  # (whether the statement has no reduction, order) of the mean-term edits
 
     def add(kind, stmt, node, words, make, **params):
@@ -185,6 +186,11 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=()):
         if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) or stmt.value is None:
             continue
         for g in [g for g in grads if any(isinstance(n, ast.Name) and n.id == g for n in ast.walk(stmt.value))]:
+            for h in sorted(saved):  # a normalisation's projection term −x̂·mean(g·x̂) left out
+                for dims in mean_dims:
+                    add("missing_term", stmt, stmt, f"`{g}` where `{g} - {h} * ({g} * {h}).mean({ast.unparse(dims)}, "
+                        "keepdim=True)` is needed", lambda n, g=g, h=h, d=dims: _projected(n, g, h, d),
+                        term=f"-{h}·mean({g}·{h})", projection=h, dim=ast.unparse(dims))
             for u in sorted(saved):  # a clip's two sides summed with one sign: sign(u) dropped
                 add("term_sign", stmt, stmt, f"`{g}` where `{g} * {u}.sign()` is needed (the sign of `{u}` dropped)",
                     lambda n, g=g, u=u: _times_everywhere(n, g, u, sign=True), term=f"the sign of {u}", sign_of=u)
@@ -335,6 +341,30 @@ def _previous_step(node, dim):
     rest = part(ast.Slice(None, _const(-1)))
     return ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), "cat", ast.Load()),
                     [ast.List([first, rest], ast.Load()), ast.Constant(dim)], [])
+
+
+def _mean_dims(tree):
+    """The dims backward's ``.mean(...)`` calls reduce over (as nodes, each once)."""
+    found = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "mean":
+            dims = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "dim"), None)
+            if dims is not None:
+                found.setdefault(ast.unparse(dims), dims)
+    return list(found.values())[:3]
+
+
+def _projected(stmt, g, h, dims):
+    """``stmt`` with every read of ``g`` made ``(g - h * (g * h).mean(dims, keepdim=True))``."""
+    class Project(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id == g and isinstance(node.ctx, ast.Load):
+                inner = ast.BinOp(ast.Name(g, ast.Load()), ast.Mult(), ast.Name(h, ast.Load()))
+                mean = ast.Call(ast.Attribute(inner, "mean", ast.Load()), [copy.deepcopy(dims)],
+                                [ast.keyword("keepdim", ast.Constant(True))])
+                return ast.BinOp(ast.Name(g, ast.Load()), ast.Sub(), ast.BinOp(ast.Name(h, ast.Load()), ast.Mult(), mean))
+            return node
+    return Project().visit(stmt)
 
 
 def _slice_shift_edits(add, stmt, node):

@@ -369,6 +369,11 @@ def _finding(ev, edit, src, masks=frozenset()):
             message = (f"backward for input {name} applies the softmax Jacobian of `{p}` without its centering "
                        f"term −{p}·Σ({p}·…): {words}")
             params.update(variant="softmax_centering")
+        elif kind == "missing_term" and "projection" in params:
+            h = params["projection"]
+            advice = f"subtract the projection term {h} * (g * {h}).mean({params['dim']}, keepdim=True)"
+            message = f"backward for input {name} leaves out the term −{h}·mean(g·{h}) (a normalisation's variance): {words}"
+            params.update(variant="projection")
         elif kind == "missing_term" and "mean_term" in params:
             dim = params["mean_term"]
             advice = f"subtract its mean along dim {dim} (the part of the gradient through a mean)"
