@@ -29,7 +29,9 @@ torch``. Covered here:
   input) is a ``wrong_axis``, not a transpose; a slice one position off is a ``region``, and so is a
   gradient wrong exactly where the function does not depend on the input (a max's losers);
 - a saved tensor's sign dropped (a clip's two sides summed with one sign) is a ``term_sign``; a
-  normalisation's projection term −x̂·mean(g·x̂) left out is a ``missing_term``.
+  normalisation's projection term −x̂·mean(g·x̂) left out is a ``missing_term``;
+- a ``scale`` is quoted where the input's gradient alone lacks the factor (scaling a shared factor
+  would spoil another input's gradient).
 """
 from __future__ import annotations
 
@@ -747,3 +749,33 @@ def test_a_normalisations_projection_term_left_out_is_a_missing_term(tmp_path, b
     params = findings[0].params
     assert (params["variant"], params["projection"], params["dim"]) == ("projection", "xhat", "(1, 2)")
     assert params["source"]["line"] == _line(path, "centred = g - g.mean(")
+
+
+GAIN_TANH = """
+class GainTanh(torch.autograd.Function):
+    # tanh(s * x) with a learnable gain s; x's gradient copies the shared factor without its s
+    @staticmethod
+    def forward(ctx, x, s):
+        y = torch.tanh(s * x)
+        ctx.save_for_backward(x, s, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s, y = ctx.saved_tensors
+        common = g * (1 - y * y)
+        grad_x = common
+        grad_s = (common * x).sum().reshape(1)
+        return grad_x, grad_s
+"""
+
+
+@BOTH
+def test_a_factor_left_out_is_located_where_the_input_alone_needs_it(tmp_path, backend):
+    module, path = _module(tmp_path, backend, GAIN_TANH, "gain_tanh")
+    findings = _findings(module.GainTanh, (_tensor(module, np.random.default_rng(80).standard_normal(5)),
+                                           _tensor(module, [1.6])))
+    assert [(f.input, f.kind) for f in findings] == [(0, "scale")], findings
+    assert findings[0].params["factor"] == 0.625  # 1/s
+    # scaling `common` would spoil s's gradient: the factor is missing where x's is formed
+    assert findings[0].params["source"]["line"] == _line(path, "grad_x = common")

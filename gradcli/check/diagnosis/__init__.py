@@ -79,6 +79,17 @@ def attach(report: CheckReport, fn, inputs) -> CheckReport:
     return report
 
 
+def _takes_a_value(code: str) -> bool:
+    """Whether a quoted statement assigns or returns a value (the statements a factor is tried on)."""
+    import ast
+
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError:
+        return True
+    return bool(tree.body) and isinstance(tree.body[0], (ast.Assign, ast.AugAssign, ast.Return))
+
+
 class _Diagnosis:
     def __init__(self, report, fn, inputs):
         self.report = report
@@ -182,11 +193,15 @@ class _Diagnosis:
             if edited is not None and (location is None or edited.params["at_line"] != location.get("line")):
                 finding = edited
                 text, location = self._hint(finding, position, name)
-        if finding.kind in ("sign", "swapped") and ev is not None and "at_line" not in finding.params:
-            try:  # the statements where one negation (or one exchange) makes it right
-                located = rewrites.locate(self.probe, self.cls, ev, finding.kind, self.executed, position)
+        if finding.kind in ("sign", "swapped", "scale") and ev is not None and "at_line" not in finding.params \
+                and not finding.params.get("per_slice"):
+            try:  # the statements where one negation (one exchange, the factor) makes it right
+                located = rewrites.locate(self.probe, self.cls, ev, finding.kind, self.executed, position,
+                                          finding.params.get("factor"))
             except Exception:  # noqa: BLE001 -- no location beats a crash
                 located = None
+            if finding.kind == "scale" and location is not None and not _takes_a_value(location.get("code", "")):
+                located = None  # `grad.scatter_(…)`, `grads.append(g)`: a statement no factor edit is tried on
             if located is not None and (located[2] or location is None or location.get("line") not in located[1]):
                 finding.params["at_line"] = located[0]
                 text, location = self._hint(finding, position, name)

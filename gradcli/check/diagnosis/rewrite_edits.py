@@ -13,7 +13,7 @@ from gradcli.check.diagnosis.rewrite_syntax import (
 
 KIND_ORDER = ("term_sign", "region", "wrong_axis", "transposed", "missing_reshape", "not_accumulated", "missing_flip",
               "wrong_variable", "ignores_grad_output", "unread_factor", "missing_term", "swapped",
-              "negated_value")
+              "negated_value", "scaled_value")
 
 
 class _Edit:
@@ -24,7 +24,7 @@ class _Edit:
         self.kind, self.stmt, self.node, self.words, self.make, self.params = kind, stmt, node, words, make, params
 
 
-def edits(src, position=None, tensors=None, simplex=None, scalars=()):
+def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -63,6 +63,9 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=()):
         if value is not None and not passing and not isinstance(value, (ast.Tuple, ast.Constant)):
             add("negated_value", stmt, value, f"`{ast.unparse(value)}` negated",
                 lambda n: ast.UnaryOp(ast.USub(), n), term=ast.unparse(value))
+            if factor is not None:  # locating a `scale`: the statement whose value lacks the factor
+                add("scaled_value", stmt, value, f"`{ast.unparse(value)}` times {factor:.6g}",
+                    lambda n: ast.BinOp(n, ast.Mult(), ast.Constant(factor)), term=ast.unparse(value))
         for node in _own_nodes(stmt):
             if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
                 term = ast.unparse(node.value)  # `grad[:, :-1] += v` where the difference's `-=` is needed
@@ -209,6 +212,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=()):
                     add("ignores_grad_output", returned, target, f"`{ast.unparse(target)}` times `{g}`",
                         lambda n, g=g: ast.BinOp(n, ast.Mult(), ast.Name(g, ast.Load())), grad_output=g)
     by_kind["negated_value"].reverse()  # a sign forgotten where the value is last formed, before earlier ones
+    by_kind["scaled_value"].reverse()
     # a mean's term left out: the statement that already subtracts one mean term (LayerNorm's
     # `gx - xhat * mean(gx * xhat)`) before the others (centring `gx` itself also fits), else the first
     for _, k in sorted(centred):

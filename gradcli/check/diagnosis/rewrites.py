@@ -52,7 +52,7 @@ from gradcli.check.report import Finding
 
 BUDGET_S = 3.0  # CPU seconds per input (load must not change findings; a fit is checked in full)
 MAX_EDITS = 700
-LOCATING = ("swapped", "negated_value")  # edits that only locate a whole-gradient finding (``locate``)
+LOCATING = ("swapped", "negated_value", "scaled_value")  # edits that only locate a whole-gradient finding (``locate``)
 
 
 # ----- what an edit may touch ------------------------------------------------------------
@@ -81,17 +81,18 @@ def _targets(cls, executed, position, saves=False):
 
 
 # ----- the search --------------------------------------------------------------------------
-def locate(probe, cls, ev, kind, executed=None, position=None):
+def locate(probe, cls, ev, kind, executed=None, position=None, factor=None):
     """``(line, lines, written)`` for a finding about the whole gradient (``sign``: a negation;
     ``swapped``: two values exchanged): the line to quote (a sign written in a statement first,
     else the last statement whose whole value, negated, fits), the file lines of every statement
     where one such edit makes the gradient exact, and whether the first is an edit of something
     written (a minus, an exchange) rather than a negated value; None when no edit fits."""
-    kinds = {"sign": ("term_sign", "negated_value"), "swapped": ("swapped",)}.get(kind)
-    if kinds is None:
+    kinds = {"sign": ("term_sign", "negated_value"), "swapped": ("swapped",), "scale": ("scaled_value",)}.get(kind)
+    if kinds is None or kind == "scale" and not factor:
         return None
     found = []
-    search(probe, cls, ev, executed, position, kinds=kinds, collect=found)
+    search(probe, cls, ev, executed, position, kinds=kinds, collect=found,
+           factor=1.0 / factor if kind == "scale" else None)
     if not found:
         return None
     negated = _negated_in_forward(cls)
@@ -99,7 +100,7 @@ def locate(probe, cls, ev, kind, executed=None, position=None):
     if recomputed and all(f.kind == "negated_value" for f in found):
         # forward's `-(expr)` recomputed in backward as `expr`: the minus was lost there
         return recomputed[0].params["at_line"], {f.params["at_line"] for f in found}, True
-    written = found[0].kind != "negated_value"  # a sign (or an exchange) written in a statement
+    written = found[0].kind not in ("negated_value", "scaled_value")  # a sign (or an exchange) written
     return found[0].params["at_line"], {f.params["at_line"] for f in found}, written
 
 
@@ -128,7 +129,7 @@ def _negated_in_forward(cls):
     return {ast.unparse(n.operand) for n in ast.walk(src.tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
 
 
-def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None, collect=None):
+def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None, collect=None, factor=None):
     """The finding of the first edit that makes ``ev``'s gradient exact, or None; ``saves``: only
     edits of what forward saves (tried after every other rule); ``kinds``: only edits of those
     kinds (to locate a whole-gradient finding); ``collect``: a list given every fitting edit's
@@ -150,7 +151,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
             continue
         found = forward_edits(src) if role == "forward" else edits(src, role, tensors if role is not None else None,
                                                                    simplex_names(recorded) if role is not None else {},
-                                                                   _scalars(probe) if role is not None else ())
+                                                                   _scalars(probe) if role is not None else (),
+                                                                   factor if role is not None else None)
         candidates.extend((edit, target) for edit in found if kinds is None and edit.kind not in LOCATING
                           or kinds is not None and edit.kind in kinds)
     candidates.sort(key=lambda c: KIND_ORDER.index(c[0].kind))  # stable: backward's edits first within a kind
@@ -357,6 +359,8 @@ def _finding(ev, edit, src, masks=frozenset()):
             "missing_term": (f"remove the term `{params.get('term')}`",
                              f"backward for input {name} has an extra term {words}; remove it"),
             "negated_value": (f"negate `{params.get('term')}`", f"backward for input {name} needs {words}"),
+            "scaled_value": (f"multiply `{params.get('term')}` by the missing factor",
+                             f"backward for input {name} needs {words}"),
             "swapped": (f"exchange `{params.get('first')}` and `{params.get('second')}`",
                         f"backward for input {name} needs {words}"),
         }[kind]
