@@ -14,8 +14,8 @@ torch``. Covered here:
   ``sign``;
 - ``g = v`` in a loop where the loop's sum needs ``g += v``, and ``g[i] = g[i] + v`` with repeated
   indices, are ``not_accumulated``;
-- a mean's term left out (``v − v.mean(d)``) is a ``missing_term`` at the statement that already
-  subtracts one mean term; a term's sign is named where the sign is written (the quotient rule's
+- a mean's term left out (``v − v.mean(d)``) is a ``missing_term`` where the local derivative is
+  formed; a term's sign is named where the sign is written (the quotient rule's
   ``+``), a whole sign where backward recomputes forward's ``-(expr)`` without its minus;
 - ``sign(pred)`` where ``sign(pred - target)`` is needed, and ``h_t`` where ``h_{t-1}`` is needed,
   are ``wrong_variable``; a comparison with 0 where forward's number argument (a margin) is the
@@ -272,36 +272,32 @@ def test_a_read_modify_write_with_repeated_indices_is_not_accumulated(tmp_path, 
     assert findings[0].params["source"]["line"] == _line(path, "grad[ids[:, k]] = grad[ids[:, k]] + g")
 
 
-LAYER_NORM = """
-class LayerNormNoMeanTerm(torch.autograd.Function):
-    # (x - mean) / std over the last dim, times w; dx keeps the x̂ term but drops -mean(g·w)
+THIRD_MOMENT = """
+class ThirdCentralMoment(torch.autograd.Function):
+    # mean((x - mean(x))³) per row; d(d³)/dx keeps 3d²/n but drops the −3·m₂/n through the mean
     @staticmethod
-    def forward(ctx, x, w):
-        mean = x.mean(-1, keepdim=True)
-        rstd = (((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5) ** -0.5
-        xhat = (x - mean) * rstd
-        ctx.save_for_backward(xhat, rstd, w)
-        return xhat * w
+    def forward(ctx, x):
+        d = x - x.mean(1, keepdim=True)
+        ctx.save_for_backward(d)
+        return (d * d * d).mean(1)
 
     @staticmethod
     def backward(ctx, g):
-        xhat, rstd, w = ctx.saved_tensors
-        gw = g * w
-        dx = rstd * (gw - xhat * (gw * xhat).mean(-1, keepdim=True))
-        return dx, (g * xhat).sum(0)
+        d, = ctx.saved_tensors
+        n = d.shape[1]
+        dm3 = 3.0 * d * d / n
+        return g[:, None] * dm3
 """
 
 
 @BOTH
-def test_a_means_term_left_out_is_a_missing_term_at_the_statement_that_subtracts_the_other(tmp_path, backend):
-    module, path = _module(tmp_path, backend, LAYER_NORM, "layer_norm")
-    rng = np.random.default_rng(68)
-    findings = _findings(module.LayerNormNoMeanTerm, (_tensor(module, rng.standard_normal((3, 4))),
-                                                      _tensor(module, rng.uniform(0.5, 1.5, 4))))
+def test_a_means_term_left_out_is_a_missing_term_where_the_local_derivative_is_formed(tmp_path, backend):
+    module, path = _module(tmp_path, backend, THIRD_MOMENT, "third_moment")
+    findings = _findings(module.ThirdCentralMoment, (_tensor(module, np.random.default_rng(68).standard_normal((3, 5))),))
     assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
     assert (findings[0].params["variant"], findings[0].params["dim"]) == ("mean", -1)
-    # centring `gw` also fits (x̂ has mean 0); the statement that already subtracts a mean is named
-    assert findings[0].params["source"]["line"] == _line(path, "dx = rstd * (gw - xhat")
+    # the return's value, centred, fits too: the first statement that fits is the local derivative's
+    assert findings[0].params["source"]["line"] == _line(path, "dm3 = 3.0 * d * d / n")
 
 
 QUOTIENT = """

@@ -51,7 +51,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
             separable.wrong_axis_separable, branch.branch_missing_term, rewrites.one_edit, row_scale.per_row_scale, regions.region, terms.missing_term,
             terms.missing_reduction_term, named_terms.missing_named_term, named_terms.missing_normaliser,
-            mutations.edited_term, held_constant.held_constant, rewrites.saved_tensor)
+            rewrites.reduction_term, mutations.edited_term, held_constant.held_constant, rewrites.saved_tensor)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -358,6 +358,7 @@ class _Diagnosis:
             ev.flips = lazy(lambda ev=ev: extras.flips_finding(self, ev))
             ev.rewrites = lazy(lambda ev=ev: extras.rewrites_finding(self, ev))
             ev.rewrites_saved = lazy(lambda ev=ev: extras.rewrites_finding(self, ev, saves=True))
+            ev.rewrites_late = lazy(lambda ev=ev: extras.rewrites_finding(self, ev, late=True))
             ev.forward_pieces = lazy(lambda ev=ev: extras.forward_pieces(self, ev))
             ev.empty_masks = lazy(lambda ev=ev: extras.empty_masks(self, ev))
         self._raw(evidence)

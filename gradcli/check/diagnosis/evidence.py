@@ -61,6 +61,7 @@ class Evidence:
     flips: Optional[Callable[[], Any]] = None  # lazily: a missing_flip finding from re-running backward
     rewrites: Optional[Callable[[], Any]] = None  # lazily: the finding of one edit of backward (rewrites.py)
     rewrites_saved: Optional[Callable[[], Any]] = None  # lazily: ... of what forward saves
+    rewrites_late: Optional[Callable[[], Any]] = None  # lazily: ... of a normalisation's reduction terms
     forward_pieces: Optional[Callable[[], Any]] = None  # lazily: vᵀJ with each part of forward's expression frozen
     empty_masks: Optional[Callable[[], Any]] = None  # lazily: [(name, line, code)] of masks false everywhere
 

@@ -122,11 +122,12 @@ def flips_finding(diag, ev):
         return None
 
 
-def rewrites_finding(diag, ev, saves=False):
+def rewrites_finding(diag, ev, saves=False, late=False):
     from gradcli.check.diagnosis import rewrites
 
     try:
-        return rewrites.search(diag.probe, diag.cls, ev, diag.executed, diag.positions.get(ev.index, ev.index), saves)
+        return rewrites.search(diag.probe, diag.cls, ev, diag.executed, diag.positions.get(ev.index, ev.index), saves,
+                               late=late)
     except Exception:  # an unusual backward: no re-run evidence
         return None
 

@@ -129,7 +129,11 @@ def _negated_in_forward(cls):
     return {ast.unparse(n.operand) for n in ast.walk(src.tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
 
 
-def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None, collect=None, factor=None):
+LATE = ("projection", "mean_term")  # edits tried after the term rules (their findings say more): ``reduction_term``
+
+
+def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None, collect=None, factor=None,
+           late=False):
     """The finding of the first edit that makes ``ev``'s gradient exact, or None; ``saves``: only
     edits of what forward saves (tried after every other rule); ``kinds``: only edits of those
     kinds (to locate a whole-gradient finding); ``collect``: a list given every fitting edit's
@@ -153,8 +157,9 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
                                                                    simplex_names(recorded) if role is not None else {},
                                                                    _scalars(probe) if role is not None else (),
                                                                    factor if role is not None else None)
-        candidates.extend((edit, target) for edit in found if kinds is None and edit.kind not in LOCATING
-                          or kinds is not None and edit.kind in kinds)
+        candidates.extend((edit, target) for edit in found if (kinds is None and edit.kind not in LOCATING
+                                                               or kinds is not None and edit.kind in kinds)
+                          and late == any(key in edit.params for key in LATE))
     candidates.sort(key=lambda c: KIND_ORDER.index(c[0].kind))  # stable: backward's edits first within a kind
     backward_src = targets[0][0] if targets else None  # the tree the edits' nodes belong to
     returned = _returned_names(backward_src) if backward_src is not None else set()
@@ -415,6 +420,11 @@ def _index_bound(src, edit):
 def one_edit(ev):
     """The pattern: the re-run search's finding (computed once per input, lazily)."""
     return ev.rewrites() if getattr(ev, "rewrites", None) is not None else None
+
+
+def reduction_term(ev):
+    """The pattern tried after the term rules: a mean's or a normalisation's projection term left out."""
+    return ev.rewrites_late() if getattr(ev, "rewrites_late", None) is not None else None
 
 
 def saved_tensor(ev):
