@@ -30,6 +30,8 @@ torch``. Covered here:
   gradient wrong exactly where the function does not depend on the input (a max's losers);
 - a saved tensor's sign dropped (a clip's two sides summed with one sign) is a ``term_sign``; a
   normalisation's projection term −x̂·mean(g·x̂) left out is a ``missing_term``;
+- a recurrence's adjoint without the term it carries back (``adj = g[:, t]`` where ``+ alpha * adj`` is
+  needed) is a ``missing_term``;
 - a ``scale`` is quoted where the input's gradient alone lacks the factor (scaling a shared factor
   would spoil another input's gradient).
 """
@@ -775,3 +777,37 @@ def test_a_factor_left_out_is_located_where_the_input_alone_needs_it(tmp_path, b
     assert findings[0].params["factor"] == 0.625  # 1/s
     # scaling `common` would spoil s's gradient: the factor is missing where x's is formed
     assert findings[0].params["source"]["line"] == _line(path, "grad_x = common")
+
+
+MOVING_AVERAGE = """
+class ExponentialMovingAverage(torch.autograd.Function):
+    # y_t = alpha * y_{t-1} + (1 - alpha) * x_t along dim 1; the adjoint forgets what it carries back
+    @staticmethod
+    def forward(ctx, x, alpha):
+        ys, y = [], x[:, 0] * 0
+        for t in range(x.shape[1]):
+            y = alpha * y + (1 - alpha) * x[:, t]
+            ys.append(y)
+        ctx.alpha = alpha
+        return torch.stack(ys, dim=1)
+
+    @staticmethod
+    def backward(ctx, g):
+        adj = g[:, 0] * 0
+        dx = torch.zeros_like(g)
+        for t in reversed(range(g.shape[1])):
+            adj = g[:, t]
+            dx[:, t] = (1 - ctx.alpha) * adj
+        return dx, None
+"""
+
+
+@BOTH
+def test_a_recurrences_carried_adjoint_left_out_is_a_missing_term(tmp_path, backend):
+    module, path = _module(tmp_path, backend, MOVING_AVERAGE, "moving_average")
+    findings = _findings(module.ExponentialMovingAverage,
+                         (_tensor(module, np.random.default_rng(81).standard_normal((2, 5))), 0.6))
+    assert [(f.input, f.kind) for f in findings] == [(0, "missing_term")], findings
+    params = findings[0].params
+    assert (params["variant"], params["term"]) == ("carried", "ctx.alpha * adj")
+    assert params["source"]["line"] == _line(path, "adj = g[:, t]")

@@ -24,7 +24,7 @@ class _Edit:
         self.kind, self.stmt, self.node, self.words, self.make, self.params = kind, stmt, node, words, make, params
 
 
-def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None):
+def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None, forward_attrs=()):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -52,7 +52,12 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
     def add(kind, stmt, node, words, make, **params):
         by_kind[kind].append(_Edit(kind, stmt, node, words, make, **params))
 
+    loop_of = {id(n): loop.target.id for loop in ast.walk(tree) if isinstance(loop, ast.For)
+               and isinstance(loop.target, ast.Name) for body in loop.body for n in ast.walk(body)}
     for stmt in ran:
+        if id(stmt) in loop_of and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            _carried_edits(add, stmt, loop_of[id(stmt)], carried, saved, ctx_name,
+                           ctx_attrs + [a for a in forward_attrs if a not in ctx_attrs])
         _every_dim_edits(add, stmt)
         receivers = _receivers(stmt)
         inside = _nonlinear(stmt)
@@ -395,6 +400,64 @@ def _slice_shift_edits(add, stmt, node):
         needed = ast.unparse(make(copy.deepcopy(node)))
         add("region", stmt, node, f"`{code}` where `{needed}` is needed (the positions one step off)", make,
             used=code, needed=needed, slice=True)
+
+
+def _shifted(node, k, t, delta):
+    """``node`` (a subscript whose index holds the loop variable ``t`` at position k) read at t + delta,
+    zero outside the range (``(a[:, t + 1] if t + 1 < a.shape[1] else 0)``)."""
+    parts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    moved = ast.Name(t, ast.Load()) if delta == 0 else ast.BinOp(ast.Name(t, ast.Load()),
+                                                                 ast.Add() if delta > 0 else ast.Sub(), ast.Constant(1))
+    parts[k] = moved
+    index = ast.Tuple(parts, ast.Load()) if isinstance(node.slice, ast.Tuple) else parts[0]
+    read = ast.Subscript(copy.deepcopy(node.value), index, ast.Load())
+    if delta == 0:
+        return read
+    size = ast.Subscript(ast.Attribute(copy.deepcopy(node.value), "shape", ast.Load()), ast.Constant(k), ast.Load())
+    inside = ast.Compare(copy.deepcopy(moved), [ast.GtE()], [ast.Constant(0)]) if delta < 0 else \
+        ast.Compare(copy.deepcopy(moved), [ast.Lt()], [size])
+    return ast.IfExp(inside, read, ast.Constant(0))
+
+
+def _loop_position(node, t):
+    """The position of the loop variable ``t`` (alone) in a subscript's index, or None."""
+    if not isinstance(node, ast.Subscript):
+        return None
+    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    found = [k for k, e in enumerate(parts) if isinstance(e, ast.Name) and e.id == t]
+    return found[0] if len(found) == 1 else None
+
+
+def _carried_edits(add, stmt, t, carried, saved, ctx_name, ctx_attrs):
+    """A recurrence's adjoint without the term it carries from the other steps: ``c = v`` where
+    ``c = v + K * c`` is needed (c carried over the loop), or ``g[:, t] = v`` where ``g[:, t] = v +
+    K * g[:, t ∓ 1]``; K a ctx attribute (a discount), or a saved tensor read like v at t, t ± 1
+    (the next step's gate)."""
+    reads = [n for n in ast.walk(stmt.value) if _loop_position(n, t) is not None]
+    factors = [(f"{ctx_name}.{a}", lambda a=a: ast.Attribute(ast.Name(ctx_name, ast.Load()), a, ast.Load()))
+               for a in ctx_attrs[:4]]
+    for read in reads[:2]:
+        k = _loop_position(read, t)
+        for name in sorted(saved)[:4]:
+            for delta in (1, -1, 0):
+                template = ast.Subscript(ast.Name(name, ast.Load()), copy.deepcopy(read.slice), ast.Load())
+                factors.append((ast.unparse(_shifted(template, k, t, delta)),
+                                lambda tp=template, k=k, d=delta: _shifted(tp, k, t, d)))
+    target = stmt.targets[0]
+    carries = []
+    if isinstance(target, ast.Name) and id(stmt) in carried:
+        carries.append((target.id, lambda: ast.Name(target.id, ast.Load())))
+    k = _loop_position(target, t)
+    if k is not None:
+        for delta in (-1, 1):
+            carries.append((ast.unparse(_shifted(target, k, t, delta).body),
+                            lambda d=delta: _shifted(ast.Subscript(target.value, target.slice, ast.Load()), k, t, d)))
+    for carry_code, carry in carries:
+        for factor_code, factor in factors:
+            add("missing_term", stmt, stmt.value, f"`{ast.unparse(stmt.value)}` without the carried term "
+                f"`{factor_code} * {carry_code}`",
+                lambda n, f=factor, c=carry: ast.BinOp(n, ast.Add(), ast.BinOp(f(), ast.Mult(), c())),
+                term=f"{factor_code} * {carry_code}", carried=True)
 
 
 def _every_dim_edits(add, stmt):

@@ -118,6 +118,19 @@ def _scalars(probe):
     return found[:4]
 
 
+def _forward_attributes(cls):
+    """The ctx attributes forward assigns (``ctx.gamma = gamma``), which backward may have left unread."""
+    try:
+        src = forward_source(cls)
+    except Exception:  # noqa: BLE001 -- no forward to read
+        return []
+    if src is None or not src.tree.args.args:
+        return []
+    ctx = src.tree.args.args[0].arg
+    return sorted({t.attr for n in ast.walk(src.tree) if isinstance(n, ast.Assign) for t in n.targets
+                   if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == ctx})
+
+
 def _negated_in_forward(cls):
     """The expressions forward writes negated (``-(i - j).abs()``), as code."""
     try:
@@ -156,7 +169,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
         found = forward_edits(src) if role == "forward" else edits(src, role, tensors if role is not None else None,
                                                                    simplex_names(recorded) if role is not None else {},
                                                                    _scalars(probe) if role is not None else (),
-                                                                   factor if role is not None else None)
+                                                                   factor if role is not None else None,
+                                                                   _forward_attributes(cls) if role is not None else ())
         candidates.extend((edit, target) for edit in found if (kinds is None and edit.kind not in LOCATING
                                                                or kinds is not None and edit.kind in kinds)
                           and late == any(key in edit.params for key in LATE))
@@ -378,6 +392,10 @@ def _finding(ev, edit, src, masks=frozenset()):
             message = (f"backward for input {name} applies the softmax Jacobian of `{p}` without its centering "
                        f"term −{p}·Σ({p}·…): {words}")
             params.update(variant="softmax_centering")
+        elif kind == "missing_term" and params.get("carried"):
+            advice = f"add the term carried from the other steps: + {params['term']}"
+            message = f"backward for input {name} leaves out the gradient carried through the recurrence: {words}"
+            params.update(variant="carried")
         elif kind == "missing_term" and "projection" in params:
             h = params["projection"]
             advice = f"subtract the projection term {h} * (g * {h}).mean({params['dim']}, keepdim=True)"
