@@ -30,6 +30,8 @@ torch``. Covered here:
   gradient wrong exactly where the function does not depend on the input (a max's losers);
 - a saved tensor's sign dropped (a clip's two sides summed with one sign) is a ``term_sign``; a
   normalisation's projection term −x̂·mean(g·x̂) left out is a ``missing_term``;
+- a saved tensor read where forward's unsaved local is needed (a GCN's raw x for its aggregate) is
+  a ``wrong_variable`` naming that local;
 - a recurrence's adjoint without the term it carries back (``adj = g[:, t]`` where ``+ alpha * adj`` is
   needed) is a ``missing_term``;
 - a ``scale`` is quoted where the input's gradient alone lacks the factor (scaling a shared factor
@@ -811,3 +813,36 @@ def test_a_recurrences_carried_adjoint_left_out_is_a_missing_term(tmp_path, back
     params = findings[0].params
     assert (params["variant"], params["term"]) == ("carried", "ctx.alpha * adj")
     assert params["source"]["line"] == _line(path, "adj = g[:, t]")
+
+
+AGGREGATE = """
+class MeanNeighbourProjection(torch.autograd.Function):
+    # (A @ x) @ W for a fixed row-normalised adjacency; W's gradient reads the saved raw x where
+    # forward's aggregate (never saved) is needed
+    @staticmethod
+    def forward(ctx, x, W, adjacency):
+        agg = adjacency @ x
+        ctx.save_for_backward(x, W, adjacency)
+        return agg @ W
+
+    @staticmethod
+    def backward(ctx, g):
+        x, W, adjacency = ctx.saved_tensors
+        grad_W = x.T @ g
+        grad_x = adjacency.T @ (g @ W.T)
+        return grad_x, grad_W, None
+"""
+
+
+@BOTH
+def test_a_saved_tensor_read_where_forwards_unsaved_local_is_needed_is_a_wrong_variable(tmp_path, backend):
+    module, path = _module(tmp_path, backend, AGGREGATE, "aggregate")
+    rng = np.random.default_rng(82)
+    adjacency = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.5, 0.5, 0.0], [0.0, 0.0, 0.5, 0.5], [0.5, 0.0, 0.0, 0.5]])
+    findings = _findings(module.MeanNeighbourProjection,
+                         (_tensor(module, rng.standard_normal((4, 3))), _tensor(module, rng.standard_normal((3, 2))),
+                          module.torch.tensor(adjacency, dtype=module.torch.float64)))
+    assert [(f.input, f.kind) for f in findings] == [(1, "wrong_variable")], findings
+    params = findings[0].params
+    assert (params["used"], params["needed"], params["forward_local"]) == ("x", "forward's agg", "agg")
+    assert params["source"]["line"] == _line(path, "grad_W = x.T @ g")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import copy
 
+from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
 from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
 from gradcli.check.diagnosis.rewrite_syntax import (
     ACCUMULATING, COMPARISONS, CTX_NOT_TENSORS, OTHER_DIMS, SYMBOLS, VALUE_ARGUMENTS, _bound_before, _call_name, _const,
@@ -24,7 +25,7 @@ class _Edit:
         self.kind, self.stmt, self.node, self.words, self.make, self.params = kind, stmt, node, words, make, params
 
 
-def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None, forward_attrs=()):
+def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None, forward_attrs=(), unsaved=None):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -172,6 +173,10 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         add("wrong_variable", stmt, node, f"`{node.id}` where the previous step's (`{node.id}` shifted "
                             f"by one along dim {dim}, zero first) is needed", lambda n, d=dim: _previous_step(n, d),
                             used=node.id, needed=f"{node.id} one step back along dim {dim}", step=-1)
+                for local in (unsaved or {}).get(node.id, ()) if node.id in saved else ():  # `x` for forward's `agg`
+                    add("wrong_variable", stmt, node, f"`{node.id}` where forward's `{local}` (not saved) is needed",
+                        lambda n, l=local: ast.Name(FORWARD_PREFIX + l, ast.Load()), used=node.id,
+                        needed=f"forward's {local}", forward_local=local)
                 for other in saved if node.id in saved else ():  # sign(pred) where sign(pred - target) is meant
                     if other != node.id:
                         add("wrong_variable", stmt, node, f"`{node.id}` where the difference `{node.id} - {other}` "

@@ -101,6 +101,42 @@ class _InGlobals:
         return False
 
 
+class _Values:
+    """Names bound in a module's namespace while the block runs (forward's locals an edit reads),
+    removed afterwards."""
+
+    def __init__(self, namespace, values):
+        self.namespace, self.values = namespace, values
+
+    def __enter__(self):
+        for name, value in self.values.items():
+            self.namespace[name] = value
+
+    def __exit__(self, *exc):
+        for name in self.values:
+            self.namespace.pop(name, None)
+        return False
+
+
+FORWARD_PREFIX = "_gradcli_forward_"  # the global an edit reads a forward local under
+
+
+def forward_locals(probe, cls, limit=8):
+    """{name: tensor} of forward's tensor locals at the probe's inputs (not its arguments, not ctx)."""
+    from gradcli.check.diagnosis.probe import _LineTrace
+
+    forward = _method(cls, "forward")
+    if forward is None:
+        return {}
+    names = {}
+    with _LineTrace(forward.__code__, set(), names):
+        probe.forward()
+    arguments = set(forward.__code__.co_varnames[:forward.__code__.co_argcount])
+    found = {k: v for k, v in names.items() if k not in arguments and hasattr(v, "shape") and hasattr(v, "dtype")
+             and not isinstance(v, type) and "float" in str(v.dtype)}
+    return dict(list(found.items())[:limit])
+
+
 class _TooSlow(Exception):
     pass
 

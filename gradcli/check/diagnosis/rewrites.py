@@ -42,10 +42,10 @@ import time
 import numpy as np
 
 from gradcli.check.diagnosis.evidence import EDITED_RHO, nice_number
-from gradcli.check.diagnosis.probe import ProbeError, row_key
+from gradcli.check.diagnosis.probe import ProbeError, _to_numpy, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
-from gradcli.check.diagnosis.rewrite_runs import (SLOWER, _compiled, _Deadline, _InGlobals, _method, _OnClass,
-                                                  _plain_function, _repeats, _square)
+from gradcli.check.diagnosis.rewrite_runs import (FORWARD_PREFIX, SLOWER, _compiled, _Deadline, _InGlobals, _method,
+                                                  _OnClass, _plain_function, _repeats, _square, _Values, forward_locals)
 from gradcli.check.diagnosis.source import (_source, backward_source, chain, forward_source, gradient_statement,
                                             last_return, statements)
 from gradcli.check.report import Finding
@@ -118,6 +118,26 @@ def _scalars(probe):
     return found[:4]
 
 
+def _unsaved(probe, cls, recorded):
+    """({backward name: [forward locals of its shape whose values differ]}, {local: tensor}): the
+    tensors forward computed but never saved that backward may have needed in a name's place."""
+    try:
+        values = forward_locals(probe, cls)
+    except Exception:  # noqa: BLE001 -- forward cannot be traced again: no such edits
+        return {}, {}
+    rows = list(recorded.values())
+    if not rows or not values:
+        return {}, {}
+    held = rows[0]
+    found = {}
+    for name, value in held.items():
+        for local, tensor in values.items():
+            array = np.asarray(_to_numpy(tensor))
+            if local != name and array.shape == value.shape and array.size > 1 and not np.allclose(array, value):
+                found.setdefault(name, []).append(local)
+    return found, values
+
+
 def _forward_attributes(cls):
     """The ctx attributes forward assigns (``ctx.gamma = gamma``), which backward may have left unread."""
     try:
@@ -162,6 +182,7 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
     tensors = set().union(*[set(names) for names in recorded.values()]) if recorded else None
     candidates = []
     targets = _targets(cls, executed, position, saves)
+    unsaved, values = _unsaved(probe, cls, recorded) if kinds is None and not saves and not late else ({}, {})
     for target in targets:
         src, role = target[0], target[3]
         if saves and role != "forward":
@@ -170,7 +191,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
                                                                    simplex_names(recorded) if role is not None else {},
                                                                    _scalars(probe) if role is not None else (),
                                                                    factor if role is not None else None,
-                                                                   _forward_attributes(cls) if role is not None else ())
+                                                                   _forward_attributes(cls) if role is not None else (),
+                                                                   unsaved if role is not None else None)
         candidates.extend((edit, target) for edit in found if (kinds is None and edit.kind not in LOCATING
                                                                or kinds is not None and edit.kind in kinds)
                           and late == any(key in edit.params for key in LATE))
@@ -194,7 +216,9 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
             mutant = _compiled(src, func, edit)
         except Exception:  # noqa: BLE001 -- an edit that does not compile is no candidate
             continue
-        with installer(mutant), _Deadline(mutant.__code__, allowed):
+        local = edit.params.get("forward_local")
+        injected = {FORWARD_PREFIX + local: values[local]} if local else {}
+        with installer(mutant), _Values(func.__globals__, injected), _Deadline(mutant.__code__, allowed):
             fits = _fits(probe, ev, right)
         if fits and edit.params.get("product") and not _square(src, func, installer, edit, probe, ev):
             edit.params["square"] = False  # `cols @ gᵀ` for `g @ colsᵀ`, reshaped after: still the product's transpose
