@@ -121,10 +121,13 @@ def _scalars(probe):
 def _unsaved(probe, cls, recorded):
     """({backward name: [forward locals of its shape whose values differ]}, {local: tensor}): the
     tensors forward computed but never saved that backward may have needed in a name's place."""
-    try:
-        values = forward_locals(probe, cls)
-    except Exception:  # noqa: BLE001 -- forward cannot be traced again: no such edits
-        return {}, {}
+    values = getattr(probe, "forward_locals", None)
+    if values is None:
+        try:
+            values = forward_locals(probe, cls)
+        except Exception:  # noqa: BLE001 -- forward cannot be traced again: no such edits
+            values = {}
+        probe.forward_locals = values  # one traced forward call per check, whichever input asks
     rows = list(recorded.values())
     if not rows or not values:
         return {}, {}
