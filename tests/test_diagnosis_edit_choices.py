@@ -34,6 +34,8 @@ torch``. Covered here:
   a ``wrong_variable`` naming that local;
 - a recurrence's adjoint without the term it carries back (``adj = g[:, t]`` where ``+ alpha * adj`` is
   needed) is a ``missing_term``;
+- a relaxation's Jacobian behind a piecewise-constant forward (a hard one-hot with the softmax's
+  Jacobian backward) is a ``straight_through`` estimator;
 - a ``scale`` is quoted where the input's gradient alone lacks the factor (scaling a shared factor
   would spoil another input's gradient).
 """
@@ -846,3 +848,27 @@ def test_a_saved_tensor_read_where_forwards_unsaved_local_is_needed_is_a_wrong_v
     params = findings[0].params
     assert (params["used"], params["needed"], params["forward_local"]) == ("x", "forward's agg", "agg")
     assert params["source"]["line"] == _line(path, "grad_W = x.T @ g")
+
+
+HARD_SOFTMAX = """
+class HardSoftmaxStraightThrough(torch.autograd.Function):
+    # a one-hot of each row's argmax forward; the softmax's Jacobian backward (deliberate)
+    @staticmethod
+    def forward(ctx, z):
+        p = torch.softmax(z, dim=-1)
+        ctx.save_for_backward(p)
+        return torch.zeros_like(p).scatter_(-1, p.argmax(-1, keepdim=True), 1.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        p, = ctx.saved_tensors
+        return p * (g - (g * p).sum(-1, keepdim=True))
+"""
+
+
+def test_a_relaxations_jacobian_behind_a_piecewise_constant_forward_is_straight_through(tmp_path):
+    module, path = _module(tmp_path, "torch", HARD_SOFTMAX, "hard_softmax")
+    findings = _findings(module.HardSoftmaxStraightThrough,
+                         (_tensor(module, np.random.default_rng(83).standard_normal((3, 4)) * 2),))
+    assert [(f.input, f.kind) for f in findings] == [(0, "straight_through")], findings
+    assert findings[0].params["relaxed"] is True

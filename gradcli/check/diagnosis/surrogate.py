@@ -3,7 +3,8 @@ derivative. They still fail (only ``surrogate = True`` on the class makes them a
 surrogate), but the diagnosis names what it sees instead of "no simple pattern":
 
 - ``straight_through``: forward is piecewise constant (the numerical derivative is zero wherever
-  it is finite) and backward passes grad_output through, unchanged or clipped to ``|x| ≤ t``;
+  it is finite) and backward passes grad_output through, unchanged or clipped to ``|x| ≤ t`` — or,
+  not elementwise, through a relaxation's Jacobian (a straight-through Gumbel-softmax);
 - ``smooth_surrogate``: forward piecewise constant, backward is grad_output times a non-negative
   bump of x (sigmoid', a fast sigmoid, a triangle...) that peaks at the step;
 - ``gradient_reversal``: forward is the identity and backward is −λ·grad_output.
@@ -53,7 +54,14 @@ def straight_through(ev):
         return None
     found = _elementwise_cotangent(ev)
     if found is None:
-        return None
+        if ev.analytic is None or len(ev.outputs) != 1 or ev.outputs[0].shape != tuple(ev.shape) \
+                or not np.all(np.isfinite(ev.analytic)):
+            return None
+        # forward flat almost everywhere, backward a relaxation's Jacobian (a straight-through
+        # Gumbel-softmax: a hard one-hot forward, the tempered softmax's Jacobian backward)
+        return Finding("straight_through", f"backward for input {ev.name} passes grad_output through another "
+                       "function's Jacobian where forward is piecewise constant (a straight-through estimator of a "
+                       "relaxation)", input=ev.index, params={"clipped": None, "relaxed": True}, confidence=0.8)
     _, ratio = found
     if np.allclose(ratio, 1.0, rtol=1e-9, atol=0):
         return Finding("straight_through", f"backward for input {ev.name} is the identity where forward is piecewise "
