@@ -51,7 +51,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
             separable.wrong_axis_separable, branch.branch_missing_term, rewrites.one_edit, row_scale.per_row_scale, regions.region, terms.missing_term,
             terms.missing_reduction_term, named_terms.missing_named_term, named_terms.missing_normaliser,
-            rewrites.reduction_term, mutations.edited_term, held_constant.held_constant, rewrites.saved_tensor)
+            rewrites.late_edit, mutations.edited_term, held_constant.held_constant, rewrites.saved_tensor)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 

@@ -165,7 +165,10 @@ def _negated_in_forward(cls):
     return {ast.unparse(n.operand) for n in ast.walk(src.tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
 
 
-LATE = ("projection", "mean_term")  # edits tried after the term rules (their findings say more): ``reduction_term``
+# edits tried after the term and region rules (``late_edit``): a mean's or a normalisation's projection
+# term (the term rules' findings say more), a saved tensor's sign (an elementwise |x| taken as x is
+# the region x < 0 first; a scalar's gradient has no region)
+LATE = ("projection", "mean_term", "sign_of")
 
 
 def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None, collect=None, factor=None,
@@ -467,8 +470,8 @@ def one_edit(ev):
     return ev.rewrites() if getattr(ev, "rewrites", None) is not None else None
 
 
-def reduction_term(ev):
-    """The pattern tried after the term rules: a mean's or a normalisation's projection term left out."""
+def late_edit(ev):
+    """The pattern tried after the term rules: the ``LATE`` edits."""
     return ev.rewrites_late() if getattr(ev, "rewrites_late", None) is not None else None
 
 
