@@ -1,4 +1,4 @@
-"""The fifteenth diagnosis corpus (bench/diagnosis_outside/, blind until 2026-12-03 10:12 UTC, a design corpus since) is well formed.
+"""The fifteenth diagnosis corpus (bench/diagnosis_outside/, released 2026-12-03) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_outside --summary``), validation by
