@@ -41,42 +41,13 @@ torch``. Covered here:
 """
 from __future__ import annotations
 
-import importlib.util
-import textwrap
-
 import numpy as np
 import pytest
 
-from gradcli.check.diagnosis import diagnose
-from gradcli.check.gradcheck import gradcheck
+from tests.user_files import failing_findings, float_tensor, line_of, user_module
 
-HEADERS = {"gradcli": "import gradcli as torch\n", "torch": "import torch\nimport torch.nn.functional as F\n"}
+_module, _tensor, _findings, _line = user_module, float_tensor, failing_findings, line_of
 BOTH = pytest.mark.parametrize("backend", ["gradcli", "torch"])
-
-
-def _module(tmp_path, backend, body, name):
-    if backend == "torch":
-        pytest.importorskip("torch")
-    path = tmp_path / f"{name}_{backend}.py"
-    path.write_text(HEADERS[backend] + textwrap.dedent(body))
-    spec = importlib.util.spec_from_file_location(f"{name}_{backend}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, path
-
-
-def _tensor(module, array):
-    return module.torch.tensor(np.asarray(array, dtype=float), dtype=module.torch.float64, requires_grad=True)
-
-
-def _findings(cls, args):
-    report = gradcheck(cls.apply, args)
-    assert not report.ok
-    return diagnose(report, cls.apply, args)
-
-
-def _line(path, text):
-    return next(k for k, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 
 
 LOG_NORM = """
