@@ -12,6 +12,7 @@ on ``inputs``) and returns ``Finding``s, documented in ``specs/diagnosis.md``:
 """
 from __future__ import annotations
 
+import ast
 import time
 from typing import Optional
 
@@ -81,8 +82,6 @@ def attach(report: CheckReport, fn, inputs) -> CheckReport:
 
 def _takes_a_value(code: str) -> bool:
     """Whether a quoted statement assigns or returns a value (the statements a factor is tried on)."""
-    import ast
-
     try:
         tree = ast.parse(code.strip())
     except SyntaxError:

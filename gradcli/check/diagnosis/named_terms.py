@@ -109,7 +109,6 @@ def missing_normaliser(ev: Evidence):
     totals = np.array([sum(float(np.sum(c)) for c in row) for row in ev.cotangents])
     if np.allclose(totals, 0.0):
         return None
-    residual = ev.numeric - ev.analytic
     w = np.asarray(ev.values, dtype=float)
     for axis in range(w.ndim):
         if w.shape[axis] < 2:

@@ -141,28 +141,31 @@ def _unsaved(probe, cls, recorded):
     return found, values
 
 
-def _forward_attributes(cls):
-    """The ctx attributes forward assigns (``ctx.gamma = gamma``), which backward may have left unread."""
+def _forward_tree(cls):
+    """Forward's parsed source, or None (no source to read)."""
     try:
         src = forward_source(cls)
     except Exception:  # noqa: BLE001 -- no forward to read
+        return None
+    return src.tree if src is not None else None
+
+
+def _forward_attributes(cls):
+    """The ctx attributes forward assigns (``ctx.gamma = gamma``), which backward may have left unread."""
+    tree = _forward_tree(cls)
+    if tree is None or not tree.args.args:
         return []
-    if src is None or not src.tree.args.args:
-        return []
-    ctx = src.tree.args.args[0].arg
-    return sorted({t.attr for n in ast.walk(src.tree) if isinstance(n, ast.Assign) for t in n.targets
+    ctx = tree.args.args[0].arg
+    return sorted({t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == ctx})
 
 
 def _negated_in_forward(cls):
     """The expressions forward writes negated (``-(i - j).abs()``), as code."""
-    try:
-        src = forward_source(cls)
-    except Exception:  # noqa: BLE001 -- no forward to read
+    tree = _forward_tree(cls)
+    if tree is None:
         return set()
-    if src is None:
-        return set()
-    return {ast.unparse(n.operand) for n in ast.walk(src.tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
+    return {ast.unparse(n.operand) for n in ast.walk(tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
 
 
 # edits tried after the term and region rules (``late_edit``): a mean's or a normalisation's projection
