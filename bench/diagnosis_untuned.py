@@ -10,9 +10,9 @@ bench/diagnosis_sealed until 23:50 UTC, bench/diagnosis_latest until 2026-12-02 
 bench/diagnosis_hidden until 02:35 UTC, bench/diagnosis_withheld and bench/diagnosis_novel until 06:05 UTC,
 bench/diagnosis_unknown until 06:22 UTC, bench/diagnosis_sequestered until 06:40 UTC,
 bench/diagnosis_reserved until 13:05 UTC, bench/diagnosis_foreign until 13:15 UTC and
-bench/diagnosis_stranger until 13:40 UTC, bench/diagnosis_outside until 2026-12-03 10:12 UTC; all
-fifteen are design corpora since (their READMEs give their blind scores). bench/diagnosis_unheard,
-_remote, _distant, _faraway and _yonder are BLIND (score them with ``--summary`` only). ``--summary`` prints
+bench/diagnosis_stranger until 13:40 UTC, bench/diagnosis_outside until 2026-12-03 10:12 UTC,
+bench/diagnosis_distant until 13:47 UTC; all sixteen are design corpora since (their READMEs give their
+blind scores). bench/diagnosis_unheard, _remote, _faraway and _yonder are BLIND (score them with ``--summary`` only). ``--summary`` prints
 only the totals block, no per-Function lines (the only way to score a blind corpus).
 
 The corpus is a set of torch-style Functions written from scratch, apart from the diagnosis

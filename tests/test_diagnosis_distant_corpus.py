@@ -1,4 +1,4 @@
-"""The nineteenth diagnosis corpus (bench/diagnosis_distant/, BLIND) is well formed.
+"""The nineteenth diagnosis corpus (bench/diagnosis_distant/, released 2026-12-03) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_distant --summary``), validation by
