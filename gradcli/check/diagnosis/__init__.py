@@ -52,7 +52,8 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,
             separable.wrong_axis_separable, branch.branch_missing_term, rewrites.one_edit, row_scale.per_row_scale, regions.region, terms.missing_term,
             terms.missing_reduction_term, named_terms.missing_named_term, named_terms.missing_normaliser,
-            rewrites.late_edit, mutations.edited_term, held_constant.held_constant, rewrites.saved_tensor)
+            rewrites.late_edit, mutations.edited_term, held_constant.held_constant, rewrites.saved_tensor,
+            named_terms.missing_broadcast_term)
 VALUE_CHECKS = ("values", "structure", "cotangents")  # failures a diagnosis explains
 
 
@@ -128,7 +129,7 @@ class _Diagnosis:
                 except (ValueError, FloatingPointError, np.linalg.LinAlgError):
                     candidate = None
                 if candidate is not None and candidate.confidence >= MIN_CONFIDENCE:
-                    finding = self._one_mask_for_another(candidate)
+                    finding = self._edit_for_few_positions(self._one_mask_for_another(candidate), ev)
                     break
             findings.append((finding or self._no_pattern(ev), ev))
         shared_mistake(self, findings)
@@ -153,6 +154,20 @@ class _Diagnosis:
                 finding.kind = "region"
                 finding.params.setdefault("description", f"the mask `{finding.params['needed']}`")
         return finding
+
+    def _edit_for_few_positions(self, finding, ev):
+        """A constant factor on a scalar parameter's gradient that a recurrence's state read one step
+        off explains: ``carry * (out[t] - x[t])`` for ``carry * (out[t - 1] - x[t])`` is exactly α×
+        an EMA's dα (out[t] − x[t] = α·(out[t−1] − x[t])). Only that edit: a missing number or a
+        missing scalar factor (a gain, a temperature) is the factor it looks like."""
+        if finding.kind != "scale" or ev.support() >= 3 or self.probe is None:
+            return finding
+        try:
+            edited = rewrites.search(self.probe, self.cls, ev, self.executed, self.positions.get(ev.index, ev.index),
+                                     proportional=True, kinds=("wrong_variable",), step_only=True)
+        except Exception:  # noqa: BLE001 -- the factor stands
+            edited = None
+        return edited if edited is not None and edited.confidence >= MIN_CONFIDENCE else finding
 
     def _failed(self, ev: Evidence) -> bool:
         result = self.results.get(ev.index)
@@ -190,6 +205,14 @@ class _Diagnosis:
             except Exception:  # noqa: BLE001 -- the finding stands where it is
                 edited = None
             if edited is not None and (location is None or edited.params["at_line"] != location.get("line")):
+                finding = edited
+                text, location = self._hint(finding, position, name)
+        if finding.kind == "wrong_axis" and ev is not None and "at_line" not in finding.params:
+            try:  # the coupled axes read off the operator: the statement where one dim edit makes it exact
+                edited = rewrites.search(self.probe, self.cls, ev, self.executed, position, kinds=("wrong_axis",))
+            except Exception:  # noqa: BLE001 -- the finding stands where it is
+                edited = None
+            if edited is not None:
                 finding = edited
                 text, location = self._hint(finding, position, name)
         if finding.kind in ("sign", "swapped", "scale") and ev is not None and "at_line" not in finding.params \

@@ -93,10 +93,15 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         used = set() if expr is None else {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
         uses = expr is not None and bool((grad_output_names(src) & used) | fed_names(src, expr))
         advice = "multiply by grad_output (the chain rule)" if not uses else "check how grad_output is used"
+        if not uses and gradient[0] is not None:  # `grad_logits = p`: the alias is where grad_output was left out
+            statement = next((c for c in chain(src, *gradient) if isinstance(c, ast.Assign) and isinstance(
+                c.value, ast.Name) and c.value.id not in grad_output_names(src)), statement)
         return _with_code(advice, src, statement, "in ")
     if kind == "transposed":
         if params.get("jacobian"):
             advice = "apply the transpose of forward's map: scatter where forward gathers, or invert the permutation"
+            if statement is not None and _reshaped_name(expr):  # `return grad.reshape(b, t, d)`: where grad is made
+                statement = values_statement(src, statement, expr)[0]
         elif "operand" in params:
             advice = f"use {params['expected']}"
         elif "reshape" in params:
@@ -106,8 +111,13 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(advice, src, statement, "in ")
     if kind == "swapped":
         order = ", ".join(names[i] for i in sorted(names))
-        return _with_code(f"return the gradients in forward's input order ({order})", src, last_return(src) or
-                          statement, "in ")
+        returned = src and last_return(src)
+        exchanged = src and params.get("at_line") and statement_at(src, params["at_line"])
+        if exchanged is not returned and not _named_in_order(returned, forward_source(cls)):
+            exchanged = None  # `return grad_k, grad_q`: the return is what reads wrong
+        # else `grad_cand, grad_prev = g * (1 - z), g * z` returned as (…, grad_prev, grad_cand): the values
+        return _with_code(f"return the gradients in forward's input order ({order})", src, exchanged or
+                          returned or statement, "in ")
     if kind == "not_reduced":
         dims = tuple(params.get("dims", ()))
         dims_text = dims[0] if len(dims) == 1 else dims
@@ -197,6 +207,10 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("returned") == "zeros" and statement is not None:
             # zeros computed, not forgotten: quoted where the values are (`g.scatter_(2, i, grad_which)`)
             statement = values_statement(src, statement, expr)[0] or statement
+        discarded = src is not None and statement is not None and _discarded_update(src, statement)
+        if discarded:  # `grad_x[:, :, j:j + t] + v` on a line of its own: the sum is thrown away
+            return _with_code(f"assign the update to {name}'s gradient (`+=`): its result is discarded", src,
+                              discarded, "in ")
         skipped = src is not None and statement is not None and _skipped_assignment(src, statement)
         if skipped:  # the gradient's real assignment is on a branch that did not run
             return _with_code(f"the assignment of {name}'s gradient never ran: check the condition that guards",
@@ -204,6 +218,17 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(f"return a gradient for {name} instead of "
                           f"{'None' if params.get('returned') == 'None' else 'zeros'}", src, statement, "in ")
     return "", None
+
+
+def _discarded_update(src, statement):
+    """A statement of backward that computes arithmetic on the name ``statement`` binds and throws
+    the result away (``grad_x[:, j] + v`` where ``grad_x[:, j] += v`` was meant), or None."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else []
+    if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+        return None
+    name = targets[0].id
+    return next((s for s in statements(src.tree) if isinstance(s, ast.Expr) and isinstance(s.value, ast.BinOp)
+                 and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s.value))), None)
 
 
 def _skipped_assignment(src, statement):
@@ -343,3 +368,28 @@ def _with_code(advice, src, stmt, joiner):
         location["code"] = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}:"
     text = f"{advice} {joiner}`{location['code']}` ({os.path.basename(location['file'])}:{location['line']})"
     return text, location
+
+
+def _reshaped_name(expr) -> bool:
+    """Whether ``expr`` only reshapes a name (``grad.reshape(b, t, d)``): no values are made there."""
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Name) \
+        and expr.func.attr in ("reshape", "view", "flatten", "reshape_as", "view_as", "contiguous")
+
+
+def _named_in_order(returned, forward) -> bool:
+    """Whether ``return grad_x, grad_gate, grad_up`` names forward's inputs (x, w_gate, w_up) in
+    their order: every returned name, without a grad prefix, is its input's name or ends it."""
+    value = getattr(returned, "value", None)
+    elts = value.elts if isinstance(value, ast.Tuple) else []
+    params = [a.arg for a in forward.tree.args.args[1:]] if forward is not None else []
+    if len(elts) < 2 or len(elts) > len(params):
+        return False
+    for elt, param in zip(elts, params):
+        if isinstance(elt, ast.Constant) and elt.value is None:
+            continue
+        if not isinstance(elt, ast.Name):
+            return False
+        bare = re.sub(r"^(grad_?|d_?|g_)|_grad$", "", elt.id)
+        if not bare or not (bare == param or param.endswith(bare) or param.endswith("_" + bare)):
+            return False
+    return True

@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
+from gradcli.check.diagnosis.terms import _statement_terms
 from gradcli.check.report import Finding
 
 MAX_NAMES = 16  # names tried (pairs of them: 120 products at most)
@@ -128,4 +129,38 @@ def missing_normaliser(ev: Evidence):
                                        "coefficient": alpha, "dim": axis,
                                        "expression": f"{sign}softmax({ev.name})·Σgrad_output"},
                                confidence=0.8)
+    return None
+
+
+
+def _constant_along(T, axis) -> bool:
+    return bool(np.allclose(T, T.mean(axis=axis, keepdims=True), rtol=1e-9, atol=1e-12 * float(np.abs(T).max() or 1)))
+
+
+def missing_broadcast_term(ev: Evidence):
+    """numeric − analytic the same at every position along one axis of the input, for every
+    cotangent, where neither gradient is: the term of a path through a sum or mean over that axis
+    in forward (squeeze-and-excitation's pooled mean) left out. Not when the gradient statement
+    writes such a term (``+ grad_s[:, :, None] / L``): that term is wrong, not missing. Tried after
+    every rule that names the term itself."""
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    if A is None or N is None or A.ndim < 3 or not np.any(A) or ev.support() < 3:
+        return None
+    residual = N - A
+    written = _statement_terms(ev) or []
+    for axis in range(1, A.ndim):  # axis 0 numbers the cotangents
+        if A.shape[axis] < 3:
+            continue
+        spread = np.broadcast_to(residual.mean(axis=axis, keepdims=True), A.shape)
+        if not ev.fits(A + spread, N, E) or _constant_along(A, axis) \
+                or _cosine(spread, N) > 1 - 1e-9 or _cosine(spread, A) > 1 - 1e-9:
+            continue
+        if len(written) >= 2 and any(T is not None and _constant_along(T, axis) for _, T in written):
+            return None
+        dim = axis - 1
+        return Finding("missing_term", f"backward for input {ev.name} misses a term that is the same at every "
+                       f"position along dim {dim} (numeric − analytic does not change along dim {dim}, for every "
+                       f"cotangent): the path through a sum or mean over dim {dim}",
+                       input=ev.index, params={"variant": "broadcast", "term": f"constant along dim {dim}", "dim": dim},
+                       confidence=0.7)
     return None

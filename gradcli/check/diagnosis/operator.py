@@ -110,8 +110,9 @@ def jacobian_transposed(ev):
     if J.shape[0] != J.shape[1] or ev.fits(J.T, J, JE + JE.T) or not ev.fits(G, J.T, JE.T):
         return None
     edited = ev.rewrites() if getattr(ev, "rewrites", None) is not None else None
-    if edited is not None and edited.kind == "missing_reshape":
-        return edited  # a reshape's sizes in the input's order: the layout line, not "Jᵀ" in general
+    if edited is not None and (edited.kind == "missing_reshape" or edited.kind == "transposed"
+                               and edited.params.get("permute")):
+        return edited  # a reshape's sizes, a permute's order: the layout line, not "Jᵀ" in general
     return Finding("transposed", f"backward for input {ev.name} applies the Jacobian instead of its transpose "
                    "(e.g. gathers with the permutation where it must scatter, or the reverse)",
                    input=ev.index, params={"jacobian": True}, confidence=0.9)

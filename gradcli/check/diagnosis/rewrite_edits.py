@@ -8,7 +8,7 @@ import copy
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
 from gradcli.check.diagnosis.rewrite_statements import (_carried_edits, _every_dim_edits, _loop_overwrites, _mean_dims,
                                                         _previous_step, _projected, _reduces, _regrouping_edits,
-                                                        _saved_names, _slice_shift_edits)
+                                                        _saved_names, _shift_axis_edits, _slice_shift_edits)
 from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
 from gradcli.check.diagnosis.rewrite_syntax import (
     ACCUMULATING, COMPARISONS, CTX_NOT_TENSORS, OTHER_DIMS, SYMBOLS, VALUE_ARGUMENTS, _bound_before, _call_name, _const,
@@ -63,6 +63,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
             _carried_edits(add, stmt, loop_of[id(stmt)], carried, saved, ctx_name,
                            ctx_attrs + [a for a in forward_attrs if a not in ctx_attrs])
         _every_dim_edits(add, stmt)
+        _shift_axis_edits(add, stmt)
         receivers = _receivers(stmt)
         inside = _nonlinear(stmt)
         value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
@@ -164,6 +165,14 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                              and n.func.value is node for n in ast.walk(stmt))  # a batch of them summed: a matrix
                 add("transposed", stmt, node, f"`{code}` transposed", _transposed, operand=code, product=True,
                     matrix=summed)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Name) \
+                    and isinstance(node.right, ast.Name) and node.left.id == node.right.id and node.left.id in bound:
+                for other in bound:  # `nb * nb` where `na * na` is needed: a square copied from another line
+                    if other != node.left.id and other not in functions and other not in grads \
+                            and bound[other] < node.lineno:
+                        add("wrong_variable", stmt, node, f"`{ast.unparse(node)}` where `{other} * {other}` is needed",
+                            lambda n, o=other: ast.BinOp(ast.Name(o, ast.Load()), ast.Mult(), ast.Name(o, ast.Load())),
+                            used=node.left.id, needed=other)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound \
                     and node.id not in functions:
                 for other in bound:
@@ -196,6 +205,11 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         add("wrong_variable", stmt, node, f"`{ctx_name}.{node.attr}` where `{ctx_name}.{attr}` is needed",
                             lambda n, a=attr: ast.Attribute(n.value, a, ast.Load()),
                             used=f"{ctx_name}.{node.attr}", needed=f"{ctx_name}.{attr}")
+                for other in sorted(saved):  # `ctx.x` where the saved x̂ (kept grouped, (n, g, -1)) is needed
+                    add("wrong_variable", stmt, node, f"`{ctx_name}.{node.attr}` where `{other}` (in its shape) is "
+                        "needed", lambda n, o=other: ast.Call(ast.Attribute(ast.Name(o, ast.Load()), "reshape", ast.Load()),
+                                                              [ast.Attribute(n, "shape", ast.Load())], []),
+                        used=f"{ctx_name}.{node.attr}", needed=other)
     loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     unread = [name for name, line in bound.items() if line > 0 and name not in loads]
     for stmt in ran:  # a tensor backward unpacks and never reads: the factor it forgot
@@ -341,6 +355,11 @@ def _call_edits(add, stmt, call):
                 add("transposed", stmt, call, f"`{ast.unparse(call)}` with dims {dims[a]} and {dims[b]} exchanged",
                     lambda n, o=order: ast.Call(n.func, [_const(d) for d in o], n.keywords),
                     operand=ast.unparse(call), expected=f"permute({', '.join(map(str, order))})", permute=True)
+        inverse = sorted(range(len(dims)), key=dims.__getitem__)
+        if sorted(dims) == list(range(len(dims))) and inverse != dims:  # the forward's permutation applied again
+            add("transposed", stmt, call, f"`{ast.unparse(call)}` inverted, `permute({', '.join(map(str, inverse))})`",
+                lambda n, o=inverse: ast.Call(n.func, [_const(d) for d in o], n.keywords),
+                operand=ast.unparse(call), expected=f"permute({', '.join(map(str, inverse))})", permute=True)
     if name == "einsum" and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
         for spec, term, swapped in _einsum_swaps(call.args[0].value):
             add("transposed", stmt, call, f"einsum operand `{term}` as `{swapped}`",

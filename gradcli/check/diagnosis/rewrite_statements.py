@@ -148,6 +148,45 @@ def _every_dim_edits(add, stmt):
                 call="the statement", dims=[value], expected_dims=[other], every=True)
 
 
+def _shift_axis_edits(add, stmt):
+    """``torch.cat([zeros_like(h[:, :1]), h[:, :-1]], dim=1)`` where the shift along dim 0 is needed:
+    the concatenation's dim and the slices it joins moved to another dim together (a previous
+    state built along the features instead of time)."""
+    for call in [c for c in ast.walk(stmt) if isinstance(c, ast.Call)]:
+        sites = [(node, value) for node, value in _dim_sites(call) if isinstance(node, ast.Constant)]
+        if getattr(call.func, "attr", getattr(call.func, "id", None)) != "cat" or len(sites) != 1 \
+                or not call.args or not isinstance(call.args[0], (ast.List, ast.Tuple)):
+            continue
+        value = sites[0][1]
+        if value not in (0, 1) or not any(_sliced_at(n, value) is not None for n in ast.walk(call.args[0])):
+            continue
+        other = 1 - value
+
+        def make(n, value=value, other=other, line=call.lineno, col=call.col_offset):
+            target = next(c for c in ast.walk(n) if isinstance(c, ast.Call) and c.lineno == line
+                          and c.col_offset == col)
+            for node, v in _dim_sites(target):
+                node.value = other
+            for sub in [m for m in ast.walk(target.args[0]) if _sliced_at(m, value) is not None]:
+                piece = _sliced_at(sub, value)
+                parts = [ast.Slice(None, None, None) for _ in range(other)] + [piece]
+                sub.slice = ast.Tuple(parts, ast.Load()) if len(parts) > 1 else parts[0]
+            return n
+        add("wrong_axis", stmt, stmt, f"`{ast.unparse(call)}` joined along dim {other} instead of {value}", make,
+            call="cat", dims=[value], expected_dims=[other], every=True)
+
+
+def _sliced_at(node, position):
+    """The slice of subscript ``node`` when its only partial slice is at ``position`` (``h[:, :-1]`` at 1)."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+        return None
+    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    full = [isinstance(p, ast.Slice) and p.lower is None and p.upper is None and p.step is None for p in parts]
+    if len(parts) <= position or not isinstance(parts[position], ast.Slice) or full[position]:
+        return None
+    return parts[position] if all(f for k, f in enumerate(full) if k != position) else None
+
+
 def _saved_names(tree, ctx_name):
     """The names backward unpacks from ``ctx.saved_tensors`` (``pred, target = ctx.saved_tensors``)."""
     return {e.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute)

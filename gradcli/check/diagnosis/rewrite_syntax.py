@@ -9,7 +9,7 @@ DIM_CALLS = {"sum", "mean", "softmax", "log_softmax", "cumsum", "cumprod", "logc
              "max", "min", "norm", "logsumexp", "var", "std", "prod", "gather", "scatter", "scatter_",
              "scatter_add", "scatter_add_", "index_select", "index_add", "index_add_", "cat", "stack",
              "unsqueeze", "squeeze", "diff", "nansum", "cummax", "cummin", "vector_norm", "expand_dims",
-             "repeat_interleave", "take_along_dim", "flip", "argmax", "argmin", "sort", "argsort"}
+             "repeat_interleave", "take_along_dim", "flip", "argmax", "argmin", "sort", "argsort", "roll"}
 MODULES = {"torch", "F", "np", "numpy", "gradcli", "math", "nn", "functional", "linalg"}
 OTHER_DIMS = (0, 1, 2, 3, -1, -2)  # as people write them: a dim from the front, then from the back
 COMPARISONS = {ast.Gt: (ast.GtE, ast.Lt, ast.LtE), ast.GtE: (ast.Gt, ast.LtE, ast.Lt),
@@ -117,6 +117,8 @@ def _dim_sites(call):
     position = 0 if method else 1
     if name in ("cat", "stack") and not method:
         position = 1
+    if name == "roll":  # roll(x, shifts, dims): the dim comes after the shift
+        position += 1
     if name == "flip" and len(call.args) > position and isinstance(call.args[position], (ast.Tuple, ast.List)):
         sites.extend((elt, _int(elt)) for elt in call.args[position].elts if _int(elt) is not None)
     elif len(call.args) > position and _int(call.args[position]) is not None:

@@ -175,16 +175,18 @@ LATE = ("projection", "mean_term", "sign_of")
 
 
 def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None, collect=None, factor=None,
-           late=False):
+           late=False, proportional=False, step_only=False):
     """The finding of the first edit that makes ``ev``'s gradient exact, or None; ``saves``: only
     edits of what forward saves (tried after every other rule); ``kinds``: only edits of those
     kinds (to locate a whole-gradient finding); ``collect``: a list given every fitting edit's
-    finding (the search goes on)."""
+    finding (the search goes on); ``proportional``: search even when the gradient is a multiple of
+    the right one (a scalar parameter's, where a factor is weak evidence); ``step_only``: only the edits
+    of a recurrence's state read one step off."""
     if cls is None or probe is None or not ev.cotangents or ev.analytic is None:
         return None
     if ev.fits(ev.analytic, ev.numeric, ev.numeric_error):
         return None
-    if kinds is None and _proportional(ev):
+    if kinds is None and not proportional and _proportional(ev):
         return None  # a factor (or sign) of the whole gradient: `scale`/`sign`, said by their rule
     position = ev.index if position is None else position
     recorded = getattr(probe, "recorded", None) or {}
@@ -204,6 +206,7 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
                                                                    unsaved if role is not None else None)
         candidates.extend((edit, target) for edit in found if (kinds is None and edit.kind not in LOCATING
                                                                or kinds is not None and edit.kind in kinds)
+                          and (not step_only or "step" in edit.params)
                           and late == any(key in edit.params for key in LATE))
     candidates.sort(key=lambda c: KIND_ORDER.index(c[0].kind))  # stable: backward's edits first within a kind
     backward_src = targets[0][0] if targets else None  # the tree the edits' nodes belong to
