@@ -23,7 +23,12 @@ torch`` and, where the engine has the ops, ``import gradcli as torch``. Covered 
   the reshape that returns them;
 - a zero gradient because an update's result is discarded (``g[:, j:j + t] + v`` on its own line)
   is quoted at that line;
-- a ``wrong_axis`` read off the operator is quoted at the statement one dim edit fixes.
+- a ``wrong_axis`` read off the operator is quoted at the statement one dim edit fixes;
+- GELU's derivative written as its CDF alone (Φ(b) where Φ(b) + b·φ(b) is needed) is a
+  ``missing_term`` where the CDF is read;
+- a zero gradient is quoted at an integer division that gives 0 (``inv_n = 1 // n``), and at the
+  assignment a wrong ``needs_input_grad`` guard skipped (also after ``ga = gb = None``);
+- a ``scale`` made by a count computed wrongly (``area = H * W`` for a box) is quoted at the count.
 """
 from __future__ import annotations
 
@@ -499,3 +504,113 @@ def test_a_wrong_axis_read_off_the_operator_is_quoted_at_the_dim_that_fixes_it(t
     x = float_tensor(module, np.random.default_rng(12).standard_normal((2, 4, 4)))
     found = _only(failing_findings(module.TemporalShiftWrongDim, (x,)), 0, "wrong_axis")
     assert found.params["source"]["line"] == line_of(path, "grad[..., 0:2] = g[..., 0:2].roll(-1, -1)")
+
+
+GEGLU = """
+import math
+
+
+def _gelu(z):
+    return z * 0.5 * (1 + torch.erf(z / math.sqrt(2)))
+
+
+class GegluCdfOnly(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        a, b = x[:, :2], x[:, 2:]
+        ctx.save_for_backward(a, b)
+        return a * _gelu(b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        cdf = 0.5 * (1 + torch.erf(b / math.sqrt(2)))
+        return torch.cat([g * _gelu(b), g * a * cdf], dim=1)
+"""
+
+
+@BOTH
+def test_gelus_derivative_written_as_its_cdf_alone_misses_the_pdf_term(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, GEGLU, "geglu")
+    x = float_tensor(module, np.random.default_rng(14).standard_normal((3, 4)))
+    found = _only(failing_findings(module.GegluCdfOnly, (x,)), 0, "missing_term")
+    assert found.params["source"]["line"] == line_of(path, "return torch.cat([g * _gelu(b), g * a * cdf]")
+    assert "b·φ(b)" in found.message
+
+
+POISSON = """
+class PoissonIntegerMean(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, log_rate, target):
+        ctx.save_for_backward(log_rate, target)
+        ctx.n = log_rate.numel()
+        return (torch.exp(log_rate) - target * log_rate).mean()
+
+    @staticmethod
+    def backward(ctx, g):
+        log_rate, target = ctx.saved_tensors
+        inv_n = 1 // ctx.n
+        return g * inv_n * (torch.exp(log_rate) - target), g * inv_n * -log_rate
+"""
+
+
+@BOTH
+def test_a_gradient_zeroed_by_an_integer_division_is_quoted_at_the_division(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, POISSON, "poisson")
+    rng = np.random.default_rng(15)
+    args = (float_tensor(module, rng.standard_normal((3, 4))), float_tensor(module, rng.uniform(0, 3, (3, 4))))
+    found = _only(failing_findings(module.PoissonIntegerMean, args), 0, "zero")
+    assert found.params["source"]["line"] == line_of(path, "inv_n = 1 // ctx.n")
+
+
+GUARDED = """
+class GuardedByTheWrongIndex(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, labels):
+        ctx.save_for_backward(a, b)
+        return ((a - b) ** 2).sum(dim=1) * labels
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        grad = 2 * (a - b) * g[:, None]
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = grad
+        if ctx.needs_input_grad[2]:
+            grad_b = -grad
+        return grad_a, grad_b, None
+"""
+
+
+def test_a_gradient_left_none_by_a_wrong_guard_is_quoted_at_the_guarded_assignment(tmp_path):
+    module, path = user_module(tmp_path, "torch", GUARDED, "guarded")
+    rng = np.random.default_rng(16)
+    labels = module.torch.tensor([1.0, 2.0, 3.0], dtype=module.torch.float64)
+    args = (float_tensor(module, rng.standard_normal((3, 2))), float_tensor(module, rng.standard_normal((3, 2))), labels)
+    found = _only(failing_findings(module.GuardedByTheWrongIndex, args), 1, "zero")
+    assert found.params["source"]["line"] == line_of(path, "grad_b = -grad")
+
+
+ROI = """
+class RoiMeanWholeMap(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, feat):
+        ctx.shape = feat.shape
+        return feat[:, 1:4, 0:3].mean(dim=(1, 2))
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = g.new_zeros(ctx.shape)
+        area = ctx.shape[1] * ctx.shape[2]
+        grad[:, 1:4, 0:3] = (g / area)[:, None, None]
+        return grad
+"""
+
+
+@BOTH
+def test_a_scale_made_by_a_wrong_count_is_quoted_where_the_count_is_computed(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, ROI, "roi")
+    feat = float_tensor(module, np.random.default_rng(17).standard_normal((2, 4, 5)))
+    found = _only(failing_findings(module.RoiMeanWholeMap, (feat,)), 0, "scale")
+    assert found.params["source"]["line"] == line_of(path, "area = ctx.shape[1] * ctx.shape[2]")

@@ -212,8 +212,8 @@ class _Diagnosis:
                 edited = rewrites.search(self.probe, self.cls, ev, self.executed, position, kinds=("wrong_axis",))
             except Exception:  # noqa: BLE001 -- the finding stands where it is
                 edited = None
-            if edited is not None:
-                finding = edited
+            if edited is not None and (location is None or edited.params["at_line"] != location.get("line")):
+                finding = edited  # the dim that fixes it is in another statement than the usual one
                 text, location = self._hint(finding, position, name)
         if finding.kind in ("sign", "swapped", "scale") and ev is not None and "at_line" not in finding.params \
                 and not finding.params.get("per_slice"):

@@ -207,6 +207,10 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("returned") == "zeros" and statement is not None:
             # zeros computed, not forgotten: quoted where the values are (`g.scatter_(2, i, grad_which)`)
             statement = values_statement(src, statement, expr)[0] or statement
+        floored = src is not None and gradient[0] is not None and next(
+            (c for c in chain(src, *gradient) if any(isinstance(n, ast.FloorDiv) for n in ast.walk(c))), None)
+        if floored:  # `inv_n = 1 // n`: an integer division that is 0 zeroes the gradient
+            return _with_code("divide with `/`: the integer division `//` gives 0 here", src, floored, "in ")
         discarded = src is not None and statement is not None and _discarded_update(src, statement)
         if discarded:  # `grad_x[:, :, j:j + t] + v` on a line of its own: the sum is thrown away
             return _with_code(f"assign the update to {name}'s gradient (`+=`): its result is discarded", src,
@@ -235,15 +239,16 @@ def _skipped_assignment(src, statement):
     """A later assignment to the name ``statement`` binds, inside an ``if`` of backward, that did
     not run in the traced call (``grad_w = zeros_like(w)`` then ``if not ctx.needs_input_grad[1]:
     grad_w = …``): the zeros are returned because of that condition."""
-    targets = statement.targets if isinstance(statement, ast.Assign) else []
-    if len(targets) != 1 or not isinstance(targets[0], ast.Name) or src.executed is None:
+    targets = statement.targets if isinstance(statement, ast.Assign) else []  # `gx = gy = None`: either
+    names = {t.id for t in targets if isinstance(t, ast.Name)}
+    if not names or len(names) != len(targets) or src.executed is None:
         return None
     for node in ast.walk(src.tree):
         if not isinstance(node, ast.If) or node.lineno <= statement.lineno:
             continue
         for stmt in (s for branch in (node.body, node.orelse) for s in branch):
             binds = isinstance(stmt, (ast.Assign, ast.AugAssign)) and any(
-                isinstance(t, ast.Name) and t.id == targets[0].id
+                isinstance(t, ast.Name) and t.id in names
                 for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))
             if binds and not src.ran(stmt):
                 return stmt

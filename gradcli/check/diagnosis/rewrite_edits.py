@@ -3,6 +3,7 @@ to one node of its syntax tree (see ``rewrites.py`` for the list and the order).
 from __future__ import annotations
 
 import ast
+import math
 import copy
 
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
@@ -28,7 +29,8 @@ class _Edit:
         self.kind, self.stmt, self.node, self.words, self.make, self.params = kind, stmt, node, words, make, params
 
 
-def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None, forward_attrs=(), unsaved=None):
+def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None, forward_attrs=(), unsaved=None,
+          cdfs=None):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -165,6 +167,10 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                              and n.func.value is node for n in ast.walk(stmt))  # a batch of them summed: a matrix
                 add("transposed", stmt, node, f"`{code}` transposed", _transposed, operand=code, product=True,
                     matrix=summed)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in (cdfs or {}):
+                u = cdfs[node.id]  # d(u·Φ(u))/du = Φ(u) + u·φ(u): GELU's derivative written as its CDF alone
+                add("missing_term", stmt, node, f"`{node.id}` (Φ({u})) where GELU's derivative `{node.id} + {u}·φ({u})` "
+                    "is needed", lambda n, u=u: ast.BinOp(n, ast.Add(), _times_pdf(u)), term=f"{u}·φ({u})", pdf_of=u)
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Name) \
                     and isinstance(node.right, ast.Name) and node.left.id == node.right.id and node.left.id in bound:
                 for other in bound:  # `nb * nb` where `na * na` is needed: a square copied from another line
@@ -442,3 +448,11 @@ def forward_edits(src):
                                        lambda n, o=other: ast.Name(o, ast.Load()), used=node.id, needed=other,
                                        saved=True))
     return found
+
+
+def _times_pdf(u):
+    """``u * (-0.5 * u * u).exp() * 0.3989422804014327``: u·φ(u), with tensor methods only."""
+    name = lambda: ast.Name(u, ast.Load())  # noqa: E731
+    square = ast.BinOp(ast.BinOp(ast.Constant(-0.5), ast.Mult(), name()), ast.Mult(), name())
+    density = ast.Call(ast.Attribute(square, "exp", ast.Load()), [], [])
+    return ast.BinOp(ast.BinOp(name(), ast.Mult(), density), ast.Mult(), ast.Constant(1 / math.sqrt(2 * math.pi)))

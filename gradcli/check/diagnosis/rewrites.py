@@ -36,6 +36,7 @@ evaluated.
 from __future__ import annotations
 
 import ast
+import math
 import os
 import time
 
@@ -101,7 +102,27 @@ def locate(probe, cls, ev, kind, executed=None, position=None, factor=None):
         # forward's `-(expr)` recomputed in backward as `expr`: the minus was lost there
         return recomputed[0].params["at_line"], {f.params["at_line"] for f in found}, True
     written = found[0].kind not in ("negated_value", "scaled_value")  # a sign (or an exchange) written
+    recorded = getattr(probe, "recorded", None) or {}
+    tensors = set().union(*[set(names) for names in recorded.values()]) if recorded else set()
+    counts = [f for f in found if kind == "scale" and _assigns_a_number(f.params.get("statement", ""), tensors)]
+    if kind == "scale" and not counts:  # a count that divides: `area` times the factor itself
+        divided = []
+        search(probe, cls, ev, executed, position, kinds=kinds, collect=divided, factor=factor)
+        counts = [f for f in divided if _assigns_a_number(f.params.get("statement", ""), tensors)]
+    if counts:  # `area = H * W` where the box's area is needed: the wrong number is made there
+        return counts[0].params["at_line"], {f.params["at_line"] for f in found}, True
     return found[0].params["at_line"], {f.params["at_line"] for f in found}, written
+
+
+def _assigns_a_number(code, tensors):
+    """Whether ``code`` assigns one name that backward did not hold a tensor under a number computed
+    by arithmetic (``area = H * W``; ``n = x.shape[1]`` only reads a size, which is right)."""
+    try:
+        stmt = ast.parse(code.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+        and stmt.targets[0].id not in tensors and isinstance(stmt.value, ast.BinOp)
 
 
 def _scalars(probe):
@@ -203,7 +224,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
                                                                    _scalars(probe) if role is not None else (),
                                                                    factor if role is not None else None,
                                                                    _forward_attributes(cls) if role is not None else (),
-                                                                   unsaved if role is not None else None)
+                                                                   unsaved if role is not None else None,
+                                                                   gaussian_cdfs(recorded) if role is not None else {})
         candidates.extend((edit, target) for edit in found if (kinds is None and edit.kind not in LOCATING
                                                                or kinds is not None and edit.kind in kinds)
                           and (not step_only or "step" in edit.params)
@@ -341,6 +363,27 @@ def simplex_names(recorded):
     return found or {}
 
 
+def gaussian_cdfs(recorded):
+    """{name: u} of backward's tensors that hold the standard normal CDF Φ(u) of another tensor u
+    it holds, for every cotangent (the ``cdf`` of an erf GELU's derivative)."""
+    found = None
+    erf = np.vectorize(math.erf)
+    for names in recorded.values():
+        arrays = {n: np.asarray(v, dtype=float) for n, v in names.items()
+                  if np.ndim(v) >= 1 and 1 < np.size(v) <= 4096}
+        here = {}
+        for name, value in arrays.items():
+            if not (np.all(value > 0) and np.all(value < 1)):
+                continue
+            for u, z in arrays.items():
+                if u != name and z.shape == value.shape and np.allclose(value, 0.5 * (1 + erf(z / math.sqrt(2))),
+                                                                         rtol=1e-9, atol=1e-12):
+                    here[name] = u
+                    break
+        found = here if found is None else {k: u for k, u in found.items() if here.get(k) == u}
+    return found or {}
+
+
 def mask_names(recorded):
     """Names backward held a 0/1 tensor under (a mask) for every cotangent."""
     masks = None
@@ -437,6 +480,11 @@ def _finding(ev, edit, src, masks=frozenset()):
             advice = f"subtract the projection term {h} * (g * {h}).mean({params['dim']}, keepdim=True)"
             message = f"backward for input {name} leaves out the term −{h}·mean(g·{h}) (a normalisation's variance): {words}"
             params.update(variant="projection")
+        elif kind == "missing_term" and "pdf_of" in params:
+            u = params["pdf_of"]
+            advice = f"add the product rule's other half: d(u·Φ(u))/du = Φ(u) + u·φ(u), with u = {u}"
+            message = f"backward for input {name} leaves out the term {u}·φ({u}) of GELU's derivative: {words}"
+            params.update(variant="missing")
         elif kind == "missing_term" and "mean_term" in params:
             dim = params["mean_term"]
             advice = f"subtract its mean along dim {dim} (the part of the gradient through a mean)"
