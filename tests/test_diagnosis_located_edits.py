@@ -28,7 +28,9 @@ torch`` and, where the engine has the ops, ``import gradcli as torch``. Covered 
   ``missing_term`` where the CDF is read;
 - a zero gradient is quoted at an integer division that gives 0 (``inv_n = 1 // n``), and at the
   assignment a wrong ``needs_input_grad`` guard skipped (also after ``ga = gb = None``);
-- a ``scale`` made by a count computed wrongly (``area = H * W`` for a box) is quoted at the count.
+- a ``scale`` made by a count computed wrongly (``area = H * W`` for a box) is quoted at the count;
+- one branch of a ``where`` with the wrong sign (a pinball loss's ``1 - tau`` for ``tau - 1``) is a
+  ``region``: wrong only on that side of the condition.
 """
 from __future__ import annotations
 
@@ -614,3 +616,30 @@ def test_a_scale_made_by_a_wrong_count_is_quoted_where_the_count_is_computed(tmp
     feat = float_tensor(module, np.random.default_rng(17).standard_normal((2, 4, 5)))
     found = _only(failing_findings(module.RoiMeanWholeMap, (feat,)), 0, "scale")
     assert found.params["source"]["line"] == line_of(path, "area = ctx.shape[1] * ctx.shape[2]")
+
+
+PINBALL = """
+class PinballSlopeSign(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, pred, target):
+        d = target - pred
+        ctx.save_for_backward(d)
+        return torch.maximum(0.3 * d, (0.3 - 1) * d).mean()
+
+    @staticmethod
+    def backward(ctx, g):
+        (d,) = ctx.saved_tensors
+        slope = torch.where(d > 0, torch.full_like(d, 0.3), torch.full_like(d, 1 - 0.3))
+        grad_target = g * slope / d.numel()
+        return -grad_target, grad_target
+"""
+
+
+@BOTH
+def test_one_where_branch_negated_is_a_region_on_that_side(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, PINBALL, "pinball")
+    rng = np.random.default_rng(18)
+    args = (float_tensor(module, rng.standard_normal((4, 5))), float_tensor(module, rng.standard_normal((4, 5))))
+    found = _only(failing_findings(module.PinballSlopeSign, args), 0, "region")
+    assert found.params["source"]["line"] == line_of(path, "slope = torch.where(d > 0")
+    assert found.params["description"] == "where not (d > 0)"

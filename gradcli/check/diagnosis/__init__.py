@@ -204,7 +204,8 @@ class _Diagnosis:
                 edited = rewrites.search(self.probe, self.cls, ev, self.executed, position, kinds=("term_sign",))
             except Exception:  # noqa: BLE001 -- the finding stands where it is
                 edited = None
-            if edited is not None and (location is None or edited.params["at_line"] != location.get("line")):
+            if edited is not None and edited.kind == "term_sign" and (
+                    location is None or edited.params["at_line"] != location.get("line")):
                 finding = edited
                 text, location = self._hint(finding, position, name)
         if finding.kind == "wrong_axis" and ev is not None and "at_line" not in finding.params:

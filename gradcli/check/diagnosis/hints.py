@@ -191,6 +191,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         last = kind == "missing_reshape" and params.get("side") == "result"
         stmt = None if params.get("at_line") else (
             src and expr is not None and in_chain(src, statement, expr, names, last=last))
+        if kind == "missing_flip" and not stmt and src is not None and params.get("variant") == "operand":
+            stmt = _collected_in_order(src, params.get("operand"))  # a result collected highest first
         if kind == "missing_flip" and not stmt and src is not None:
             # no cumulative call: a recursion written as a loop runs the wrong way, fixed in its header
             stmt = next((n for n in statements(src.tree) if isinstance(n, ast.For) and src.ran(n)), None)
@@ -208,7 +210,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             # zeros computed, not forgotten: quoted where the values are (`g.scatter_(2, i, grad_which)`)
             statement = values_statement(src, statement, expr)[0] or statement
         floored = src is not None and gradient[0] is not None and next(
-            (c for c in chain(src, *gradient) if any(isinstance(n, ast.FloorDiv) for n in ast.walk(c))), None)
+            (c for c in chain(src, *gradient) if isinstance(c, ast.Assign) and isinstance(c.value, ast.BinOp)
+             and isinstance(c.value.op, ast.FloorDiv)), None)  # a factor `1 // n`, not a size `length // k`
         if floored:  # `inv_n = 1 // n`: an integer division that is 0 zeroes the gradient
             return _with_code("divide with `/`: the integer division `//` gives 0 here", src, floored, "in ")
         discarded = src is not None and statement is not None and _discarded_update(src, statement)
@@ -398,3 +401,27 @@ def _named_in_order(returned, forward) -> bool:
         if not bare or not (bare == param or param.endswith(bare) or param.endswith("_" + bare)):
             return False
     return True
+
+
+def _collected_in_order(src, name):
+    """Where the values of ``name`` (a result that is right but reversed) are put in order: its
+    ``torch.stack(grads)`` of a list filled in a loop, or, for a buffer allocated empty, its first
+    index write inside a loop (``grad_c[k] = …`` over ``reversed(range(n))``); None otherwise."""
+    if not name:
+        return None
+    ran = [s for s in statements(src.tree) if src.ran(s)]
+    assigned = [s for s in ran if isinstance(s, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == name for t in s.targets)]
+    if not assigned:
+        return None
+    value = assigned[-1].value
+    call = value.func if isinstance(value, ast.Call) else None
+    called = getattr(call, "attr", getattr(call, "id", None))
+    if called in ("stack", "cat"):
+        return assigned[-1]
+    if called in ALLOCATIONS:
+        loops = [n for n in ast.walk(src.tree) if isinstance(n, ast.For) and src.ran(n)]
+        return next((w for loop in loops for w in ast.walk(loop) if isinstance(w, ast.Assign) and src.ran(w)
+                     and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name
+                             for t in w.targets)), None)
+    return None

@@ -325,7 +325,12 @@ def _call_edits(add, stmt, call):
         k = k - 1 if name == "where" and method else k
         if k < len(call.args) and not isinstance(call.args[k], ast.Constant):
             code = ast.unparse(call.args[k])
-            add("term_sign", stmt, call.args[k], f"the term `{code}`", lambda n: ast.UnaryOp(ast.USub(), n), term=code)
+            side = {}
+            if name == "where" and call.args:  # one branch negated: wrong on one side of the condition only
+                condition = ast.unparse(call.args[0] if not method else call.func.value)
+                side = dict(branch_of=condition, side="true" if k == (0 if method else 1) else "false")
+            add("term_sign", stmt, call.args[k], f"the term `{code}`", lambda n: ast.UnaryOp(ast.USub(), n), term=code,
+                **side)
     for node, value in _dim_sites(call):
         for other in OTHER_DIMS:
             if other != value:

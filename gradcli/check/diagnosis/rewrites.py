@@ -403,6 +403,14 @@ def _finding(ev, edit, src, masks=frozenset()):
         kind = "region"
         params.update(comparison=statement, expected=f"without `{params.get('term')}`" if edit.kind == "missing_term"
                       else f"`{params.get('term')}` negated", bound=True)
+    if kind == "term_sign" and params.get("branch_of"):  # `where(d > 0, tau, 1 - tau)` for `tau - 1`
+        kind = "region"
+        where = params["branch_of"] if params["side"] == "true" else f"not ({params['branch_of']})"
+        params.update(description=f"where {where}", comparison=params["branch_of"], expected=f"`-({params['term']})`")
+        return Finding(kind, f"backward for input {name} is wrong only where {where}: that branch's value "
+                       f"`{params['term']}` has the wrong sign (`{statement}`): with it negated the gradient is right, "
+                       "exactly", input=ev.index, params=dict(params, advice=f"negate `{params['term']}` (the branch "
+                                                              f"taken where {where})"), confidence=0.85)
     if kind == "unread_factor":  # backward unpacks it and never reads it
         kind = "region" if params["factor"] in masks else "wrong_variable"
     elif kind == "wrong_variable" and params["used"] in masks and params["needed"] in masks:
