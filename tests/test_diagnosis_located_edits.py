@@ -30,7 +30,9 @@ torch`` and, where the engine has the ops, ``import gradcli as torch``. Covered 
   assignment a wrong ``needs_input_grad`` guard skipped (also after ``ga = gb = None``);
 - a ``scale`` made by a count computed wrongly (``area = H * W`` for a box) is quoted at the count;
 - one branch of a ``where`` with the wrong sign (a pinball loss's ``1 - tau`` for ``tau - 1``) is a
-  ``region``: wrong only on that side of the condition.
+  ``region``: wrong only on that side of the condition;
+- a result that is right but reversed (a polynomial's coefficient gradients collected highest
+  first) is a ``missing_flip`` quoted where it is collected: the stack, or the index write.
 """
 from __future__ import annotations
 
@@ -643,3 +645,62 @@ def test_one_where_branch_negated_is_a_region_on_that_side(tmp_path, backend):
     found = _only(failing_findings(module.PinballSlopeSign, args), 0, "region")
     assert found.params["source"]["line"] == line_of(path, "slope = torch.where(d > 0")
     assert found.params["description"] == "where not (d > 0)"
+
+
+HORNER = """
+def _poly(x, coeffs):
+    p = torch.zeros_like(x)
+    for k in reversed(range(coeffs.shape[0])):
+        p = p * x + coeffs[k]
+    return p
+
+
+class PowersCollectedHighestFirst(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, coeffs):
+        ctx.save_for_backward(x, coeffs)
+        return _poly(x, coeffs)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, coeffs = ctx.saved_tensors
+        deriv = torch.zeros_like(x)
+        for k in range(1, coeffs.shape[0]):
+            deriv = deriv + k * coeffs[k] * x ** (k - 1)
+        grads = []
+        for k in reversed(range(coeffs.shape[0])):
+            grads.append((g * x ** k).sum())
+        grad_c = torch.stack(grads)
+        return g * deriv, grad_c
+
+
+class PowersWrittenHighestFirst(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, coeffs):
+        ctx.save_for_backward(x, coeffs)
+        return _poly(x, coeffs)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, coeffs = ctx.saved_tensors
+        deriv = torch.zeros_like(x)
+        for k in range(1, coeffs.shape[0]):
+            deriv = deriv + k * coeffs[k] * x ** (k - 1)
+        grad_coeffs = torch.zeros_like(coeffs)
+        power = torch.ones_like(x)
+        for k in reversed(range(coeffs.shape[0])):
+            grad_coeffs[k] = (g * power).sum()
+            power = power * x
+        return g * deriv, grad_coeffs
+"""
+
+
+@BOTH
+def test_a_result_that_is_right_but_reversed_is_quoted_where_it_is_collected(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, HORNER, "horner")
+    rng = np.random.default_rng(19)
+    args = (float_tensor(module, rng.uniform(-1, 1, 6)), float_tensor(module, rng.standard_normal(4)))
+    found = _only(failing_findings(module.PowersCollectedHighestFirst, args), 1, "missing_flip")
+    assert found.params["source"]["line"] == line_of(path, "grad_c = torch.stack(grads)")
+    found = _only(failing_findings(module.PowersWrittenHighestFirst, args), 1, "missing_flip")
+    assert found.params["source"]["line"] == line_of(path, "grad_coeffs[k] = (g * power).sum()")
