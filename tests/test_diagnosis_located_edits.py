@@ -32,7 +32,8 @@ torch`` and, where the engine has the ops, ``import gradcli as torch``. Covered 
 - one branch of a ``where`` with the wrong sign (a pinball loss's ``1 - tau`` for ``tau - 1``) is a
   ``region``: wrong only on that side of the condition;
 - a result that is right but reversed (a polynomial's coefficient gradients collected highest
-  first) is a ``missing_flip`` quoted where it is collected: the stack, or the index write.
+  first) is a ``missing_flip`` quoted where it is collected: the stack, or the index write;
+- a pair max routed to ``1 - which`` (the loser) is a ``region`` at that complement.
 """
 from __future__ import annotations
 
@@ -704,3 +705,27 @@ def test_a_result_that_is_right_but_reversed_is_quoted_where_it_is_collected(tmp
     assert found.params["source"]["line"] == line_of(path, "grad_c = torch.stack(grads)")
     found = _only(failing_findings(module.PowersWrittenHighestFirst, args), 1, "missing_flip")
     assert found.params["source"]["line"] == line_of(path, "grad_coeffs[k] = (g * power).sum()")
+
+
+PAIR_MAX = """
+class PairMaxToTheLoser(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        values, which = x.reshape(x.shape[0], -1, 2).max(-1)
+        ctx.save_for_backward(which)
+        return values
+
+    @staticmethod
+    def backward(ctx, g):
+        (which,) = ctx.saved_tensors
+        slot = (1 - which).unsqueeze(-1)
+        grad = g.new_zeros(g.shape[0], g.shape[1], 2).scatter_(-1, slot, g.unsqueeze(-1))
+        return grad.reshape(g.shape[0], -1)
+"""
+
+
+def test_a_pair_max_routed_to_the_complement_of_its_argmax_is_a_region(tmp_path):
+    module, path = user_module(tmp_path, "torch", PAIR_MAX, "pair_max")
+    x = float_tensor(module, np.random.default_rng(20).standard_normal((3, 6)))
+    found = _only(failing_findings(module.PairMaxToTheLoser, (x,)), 0, "region")
+    assert found.params["source"]["line"] == line_of(path, "slot = (1 - which).unsqueeze(-1)")

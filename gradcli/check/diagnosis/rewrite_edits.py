@@ -89,6 +89,11 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                 add("not_accumulated", stmt, node, f"`{ast.unparse(node.targets[0])} = …` where "
                     f"`{ast.unparse(node.targets[0])} += …` is needed",
                     lambda n: ast.AugAssign(n.targets[0], ast.Add(), n.value), loop=True)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Constant) \
+                    and node.left.value == 1 and isinstance(node.right, ast.Name):
+                m = node.right.id  # `1 - which` (kept only for a 0/1 m): the pair's other element selected
+                add("region", stmt, node, f"the complement `1 - {m}` where `{m}` is needed", lambda n: n.right,
+                    comparison=f"1 - {m}", expected=m, complement_of=m)
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and id(node) not in inside:
                 right, left = ast.unparse(node.right), ast.unparse(node.left)
                 flipped = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()

@@ -238,7 +238,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
     _fits(probe, ev, right)  # the written backward's re-run, timed
     allowed = SLOWER * (time.process_time() - started) + 0.05
     masks = mask_names(recorded)
-    candidates = [c for c in candidates if c[0].params.get("sign_of") not in masks]  # a 0/1 mask's sign is itself
+    candidates = [c for c in candidates if c[0].params.get("sign_of") not in masks  # a 0/1 mask's sign is itself
+                  and (not recorded or c[0].params.get("complement_of", True) in masks | {True})]  # `1 - m`: a 0/1 m
     started = time.process_time()
     for tried, (edit, (src, func, installer, role)) in enumerate(candidates):
         if tried >= MAX_EDITS or time.process_time() - started > BUDGET_S:
