@@ -45,11 +45,11 @@ import numpy as np
 from gradcli.check.diagnosis.evidence import EDITED_RHO, nice_number
 from gradcli.check.diagnosis.probe import ProbeError, _to_numpy, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
+from gradcli.check.diagnosis.rewrite_findings import edit_finding
 from gradcli.check.diagnosis.rewrite_runs import (FORWARD_PREFIX, SLOWER, _compiled, _Deadline, _InGlobals, _method,
                                                   _OnClass, _plain_function, _repeats, _square, _Values, forward_locals)
 from gradcli.check.diagnosis.source import (_source, backward_source, chain, forward_source, gradient_statement,
                                             last_return, statements)
-from gradcli.check.report import Finding
 
 BUDGET_S = 3.0  # CPU seconds per input (load must not change findings; a fit is checked in full)
 MAX_EDITS = 700
@@ -264,8 +264,8 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
             if role == "forward":  # quoted where backward reads what forward saved
                 src, edit = backward_src, _read_in_backward(backward_src, edit, position) or edit
             if collect is None:
-                return _finding(ev, edit, src, mask_names(recorded))
-            collect.append(_finding(ev, edit, src, mask_names(recorded)))
+                return edit_finding(ev, edit, src, mask_names(recorded))
+            collect.append(edit_finding(ev, edit, src, mask_names(recorded)))
     return None
 
 
@@ -392,140 +392,6 @@ def mask_names(recorded):
         here = {name for name, value in names.items() if value.size and bool(((value == 0) | (value == 1)).all())}
         masks = here if masks is None else masks & here
     return masks or set()
-
-
-def _finding(ev, edit, src, masks=frozenset()):
-    statement = src.code(edit.stmt)
-    params = dict(edit.params, at_line=int(src.line_of(edit.stmt)), statement=statement, edit="rewrite",
-                  location=src.location(edit.stmt))
-    kind, name, words = edit.kind, ev.name, edit.words
-    if kind in ("missing_term", "term_sign") and _index_bound(src, edit):
-        # `keep = int(lengths[b]) + 1`: an integer bound of the positions written, off by one
-        kind = "region"
-        params.update(comparison=statement, expected=f"without `{params.get('term')}`" if edit.kind == "missing_term"
-                      else f"`{params.get('term')}` negated", bound=True)
-    if kind == "term_sign" and params.get("branch_of"):  # `where(d > 0, tau, 1 - tau)` for `tau - 1`
-        kind = "region"
-        where = params["branch_of"] if params["side"] == "true" else f"not ({params['branch_of']})"
-        params.update(description=f"where {where}", comparison=params["branch_of"], expected=f"`-({params['term']})`")
-        return Finding(kind, f"backward for input {name} is wrong only where {where}: that branch's value "
-                       f"`{params['term']}` has the wrong sign (`{statement}`): with it negated the gradient is right, "
-                       "exactly", input=ev.index, params=dict(params, advice=f"negate `{params['term']}` (the branch "
-                                                              f"taken where {where})"), confidence=0.85)
-    if kind == "unread_factor":  # backward unpacks it and never reads it
-        kind = "region" if params["factor"] in masks else "wrong_variable"
-    elif kind == "wrong_variable" and params["used"] in masks and params["needed"] in masks:
-        kind = "region"  # one mask read for another: the wrong elements are selected
-    if kind == "region" and params.get("slice"):
-        params["description"] = f"the positions `{params['used']}`"
-        advice = f"use {params['needed']} instead of {params['used']}"
-        message = f"backward for input {name} reads or writes the wrong positions: {words}"
-    elif kind == "wrong_variable" or kind == "region" and "needed" in params:
-        params.update(expression=params["used"], expected=params["needed"])
-        advice = f"use {params['needed']} instead of {params['used']}"
-        if params.get("saved"):
-            advice = f"save {params['needed']} instead of {params['used']} in forward (read as {params.get('read_as')} here)"
-        if kind == "region":
-            params["description"] = f"the mask `{params.get('factor') or params['needed']}`"
-        message = f"backward for input {name} uses {words}"
-    elif kind == "region" and params.get("branches"):
-        params["description"] = f"the mask `{params['comparison']}`"
-        advice = f"select with {params['expected']} (the branches are exchanged)"
-        message = f"backward for input {name} selects the wrong elements: {words}"
-    elif kind == "region" and params.get("bound"):
-        params["description"] = f"the positions bounded by `{statement}`"
-        advice = f"check the bound: {'drop' if edit.kind == 'missing_term' else 'negate'} `{params.get('term')}`"
-        off = params.get("term", "").lstrip("-")
-        message = (f"backward for input {name} writes the wrong positions: a position bound is off by "
-                   f"{off if edit.kind == 'missing_term' else 2 * int(off)}")
-    elif kind == "region":
-        params["description"] = f"the mask `{ast.unparse(edit.node)}`"
-        advice = f"compare with {params['expected']} instead of {params['comparison']}"
-        if params.get("sign_for_step"):
-            advice = f"use {params['expected']} instead of the step {params['comparison']} (|s|′ is sign(s))"
-        message = f"backward for input {name} masks the wrong elements: {words}"
-    else:
-        advice, message = {
-            "term_sign": (f"flip the sign of `{params.get('term')}`",
-                          f"backward for input {name} has the wrong sign on {words}"),
-            "wrong_axis": (f"{params.get('call')} along dim {params.get('expected_dims', [''])[0]}, not dim "
-                           f"{params.get('dims', [''])[0]}", f"backward for input {name} uses the wrong dim: {words}"),
-            "transposed": (f"transpose `{params.get('operand')}`", f"backward for input {name} needs {words}"),
-            "missing_reshape": (f"reshape to the output's grouping: {words}",
-                                f"backward for input {name} reshapes with the input's grouping where the output's "
-                                f"is needed: {words}"),
-            "not_accumulated": ("accumulate repeated indices (index_add_ / scatter_add_ / index_put_ with "
-                                "accumulate=True) instead of assigning",
-                                f"backward for input {name} overwrites where repeated indices must add up: {words}"),
-            "missing_flip": (f"use `{params.get('operand')}` unflipped" if params.get("flipped") else
-                             f"flip `{params.get('operand')}` along dims {', '.join(map(str, params.get('dims', [])))}",
-                             f"backward for input {name} flips where no flip is needed: {words}"
-                             if params.get("flipped") else f"backward for input {name} reads {words}"),
-            "ignores_grad_output": (f"multiply by {params.get('grad_output')}",
-                                    f"backward for input {name} does not multiply by grad_output: {words}"),
-            "missing_term": (f"remove the term `{params.get('term')}`",
-                             f"backward for input {name} has an extra term {words}; remove it"),
-            "negated_value": (f"negate `{params.get('term')}`", f"backward for input {name} needs {words}"),
-            "scaled_value": (f"multiply `{params.get('term')}` by the missing factor",
-                             f"backward for input {name} needs {words}"),
-            "swapped": (f"exchange `{params.get('first')}` and `{params.get('second')}`",
-                        f"backward for input {name} needs {words}"),
-        }[kind]
-        if kind == "not_accumulated" and params.get("loop"):
-            advice = "add each step's contribution (`+=`) instead of assigning it"
-            message = f"backward for input {name} keeps only the last step of a loop's sum: {words}"
-        if kind == "missing_term" and params.get("centering"):
-            p = params["centering"]
-            advice = f"subtract the softmax's centering term: {p} * (r - ({p} * r).sum({params['dim']}, keepdim=True))"
-            message = (f"backward for input {name} applies the softmax Jacobian of `{p}` without its centering "
-                       f"term −{p}·Σ({p}·…): {words}")
-            params.update(variant="softmax_centering")
-        elif kind == "missing_term" and params.get("carried"):
-            advice = f"add the term carried from the other steps: + {params['term']}"
-            message = f"backward for input {name} leaves out the gradient carried through the recurrence: {words}"
-            params.update(variant="carried")
-        elif kind == "missing_term" and "projection" in params:
-            h = params["projection"]
-            advice = f"subtract the projection term {h} * (g * {h}).mean({params['dim']}, keepdim=True)"
-            message = f"backward for input {name} leaves out the term −{h}·mean(g·{h}) (a normalisation's variance): {words}"
-            params.update(variant="projection")
-        elif kind == "missing_term" and "pdf_of" in params:
-            u = params["pdf_of"]
-            advice = f"add the product rule's other half: d(u·Φ(u))/du = Φ(u) + u·φ(u), with u = {u}"
-            message = f"backward for input {name} leaves out the term {u}·φ({u}) of GELU's derivative: {words}"
-            params.update(variant="missing")
-        elif kind == "missing_term" and "mean_term" in params:
-            dim = params["mean_term"]
-            advice = f"subtract its mean along dim {dim} (the part of the gradient through a mean)"
-            message = f"backward for input {name} leaves out the term through a mean along dim {dim}: {words}"
-            params.update(variant="mean", dim=dim)
-        elif kind == "missing_term":
-            params.update(coefficient=-1.0, variant="extra")
-    params["advice"] = advice
-    message += f" (`{statement}`): with that one change the gradient is right, exactly"
-    return Finding(kind, message, input=ev.index, params=params, confidence=0.85)
-
-
-def _index_bound(src, edit):
-    """The edit drops or negates an integer literal of an expression that bounds positions: inside
-    ``int(...)``/``range(...)`` or a subscript, or assigned to a name backward reads in a subscript."""
-    term = edit.params.get("term", "").lstrip("-")
-    if not term.isdigit():
-        return False
-    stmt, node = edit.stmt, edit.node
-    for outer in ast.walk(stmt):
-        inside = [n for n in ast.walk(outer) if n is node]
-        if not inside or outer is node:
-            continue
-        if isinstance(outer, ast.Call) and isinstance(outer.func, ast.Name) and outer.func.id in ("int", "range"):
-            return True
-        if isinstance(outer, ast.Subscript) and any(n is node for n in ast.walk(outer.slice)):
-            return True
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else []
-    names = {t.id for t in targets if isinstance(t, ast.Name)}
-    return bool(names) and any(isinstance(n, ast.Subscript) and any(isinstance(m, ast.Name) and m.id in names
-                                                                       for m in ast.walk(n.slice))
-                               for n in ast.walk(src.tree))
 
 
 def one_edit(ev):
