@@ -33,7 +33,9 @@ torch`` and, where the engine has the ops, ``import gradcli as torch``. Covered 
   ``region``: wrong only on that side of the condition;
 - a result that is right but reversed (a polynomial's coefficient gradients collected highest
   first) is a ``missing_flip`` quoted where it is collected: the stack, or the index write;
-- a pair max routed to ``1 - which`` (the loser) is a ``region`` at that complement.
+- a pair max routed to ``1 - which`` (the loser) is a ``region`` at that complement;
+- ``return grad[:, None] * ratio``: a local derivative times a laid-out cotangent is followed to
+  the derivative's assignment, like ``grad * ratio``.
 """
 from __future__ import annotations
 
@@ -729,3 +731,28 @@ def test_a_pair_max_routed_to_the_complement_of_its_argmax_is_a_region(tmp_path)
     x = float_tensor(module, np.random.default_rng(20).standard_normal((3, 6)))
     found = _only(failing_findings(module.PairMaxToTheLoser, (x,)), 0, "region")
     assert found.params["source"]["line"] == line_of(path, "slot = (1 - which).unsqueeze(-1)")
+
+
+POWER_MEAN = """
+class PowerMeanSummed(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        m = (x ** 3).mean(dim=1) ** (1 / 3)
+        ctx.save_for_backward(x, m)
+        return m
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, m = ctx.saved_tensors
+        ratio = (x / m[:, None]) ** 2
+        return grad[:, None] * ratio
+"""
+
+
+@BOTH
+def test_a_scale_of_a_local_derivative_times_a_laid_out_cotangent_is_quoted_at_the_derivative(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, POWER_MEAN, "power_mean")
+    x = float_tensor(module, np.random.default_rng(21).uniform(0.5, 2, (3, 4)))
+    found = _only(failing_findings(module.PowerMeanSummed, (x,)), 0, "scale")
+    assert found.params["factor"] == 4.0
+    assert found.params["source"]["line"] == line_of(path, "ratio = (x / m[:, None]) ** 2")

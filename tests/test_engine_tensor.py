@@ -26,6 +26,21 @@ def test_leaf_attributes():
     assert t(2.5).item() == 2.5 and isinstance(t(2.5).item(), float)
 
 
+@pytest.mark.parametrize("dtype, floating, complex_", [("float64", True, False), ("float32", True, False),
+                                                      ("int64", False, False), ("bool", False, False),
+                                                      ("complex128", False, True)])
+def test_is_floating_point_and_is_complex_follow_the_dtype(dtype, floating, complex_):
+    x = gradcli.zeros(3, dtype=getattr(gradcli, dtype))
+    assert (x.is_floating_point(), x.is_complex()) == (floating, complex_)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool", "complex128"])
+def test_is_floating_point_and_is_complex_agree_with_torch(dtype):
+    torch = pytest.importorskip("torch")
+    x, y = gradcli.zeros(3, dtype=getattr(gradcli, dtype)), torch.zeros(3, dtype=getattr(torch, dtype))
+    assert (x.is_floating_point(), x.is_complex()) == (y.is_floating_point(), y.is_complex())
+
+
 def test_item_of_a_tensor_with_several_elements_is_refused():
     with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
         t([1.0, 2.0]).item()

@@ -51,6 +51,12 @@ class Tensor:
     def is_leaf(self):
         return self.grad_fn is None
 
+    def is_floating_point(self):
+        return bool(np.issubdtype(self.data.dtype, np.floating))
+
+    def is_complex(self):
+        return bool(np.issubdtype(self.data.dtype, np.complexfloating))
+
     @property
     def _version(self):
         return self._vc[0]

@@ -146,7 +146,7 @@ def local_derivative(src: Source, statement, expr):
     if isinstance(expr, ast.Name) and expr is not outer and expr.id not in cotangents:
         local = expr.id
     elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
-        sides = [expr.left, expr.right]
+        sides = [_laid_out_cotangent(n, cotangents) for n in (expr.left, expr.right)]  # `grad[:, None] * ratio`
         names = [n.id if isinstance(n, ast.Name) else None for n in sides]
         if sum(n in cotangents for n in names) != 1 or None in names:
             return statement, outer
@@ -160,6 +160,21 @@ def local_derivative(src: Source, statement, expr):
         # `grad[idx] -= 1` adjusts part of a computed tensor: no one statement holds the values
         return statement, outer
     return assigned[-1], assigned[-1].value
+
+
+def _laid_out_cotangent(node, cotangents):
+    """A grad_output argument when ``node`` only lays it out (``grad[:, None]``, ``g.unsqueeze(-1)``),
+    else ``node`` itself."""
+    inner = node
+    while True:
+        if isinstance(inner, ast.Subscript):
+            inner = inner.value
+        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in (
+                "unsqueeze", "view", "reshape", "expand", "expand_as", "view_as", "reshape_as"):
+            inner = inner.func.value
+        else:
+            break
+    return inner if isinstance(inner, ast.Name) and inner.id in cotangents and inner is not node else node
 
 
 def statement_at(src: Source, line: int):
