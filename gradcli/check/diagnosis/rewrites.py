@@ -215,17 +215,17 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
     candidates = []
     targets = _targets(cls, executed, position, saves)
     unsaved, values = _unsaved(probe, cls, recorded) if kinds is None and not saves and not late else ({}, {})
+    if getattr(probe, "gaussian_cdfs", None) is None:  # read once per check: every search of every input asks
+        probe.gaussian_cdfs = gaussian_cdfs(recorded)
+    read = (tensors, simplex_names(recorded), _scalars(probe), factor, _forward_attributes(cls), unsaved,
+            probe.gaussian_cdfs)
     for target in targets:
         src, role = target[0], target[3]
         if saves and role != "forward":
             continue
-        found = forward_edits(src) if role == "forward" else edits(src, role, tensors if role is not None else None,
-                                                                   simplex_names(recorded) if role is not None else {},
-                                                                   _scalars(probe) if role is not None else (),
-                                                                   factor if role is not None else None,
-                                                                   _forward_attributes(cls) if role is not None else (),
-                                                                   unsaved if role is not None else None,
-                                                                   gaussian_cdfs(recorded) if role is not None else {})
+        # backward's own values feed the edits of backward, not of a helper it calls (role None)
+        found = forward_edits(src) if role == "forward" else edits(src, role, *(
+            read if role is not None else (None, {}, (), None, (), None, {})))
         candidates.extend((edit, target) for edit in found if (kinds is None and edit.kind not in LOCATING
                                                                or kinds is not None and edit.kind in kinds)
                           and (not step_only or "step" in edit.params)
