@@ -1,4 +1,4 @@
-"""The seventeenth diagnosis corpus (bench/diagnosis_unheard/, BLIND) is well formed.
+"""The seventeenth diagnosis corpus (bench/diagnosis_unheard/, released 2026-12-03) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_unheard --summary``), validation by
