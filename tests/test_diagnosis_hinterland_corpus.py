@@ -1,0 +1,139 @@
+"""The twenty-ninth diagnosis corpus (bench/diagnosis_hinterland/, BLIND) is well formed.
+
+Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
+bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_hinterland --summary``), validation by
+verdicts is bench/diagnosis_blind_verdicts.py's (``--corpus bench/diagnosis_hinterland``). These
+tests pass with and without torch.
+"""
+import ast
+import os
+
+from tests.corpus_labels import (ROOT, Corpus, bench, imported_modules, label_tests)
+
+HINTERLAND = os.path.join(ROOT, "bench", "diagnosis_hinterland")
+CORPUS = Corpus(HINTERLAND)
+RAISING = ("HinterlandRowImportanceUnsummed", "HinterlandRunningEngagementWeightUnsummed")
+ENGINE_FILES = ["fm_engine.py", "ranking_engine.py", "tree_engine.py"]
+TORCH_FILES = ["cross_features.py", "embedding_bags.py", "fm_interactions.py", "ranking_losses.py",
+               "session_models.py", "soft_trees.py", "tabular_encoders.py"]
+ESTIMATORS = {"HinterlandBinaryCodeSTE": "straight_through",
+              "HinterlandDebiasGradientReversal": "gradient_reversal",
+              "HinterlandClickGateSurrogate": "smooth_surrogate"}
+
+
+def test_corpus_is_read_from_its_own_folder():
+    assert {os.path.dirname(r["file"]) for r in CORPUS.records} == {HINTERLAND}
+
+
+def test_corpus_size_and_mix():
+    assert len(CORPUS.buggy) == 69
+    assert len(CORPUS.correct) == 28
+    assert len(CORPUS.files) == 10
+    kinds = set(CORPUS.kind_counts())
+    assert kinds <= bench.KINDS
+    assert CORPUS.kind_counts()["none"] == 4
+    assert kinds == bench.KINDS - {"precision"}
+    assert max(CORPUS.kind_counts().values()) <= len(CORPUS.buggy) // 8  # no kind dominates
+    assert len(CORPUS.buggy) - CORPUS.kind_counts()["none"] >= 50
+
+
+def test_both_backends_engine_files_and_split():
+    engine, torch_files = CORPUS.engine_and_torch_files()
+    assert engine == ENGINE_FILES
+    assert torch_files == TORCH_FILES
+    assert sorted(engine + torch_files) == CORPUS.files
+    assert all(n.endswith("_engine.py") for n in engine)
+    assert not any(n.endswith("_engine.py") for n in torch_files)
+    on_engine = [r for r in CORPUS.records if os.path.basename(r["file"]) in engine]
+    assert len(on_engine) == 24  # 17 buggy + 7 twins
+
+
+def test_engine_files_import_gradcli_first_and_use_no_real_torch():
+    for name in ENGINE_FILES:
+        source = CORPUS.source(name)
+        assert source.splitlines()[0] == "import gradcli as torch", name
+        assert imported_modules(source) <= {"gradcli", "math"}, name
+
+
+def test_torch_files_import_only_torch():
+    for name in TORCH_FILES:
+        assert imported_modules(CORPUS.source(name)) <= {"torch"}, name
+
+
+def test_every_class_is_prefixed_and_names_are_unique_here_and_across_the_other_corpora():
+    names = [r["function"] for r in CORPUS.records]
+    assert len(names) == len(set(names))
+    assert all(n.startswith("Hinterland") for n in names)
+    for folder in sorted(os.listdir(os.path.join(ROOT, "bench"))):
+        other = os.path.join(ROOT, "bench", folder)
+        if (folder.startswith("diagnosis_") and folder not in ("diagnosis_hinterland", "diagnosis_catalogue")
+                and os.path.isdir(other)):
+            assert not set(names) & {r["function"] for r in bench.read_corpus(other)}, folder
+
+
+def test_the_estimators_are_the_only_twinless_ones():
+    estimators = {r["function"]: r["bug"]["kind"] for r in CORPUS.buggy
+                  if r["bug"]["kind"] in ("straight_through", "gradient_reversal", "smooth_surrogate")}
+    assert estimators == ESTIMATORS
+
+
+def test_coding_styles_the_brief_asks_for_occur():
+    source = "\n".join(CORPUS.source(n) for n in CORPUS.files)
+    for needle in ("ctx.save_for_backward(", "ctx.needs_input_grad[", "torch.einsum(", "F.conv1d(",
+                   "index_add_(", "index_put_(", "scatter_add_(", "scatter_(", ".gather(", ".mT",
+                   " @ ", "dim=", "for t in reversed(range(T))", ".transpose(", ".permute(", ".view(",
+                   "masked_fill(", ".unfold(", ".flip(", ".cumsum(", "torch.remainder(",
+                   "torch.repeat_interleave(", "torch.sigmoid(", "F.softplus(", "F.logsigmoid(",
+                   "torch.log_softmax(", "torch.sort(", "pow_(", "mul_(", "torch.stack("):
+        assert needle in source, needle
+    trees = [ast.parse(CORPUS.source(n)) for n in CORPUS.files]
+    ctx_attributes = {node.attr for tree in trees for node in ast.walk(tree)
+                      if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                      and node.value.id == "ctx" and isinstance(node.ctx, ast.Store)}
+    assert len(ctx_attributes) >= 4, ctx_attributes
+
+
+def test_integer_and_bool_inputs_occur():
+    source = "\n".join(CORPUS.source(n) for n in CORPUS.files)
+    assert "dtype=torch.int64" in source and "torch.tensor([[True" in source
+
+
+def test_the_also_labels():
+    with_also = sorted((r["function"], r["bug"]["kind"], r["bug"]["also"])
+                       for r in CORPUS.buggy if r["bug"].get("also"))
+    assert with_also == [
+        ("HinterlandDebiasGradientReversal", "gradient_reversal", ["sign"]),
+        ("HinterlandHashEmbeddingFieldMajorFlat", "missing_reshape", ["transposed"])]
+
+
+def test_readme_names_the_functions_that_fail_by_raising():
+    readme = CORPUS.readme()
+    names = {r["function"] for r in CORPUS.buggy}
+    for name in RAISING:
+        assert f"`{name}`" in readme and name in names
+
+
+globals().update(label_tests(CORPUS))  # the tests every corpus of this format shares
+
+
+def test_readme_states_the_rules_and_matches_the_corpus():
+    readme = CORPUS.readme()
+    assert readme.splitlines()[0] == ("# The twenty-ninth diagnosis corpus (issue 17, deliverable 3) — BLIND")
+    assert "**This corpus is BLIND: it is used only to *score* gradcli's diagnosis, never to design it.**" in readme
+    assert "python bench/diagnosis_untuned.py --corpus bench/diagnosis_hinterland --summary" in readme
+    for name in ("HinterlandBPRLossSigmoidOfMargin", "HinterlandSparsemaxSoftmaxJacobian",
+                 "HinterlandWeightedCTRLossSoftplusForSigmoid", "HinterlandSoftStumpTanhDerivative"):
+        assert f"`{name}`" in readme
+    assert {r["function"] for r in CORPUS.buggy if r["bug"]["kind"] == "none"} == {
+        "HinterlandBPRLossSigmoidOfMargin", "HinterlandSparsemaxSoftmaxJacobian",
+        "HinterlandWeightedCTRLossSoftplusForSigmoid", "HinterlandSoftStumpTanhDerivative"}
+
+
+def test_readme_backend_split_matches_the_labels():
+    engine, _ = CORPUS.engine_and_torch_files()
+    split = {True: [0, 0], False: [0, 0]}
+    for r in CORPUS.records:
+        split[os.path.basename(r["file"]) in engine][r["bug"] is None] += 1
+    (torch_buggy, torch_twins), (engine_buggy, engine_twins) = split[False], split[True]
+    assert (f"Torch files: {torch_buggy} buggy + {torch_twins} twins; engine files: "
+            f"{engine_buggy} buggy + {engine_twins} twins.") in CORPUS.readme()
