@@ -333,7 +333,15 @@ def _transposed_finding(ev, params):
     elif len(ev.shape) == 2:
         message = f"backward's gradient for input {ev.name} is transposed"
     else:
-        message = f"backward's gradient for input {ev.name} has its axes permuted ({tuple(params['permutation'])})"
+        perm = params["permutation"]
+        if any(perm[perm[i]] != i for i in range(len(perm))):
+            # a cycle of three or more axes is no transpose the wrong way: the gradient was formed
+            # in another axis order (r, p, q) and reshaped to the input's without the permute back
+            return Finding("missing_reshape", f"backward's gradient for input {ev.name} has the right values with "
+                           f"its axes in another order (permuted by {tuple(perm)}): a permute back to the input's "
+                           "axis order is missing before the reshape", input=ev.index,
+                           params={**params, "side": "result"}, confidence=0.9)
+        message = f"backward's gradient for input {ev.name} has its axes permuted ({tuple(perm)})"
     return Finding("transposed", message, input=ev.index, params=params, confidence=0.95)
 
 

@@ -55,6 +55,18 @@ def _to_numpy(x) -> np.ndarray:
     return np.asarray(x.data)
 
 
+def _copied(x):
+    """A copy of a non-float tensor (its values only), anything else as it is."""
+    if is_torch_object(x) and hasattr(x, "is_floating_point") and hasattr(x, "clone") \
+            and not x.is_floating_point() and not x.is_complex():
+        return x.clone()
+    from gradcli.autograd.tensor import Tensor
+
+    if isinstance(x, Tensor) and x.data.dtype.kind in "biu":
+        return Tensor(np.array(x.data, copy=True))
+    return x
+
+
 def _flatten_outputs(out) -> list:
     """Outputs in gradcheck's order: nested tuples and lists flattened."""
     if isinstance(out, (tuple, list)):
@@ -91,7 +103,9 @@ class Probe:
 
     def _build(self, values=None, requires_grad=True, upcast=False):
         values = {**self.values, **(values or {})}
-        args = list(self.args)
+        # integer and bool tensors copied too: an edited backward may write into one it saved (edges
+        # read as `edges[a] += …`), which must not corrupt the next run nor the caller's input
+        args = [_copied(a) for a in self.args]
         for i in self.indices:
             dtype = np.float64 if upcast else self.dtypes[i]
             args[i] = self._tensor(values[i], dtype, requires_grad)

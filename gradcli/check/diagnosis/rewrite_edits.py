@@ -8,7 +8,8 @@ import copy
 
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
 from gradcli.check.diagnosis.rewrite_statements import (_carried_edits, _every_dim_edits, _loop_overwrites, _mean_dims,
-                                                        _previous_step, _projected, _reduces, _regrouping_edits,
+                                                        _leading_axis_edits, _previous_step, _projected, _reduces,
+                                                        _reaction_edits, _regrouping_edits, _sibling_indices,
                                                         _saved_names, _shift_axis_edits, _slice_shift_edits)
 from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
 from gradcli.check.diagnosis.rewrite_syntax import (
@@ -30,7 +31,7 @@ class _Edit:
 
 
 def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None, forward_attrs=(), unsaved=None,
-          cdfs=None):
+          cdfs=None, forward_calls=None):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -53,6 +54,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
     saved = _saved_names(tree, ctx_name)
     looped = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(tree))
     mean_dims = _mean_dims(tree)
+    siblings = _sibling_indices(tree)
     centred = []  # (whether the statement has no reduction, order) of the mean-term edits
 
     def add(kind, stmt, node, words, make, **params):
@@ -184,8 +186,17 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         add("wrong_variable", stmt, node, f"`{ast.unparse(node)}` where `{other} * {other}` is needed",
                             lambda n, o=other: ast.BinOp(ast.Name(o, ast.Load()), ast.Mult(), ast.Name(o, ast.Load())),
                             used=node.left.id, needed=other)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+                _leading_axis_edits(add, stmt, node, set(grads) | saved)
+            if siblings:
+                _reaction_edits(add, stmt, node, siblings)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound \
                     and node.id not in functions:
+                m = node.id  # the mask of one branch read where the other branch's is needed (kept for a 0/1 m)
+                for complement, shown in ((lambda n: ast.BinOp(ast.Constant(1), ast.Sub(), n), f"1 - {m}"),
+                                          (lambda n: ast.UnaryOp(ast.Invert(), n), f"~{m}")):
+                    add("region", stmt, node, f"`{m}` where its complement `{shown}` is needed", complement,
+                        comparison=m, expected=shown, complement_of=m)
                 for other in bound:
                     if other != node.id and other not in functions and other not in grads \
                             and bound[other] < node.lineno and (other, id(node)) not in receivers:
@@ -196,6 +207,9 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         add("wrong_variable", stmt, node, f"`{node.id}` where the previous step's (`{node.id}` shifted "
                             f"by one along dim {dim}, zero first) is needed", lambda n, d=dim: _previous_step(n, d),
                             used=node.id, needed=f"{node.id} one step back along dim {dim}", step=-1)
+                for code in (forward_calls or {}).get(node.id, ()) if node.id in saved else ():
+                    add("wrong_variable", stmt, node, f"`{node.id}` where forward's `{code}` is needed",
+                        lambda n, c=code: ast.parse(c, mode="eval").body, used=node.id, needed=code)
                 for local in (unsaved or {}).get(node.id, ()) if node.id in saved else ():  # `x` for forward's `agg`
                     add("wrong_variable", stmt, node, f"`{node.id}` where forward's `{local}` (not saved) is needed",
                         lambda n, l=local: ast.Name(FORWARD_PREFIX + l, ast.Load()), used=node.id,

@@ -87,6 +87,14 @@ def edit_finding(ev, edit, src, masks=frozenset()):
             "swapped": (f"exchange `{params.get('first')}` and `{params.get('second')}`",
                         f"backward for input {name} needs {words}"),
         }[kind]
+        if kind == "missing_term" and params.get("reaction"):
+            advice = f"add the reaction on the pair's other end: {params['term']}"
+            message = (f"backward for input {name} misses the term of each pair's other end "
+                       f"(`{params['reaction']}`): {words} is needed as well")
+        if kind == "missing_reshape" and params.get("aligned"):
+            advice = f"reshape `{params['aligned']}` to end in 1s (`{params['aligned']}[:, None, …]`) so it broadcasts " \
+                     "along its leading axis"
+            message = f"backward for input {name} broadcasts a tensor along the wrong axis: {words}"
         if kind == "not_accumulated" and params.get("loop"):
             advice = "add each step's contribution (`+=`) instead of assigning it"
             message = f"backward for input {name} keeps only the last step of a loop's sum: {words}"

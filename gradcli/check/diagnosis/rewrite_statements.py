@@ -245,3 +245,106 @@ def _regrouping_edits(add, stmt, call):
                 return ast.Call(n.func, [type(n.args[0])(old, ast.Load())] if packed else old, n.keywords)
             add("missing_reshape", stmt, call, f"`{code}` with `{ast.unparse(size)}` reversed", reversed_sizes,
                 reshape=code, regrouped=True)
+
+
+def _leading_axis_edits(add, stmt, node, names):
+    """`g * a` with g of shape (B,) and a of (B, n, n): g broadcasts along a's last axis where its
+    first is meant (hidden when B == n) — `g` reshaped to (B, 1, 1) is needed."""
+    for side, other in (("left", "right"), ("right", "left")):
+        operand = getattr(node, side)
+        if not (isinstance(operand, ast.Name) and operand.id in names):
+            continue
+        name = operand.id
+
+        def make(n, side=side, other=other):
+            g, partner = getattr(n, side), getattr(n, other)
+            ones = ast.BinOp(ast.Tuple([ast.Constant(1)], ast.Load()), ast.Mult(), ast.BinOp(
+                _method_call(partner, "dim"), ast.Sub(), _method_call(g, "dim")))
+            aligned = ast.Call(ast.Attribute(g, "reshape", ast.Load()),
+                               [ast.BinOp(ast.Attribute(g, "shape", ast.Load()), ast.Add(), ones)], [])
+            return ast.BinOp(aligned, n.op, partner) if side == "left" else ast.BinOp(partner, n.op, aligned)
+
+        add("missing_reshape", stmt, node, f"`{name}` broadcast along the last axis of `{ast.unparse(getattr(node, other))}` "
+            f"where its leading axis is meant (`{name}` reshaped with trailing 1s is needed)", make,
+            aligned=name, operand=ast.unparse(getattr(node, other)))
+
+
+def _method_call(node, method):
+    return ast.Call(ast.Attribute(node, method, ast.Load()), [], [])
+
+
+def _sibling_indices(tree):
+    """{index name: [the names indexing the pair's other end]}: names bound together (`a, b = …`)
+    or by two statements alike but for a constant or a name (`i = src[e]`, `j = dst[e]`)."""
+    found = {}
+
+    def pair(names):
+        for n in names:
+            found.setdefault(n, []).extend(m for m in names if m != n and m not in found.get(n, ()))
+
+    def shape(value):
+        value = copy.deepcopy(value)
+        for n in ast.walk(value):
+            if isinstance(n, ast.Constant):
+                n.value = 0
+            elif isinstance(n, ast.Name):
+                n.id = "_"
+        return ast.dump(value)
+
+    for body in [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.For, ast.While, ast.If, ast.With))]:
+        singles = []
+        for s in body:
+            if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+                continue
+            target = s.targets[0]
+            if isinstance(target, ast.Tuple) and 2 <= len(target.elts) <= 3 \
+                    and all(isinstance(e, ast.Name) for e in target.elts):
+                pair([e.id for e in target.elts])
+            elif isinstance(target, ast.Name) and any(isinstance(n, ast.Subscript) for n in ast.walk(s.value)):
+                singles.append((target.id, shape(s.value)))
+        for k, (a, form) in enumerate(singles):
+            for b, other in singles[k + 1:]:
+                if form == other:
+                    pair([a, b])
+    return found
+
+
+def _reaction_edits(add, stmt, node, siblings):
+    """`grad[a] += f` (or `grad.index_add_(0, a, f)`) for a pairwise term whose reaction on the
+    pair's other end, `grad[b] -= f`, was left out (a spring pushing on its first node only)."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.target, ast.Subscript):
+        index = node.target.slice
+        first = index.elts[0] if isinstance(index, ast.Tuple) and index.elts else index
+        if not isinstance(first, ast.Name):
+            return
+        for b in siblings.get(first.id, ()):
+            for same in (False, True):
+                def make(n, b=b, same=same):
+                    target = copy.deepcopy(n.target)
+                    where = target.slice.elts if isinstance(target.slice, ast.Tuple) else None
+                    if where is not None:
+                        where[0] = ast.Name(b, ast.Load())
+                    else:
+                        target.slice = ast.Name(b, ast.Load())
+                    op = n.op if same else (ast.Sub() if isinstance(n.op, ast.Add) else ast.Add())
+                    return ast.If(ast.Constant(True), [n, ast.AugAssign(target, op, copy.deepcopy(n.value))], [])
+                shown = make(copy.deepcopy(node)).body[1]
+                term = ast.unparse(shown)
+                add("missing_term", stmt, node, f"the reaction on the pair's other end, `{term}`", make, term=term,
+                    reaction=b)
+        return
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 3 \
+            and node.func.attr in ("index_add_", "index_add", "scatter_add_", "scatter_add") \
+            and isinstance(node.args[1], ast.Name):
+        a = node.args[1].id
+        for b in siblings.get(a, ()):
+            for same in (False, True):
+                def make(n, b=b, same=same):
+                    value = copy.deepcopy(n.args[2])
+                    return ast.Call(ast.Attribute(n, "index_add_" if "index" in n.func.attr else "scatter_add_",
+                                                  ast.Load()),
+                                    [copy.deepcopy(n.args[0]), ast.Name(b, ast.Load()),
+                                     value if same else ast.UnaryOp(ast.USub(), value)], [])
+                term = f"{'+' if same else '-'}{ast.unparse(node.args[2])} at `{b}`"
+                add("missing_term", stmt, node, f"the reaction on the pair's other end, {term}", make, term=term,
+                    reaction=b)

@@ -181,6 +181,32 @@ def _forward_attributes(cls):
                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == ctx})
 
 
+# elementwise functions whose value backward may need where it reads their argument (`2 * v` for
+# d(v·|v|)/dv = 2·|v|)
+UNARY = ("abs", "exp", "log", "sqrt", "sigmoid", "tanh", "sign", "square", "reciprocal", "rsqrt")
+
+
+def _forward_calls(cls):
+    """{name: [code]}: forward's elementwise calls of one name (``v.abs()``, ``torch.exp(s)``)."""
+    tree = _forward_tree(cls)
+    found = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.Call) or node.keywords or not isinstance(node.func, ast.Attribute) \
+                or node.func.attr not in UNARY:
+            continue
+        if not node.args and isinstance(node.func.value, ast.Name):
+            name = node.func.value.id  # v.abs()
+        elif len(node.args) == 1 and isinstance(node.args[0], ast.Name) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id in ("torch", "F", "np", "math"):
+            name = node.args[0].id  # torch.abs(v)
+        else:
+            continue
+        code = ast.unparse(node)
+        if code not in found.setdefault(name, []):
+            found[name].append(code)
+    return found
+
+
 def _negated_in_forward(cls):
     """The expressions forward writes negated (``-(i - j).abs()``), as code."""
     tree = _forward_tree(cls)
@@ -218,14 +244,14 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
     if getattr(probe, "gaussian_cdfs", None) is None:  # read once per check: every search of every input asks
         probe.gaussian_cdfs = gaussian_cdfs(recorded)
     read = (tensors, simplex_names(recorded), _scalars(probe), factor, _forward_attributes(cls), unsaved,
-            probe.gaussian_cdfs)
+            probe.gaussian_cdfs, _forward_calls(cls))
     for target in targets:
         src, role = target[0], target[3]
         if saves and role != "forward":
             continue
         # backward's own values feed the edits of backward, not of a helper it calls (role None)
         found = forward_edits(src) if role == "forward" else edits(src, role, *(
-            read if role is not None else (None, {}, (), None, (), None, {})))
+            read if role is not None else (None, {}, (), None, (), None, {}, {})))
         candidates.extend((edit, target) for edit in found if (kinds is None and edit.kind not in LOCATING
                                                                or kinds is not None and edit.kind in kinds)
                           and (not step_only or "step" in edit.params)

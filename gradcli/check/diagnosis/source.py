@@ -282,7 +282,9 @@ INPLACE_CALL = re.compile(r"\.\w+_\(")
 
 def chain(src: Source, statement, expr):
     """The gradient's statement and, transitively, the assignments that feed it, in source order."""
-    found, frontier = [statement], [statement]
+    # from the gradient's own expression: another input's gradient in the same return
+    # (`return grad_pred, -g * clipped`) is fed by statements that do not make this one
+    found, frontier = [statement], [expr if expr is not None else statement]
     end = getattr(last_return(src), "lineno", statement.lineno)
     while frontier:
         node = frontier.pop()
