@@ -12,7 +12,13 @@ under ``import torch`` and ``import gradcli as torch``. Covered here:
 - a parameter acting on one branch only whose gradient is masked with the other branch's 0/1 mask
   (``pos`` where ``1 - pos`` is needed) is a ``region`` at that product;
 - ``2 * v`` where d(v·|v|)/dv = 2·|v| is needed reads ``v`` where forward's ``v.abs()`` is: a
-  ``wrong_variable`` at that statement.
+  ``wrong_variable`` at that statement — but inside a comparison (``d < 1`` where forward tests
+  ``d.abs() < 1``) a ``region``: the mask's bound is tested on the wrong quantity;
+- a softmax recomputed in backward from the saved scores without forward's causal
+  ``masked_fill`` (and a max's winners found again without forward's ``where`` over the valid
+  steps) is a ``region`` where the unmasked name is read: forward's mask left out;
+- a chain-rule sum `gx * dx_dt + gy * dy_dt` with one term's sign wrong is quoted where that
+  local derivative is made (once, read only there): the derivative's sign is the mistake.
 """
 from __future__ import annotations
 
@@ -182,6 +188,19 @@ def test_a_branch_parameter_masked_with_the_other_branch_is_a_region(tmp_path, b
 
 
 DRAG = """
+class SmoothL1OneSidedTest(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, d):
+        ctx.save_for_backward(d)
+        return torch.where(d.abs() < 1, 0.5 * d * d, d.abs() - 0.5)
+
+    @staticmethod
+    def backward(ctx, g):
+        (d,) = ctx.saved_tensors
+        slope = torch.where(d < 1, d, torch.sign(d))
+        return slope * g
+
+
 class DragSquareRule(torch.autograd.Function):
     @staticmethod
     def forward(ctx, v, c):
@@ -206,3 +225,74 @@ def test_an_argument_read_where_forward_takes_its_absolute_value_is_a_wrong_vari
     found = _only(failing_findings(module.DragSquareRule, (v, c)), 0, "wrong_variable")
     assert found.params["source"]["line"] == line_of(path, "slope = 2.0 * v")
     assert "`v` where forward's `v.abs()` is needed" in found.message
+
+
+MASKED = """
+class CausalAttentionRecomputedUnmasked(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, s, v):
+        future = torch.ones(s.shape[0], s.shape[1], dtype=torch.bool).triu(1)
+        ctx.save_for_backward(s, v)
+        return s.masked_fill(future, float("-inf")).softmax(-1) @ v
+
+    @staticmethod
+    def backward(ctx, g):
+        s, v = ctx.saved_tensors
+        p = s.softmax(-1)
+        dp = g @ v.T
+        return p * (dp - (p * dp).sum(-1, keepdim=True)), p.T @ g
+"""
+
+
+@BOTH
+def test_a_softmax_recomputed_without_forwards_mask_is_a_region_where_it_reads_the_scores(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, MASKED, "masked")
+    rng = np.random.default_rng(17)
+    s, v = float_tensor(module, rng.standard_normal((4, 4))), float_tensor(module, rng.standard_normal((4, 3)))
+    findings = failing_findings(module.CausalAttentionRecomputedUnmasked, (s, v))
+    assert {f.kind for f in findings} == {"region"} and {f.input for f in findings} == {0, 1}
+    found = _only(findings, 0, "region")
+    assert found.params["source"]["line"] == line_of(path, "p = s.softmax(-1)")
+    assert found.params["forward_mask"] == "s.masked_fill(future, float('-inf'))"
+    assert "forward's mask left out" in found.message
+
+
+@BOTH
+def test_an_argument_compared_where_forward_compares_its_absolute_value_is_a_region(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, DRAG, "smooth_l1")
+    d = float_tensor(module, [[-2.5, -1.5, -0.4, 0.3], [1.7, -0.8, 2.2, -3.1]])
+    found = _only(failing_findings(module.SmoothL1OneSidedTest, (d,)), 0, "region")
+    assert found.params["source"]["line"] == line_of(path, "slope = torch.where(d < 1, d, torch.sign(d))")
+    assert "`d` where forward's `d.abs()` is needed" in found.message
+
+
+ARM = """
+L1, L2 = 1.0, 0.7
+
+
+class ArmTipElbowSign(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t1, t2):
+        ctx.save_for_backward(t1, t2)
+        return L1 * torch.cos(t1) + L2 * torch.cos(t1 + t2), L1 * torch.sin(t1) + L2 * torch.sin(t1 + t2)
+
+    @staticmethod
+    def backward(ctx, gx, gy):
+        t1, t2 = ctx.saved_tensors
+        s1, c1, s12, c12 = torch.sin(t1), torch.cos(t1), torch.sin(t1 + t2), torch.cos(t1 + t2)
+        dx_dt1, dy_dt1 = -L1 * s1 - L2 * s12, L1 * c1 + L2 * c12
+        dx_dt2 = L2 * s12
+        dy_dt2 = L2 * c12
+        return gx * dx_dt1 + gy * dy_dt1, gx * dx_dt2 + gy * dy_dt2
+"""
+
+
+@BOTH
+def test_one_chain_rule_terms_sign_is_quoted_where_its_local_derivative_is_made(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, ARM, "arm")
+    rng = np.random.default_rng(19)
+    t1, t2 = float_tensor(module, rng.uniform(-1, 1, 5)), float_tensor(module, rng.uniform(-1, 1, 5))
+    found = _only(failing_findings(module.ArmTipElbowSign, (t1, t2)), 1, "term_sign")
+    assert found.params["source"]["line"] == line_of(path, "dx_dt2 = L2 * s12")
+    assert found.params["derivative"] == "dx_dt2"
+    assert "flip the sign of `dx_dt2`" in found.params["advice"]

@@ -207,10 +207,20 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         add("wrong_variable", stmt, node, f"`{node.id}` where the previous step's (`{node.id}` shifted "
                             f"by one along dim {dim}, zero first) is needed", lambda n, d=dim: _previous_step(n, d),
                             used=node.id, needed=f"{node.id} one step back along dim {dim}", step=-1)
+                compared = next((c for c in ast.walk(stmt) if isinstance(c, ast.Compare)
+                                 and any(n is node for n in ast.walk(c))), None)
                 for code in (forward_calls or {}).get(node.id, ()) if node.id in saved else ():
-                    add("wrong_variable", stmt, node, f"`{node.id}` where forward's `{code}` is needed",
-                        lambda n, c=code: ast.parse(c, mode="eval").body, used=node.id, needed=code)
+                    # inside a comparison, the mask's bound is tested on the wrong quantity: `d < 1` for |d| < 1
+                    add("region" if compared is not None else "wrong_variable", stmt, node,
+                        f"`{node.id}` where forward's `{code}` is needed", lambda n, c=code: ast.parse(c, mode="eval").body,
+                        used=node.id, needed=code)
                 for local in (unsaved or {}).get(node.id, ()) if node.id in saved else ():  # `x` for forward's `agg`
+                    if isinstance(local, tuple):  # `scores` read unmasked: forward's mask left out here
+                        key, code = local
+                        add("region", stmt, node, f"`{node.id}` where forward's masked `{code}` is needed (forward's "
+                            "mask left out)", lambda n, k=key: ast.Name(FORWARD_PREFIX + k, ast.Load()),
+                            used=node.id, needed=code, forward_local=key, forward_mask=code)
+                        continue
                     add("wrong_variable", stmt, node, f"`{node.id}` where forward's `{local}` (not saved) is needed",
                         lambda n, l=local: ast.Name(FORWARD_PREFIX + l, ast.Load()), used=node.id,
                         needed=f"forward's {local}", forward_local=local)

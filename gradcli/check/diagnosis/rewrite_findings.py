@@ -11,6 +11,8 @@ from gradcli.check.report import Finding
 def edit_finding(ev, edit, src, masks=frozenset()):
     """The finding an edit that makes the gradient exact gives: its kind (renamed where the edit says
     more: a position bound, a mask, one `where` branch), message, advice and params."""
+    if edit.kind == "term_sign":
+        edit.stmt = _derivative_assignment(src, edit) or edit.stmt
     statement = src.code(edit.stmt)
     params = dict(edit.params, at_line=int(src.line_of(edit.stmt)), statement=statement, edit="rewrite",
                   location=src.location(edit.stmt))
@@ -95,6 +97,8 @@ def edit_finding(ev, edit, src, masks=frozenset()):
             advice = f"reshape `{params['aligned']}` to end in 1s (`{params['aligned']}[:, None, …]`) so it broadcasts " \
                      "along its leading axis"
             message = f"backward for input {name} broadcasts a tensor along the wrong axis: {words}"
+        if kind == "term_sign" and params.get("derivative"):
+            advice = f"flip the sign of `{params['derivative']}` (the local derivative in `{params.get('term')}`)"
         if kind == "not_accumulated" and params.get("loop"):
             advice = "add each step's contribution (`+=`) instead of assigning it"
             message = f"backward for input {name} keeps only the last step of a loop's sum: {words}"
@@ -150,3 +154,35 @@ def _index_bound(src, edit):
     return bool(names) and any(isinstance(n, ast.Subscript) and any(isinstance(m, ast.Name) and m.id in names
                                                                        for m in ast.walk(n.slice))
                                for n in ast.walk(src.tree))
+
+
+def _derivative_assignment(src, edit):
+    """For a term `grad_y * dy_dt` whose sign is wrong in a chain-rule sum (`grad_x * dx_dt +
+    grad_y * dy_dt`), the assignment of the local derivative `dy_dt` when it is made once and read
+    only there: the sign is wrong in the derivative, not in how the chain rule combines it."""
+    try:
+        term = ast.parse(edit.params.get("term", ""), mode="eval").body
+    except SyntaxError:
+        return None
+    arguments = {a.arg for a in src.tree.args.args}
+    if isinstance(term, ast.UnaryOp) and isinstance(term.op, ast.USub):
+        term = term.operand
+    if not (isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult)
+            and isinstance(term.left, ast.Name) and isinstance(term.right, ast.Name)):
+        return None
+    local = [n.id for n in (term.left, term.right) if n.id not in arguments]
+    if len(local) != 1:
+        return None
+    name = local[0]
+    reads = [n for n in ast.walk(src.tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    made = [s for s in ast.walk(src.tree) if isinstance(s, (ast.Assign, ast.AugAssign))
+            and any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(s) if t in _targets(s))]
+    if len(reads) != 1 or len(made) != 1 or not isinstance(made[0], ast.Assign):
+        return None
+    edit.params["derivative"] = name
+    return made[0]
+
+
+def _targets(stmt):
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return [n for t in targets for n in ast.walk(t)]

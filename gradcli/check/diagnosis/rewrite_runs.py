@@ -122,19 +122,61 @@ FORWARD_PREFIX = "_gradcli_forward_"  # the global an edit reads a forward local
 
 
 def forward_locals(probe, cls, limit=8):
-    """{name: tensor} of forward's tensor locals at the probe's inputs (not its arguments, not ctx)."""
+    """({name: tensor} of forward's tensor locals at the probe's inputs (not its arguments, not
+    ctx), {name: [(code, tensor)]} of forward's masked reads of a name, ``masked``)."""
     from gradcli.check.diagnosis.probe import _LineTrace
 
     forward = _method(cls, "forward")
     if forward is None:
-        return {}
+        return {}, {}
     names = {}
     with _LineTrace(forward.__code__, set(), names):
         probe.forward()
     arguments = set(forward.__code__.co_varnames[:forward.__code__.co_argcount])
     found = {k: v for k, v in names.items() if k not in arguments and hasattr(v, "shape") and hasattr(v, "dtype")
              and not isinstance(v, type) and "float" in str(v.dtype)}
-    return dict(list(found.items())[:limit])
+    return dict(list(found.items())[:limit]), masked(forward, names)
+
+
+def _masked_name(node):
+    """The name ``node`` masks: ``x.masked_fill(m, v)``, ``torch.where(m, x, fill)`` (fill no name)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    if node.func.attr == "masked_fill" and isinstance(node.func.value, ast.Name) and len(node.args) == 2:
+        return node.func.value.id
+    if node.func.attr == "where" and len(node.args) == 3:
+        kept = [a for a in node.args[1:] if isinstance(a, ast.Name)]
+        return kept[0].id if len(kept) == 1 else None
+    return None
+
+
+def masked(forward, names, limit=4):
+    """{name: [(code, value)]}: forward's masked reads of a name (``scores.masked_fill(future,
+    -inf)``, ``torch.where(valid, x, -inf)``) evaluated in forward's final locals — what backward
+    needs where it reads the name unmasked (a causal mask left out of a recomputed softmax)."""
+    try:
+        tree = ast.parse(_dedented(forward))
+    except Exception:  # noqa: BLE001 -- no source: no masked reads
+        return {}
+    found = {}
+    for node in ast.walk(tree):
+        name = _masked_name(node)
+        if name is None or name not in names or len(found.setdefault(name, [])) >= limit:
+            continue
+        code = ast.unparse(node)
+        try:
+            value = eval(compile(ast.Expression(node), "<forward>", "eval"), forward.__globals__, dict(names))  # noqa: S307 -- forward's own code, at its own locals
+        except Exception:  # noqa: BLE001 -- reads something not bound at the end
+            continue
+        if hasattr(value, "shape") and all(code != c for c, _ in found[name]):
+            found[name].append((code, value))
+    return {k: v for k, v in found.items() if v}
+
+
+def _dedented(func):
+    import textwrap
+
+    return textwrap.dedent(inspect.getsource(func))
 
 
 class _TooSlow(Exception):

@@ -43,11 +43,13 @@ import time
 import numpy as np
 
 from gradcli.check.diagnosis.evidence import EDITED_RHO, nice_number
-from gradcli.check.diagnosis.probe import ProbeError, _to_numpy, row_key
+from gradcli.check.diagnosis.probe import ProbeError, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
+from gradcli.check.diagnosis.forward_reads import (_forward_attributes, _forward_calls, _negated_in_forward, _scalars,
+                                                   _unsaved)
 from gradcli.check.diagnosis.rewrite_findings import edit_finding
 from gradcli.check.diagnosis.rewrite_runs import (FORWARD_PREFIX, SLOWER, _compiled, _Deadline, _InGlobals, _method,
-                                                  _OnClass, _plain_function, _repeats, _square, _Values, forward_locals)
+                                                  _OnClass, _plain_function, _repeats, _square, _Values)
 from gradcli.check.diagnosis.source import (_source, backward_source, chain, forward_source, gradient_statement,
                                             last_return, statements)
 
@@ -123,96 +125,6 @@ def _assigns_a_number(code, tensors):
         return False
     return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
         and stmt.targets[0].id not in tensors and isinstance(stmt.value, ast.BinOp)
-
-
-def _scalars(probe):
-    """(name, value) of forward's plain-number arguments (a margin of 0.3 backward never sees)."""
-    from gradcli.check.diagnosis.probe import parameter_name
-
-    found = []
-    for i, arg in enumerate(getattr(probe, "args", ())):
-        if isinstance(arg, float) or isinstance(arg, int) and not isinstance(arg, bool):
-            try:
-                found.append((parameter_name(probe.fn, i), arg))
-            except Exception:  # noqa: BLE001 -- an unnamed argument
-                continue
-    return found[:4]
-
-
-def _unsaved(probe, cls, recorded):
-    """({backward name: [forward locals of its shape whose values differ]}, {local: tensor}): the
-    tensors forward computed but never saved that backward may have needed in a name's place."""
-    values = getattr(probe, "forward_locals", None)
-    if values is None:
-        try:
-            values = forward_locals(probe, cls)
-        except Exception:  # noqa: BLE001 -- forward cannot be traced again: no such edits
-            values = {}
-        probe.forward_locals = values  # one traced forward call per check, whichever input asks
-    rows = list(recorded.values())
-    if not rows or not values:
-        return {}, {}
-    held = rows[0]
-    found = {}
-    for name, value in held.items():
-        for local, tensor in values.items():
-            array = np.asarray(_to_numpy(tensor))
-            if local != name and array.shape == value.shape and array.size > 1 and not np.allclose(array, value):
-                found.setdefault(name, []).append(local)
-    return found, values
-
-
-def _forward_tree(cls):
-    """Forward's parsed source, or None (no source to read)."""
-    try:
-        src = forward_source(cls)
-    except Exception:  # noqa: BLE001 -- no forward to read
-        return None
-    return src.tree if src is not None else None
-
-
-def _forward_attributes(cls):
-    """The ctx attributes forward assigns (``ctx.gamma = gamma``), which backward may have left unread."""
-    tree = _forward_tree(cls)
-    if tree is None or not tree.args.args:
-        return []
-    ctx = tree.args.args[0].arg
-    return sorted({t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
-                   if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == ctx})
-
-
-# elementwise functions whose value backward may need where it reads their argument (`2 * v` for
-# d(v·|v|)/dv = 2·|v|)
-UNARY = ("abs", "exp", "log", "sqrt", "sigmoid", "tanh", "sign", "square", "reciprocal", "rsqrt")
-
-
-def _forward_calls(cls):
-    """{name: [code]}: forward's elementwise calls of one name (``v.abs()``, ``torch.exp(s)``)."""
-    tree = _forward_tree(cls)
-    found = {}
-    for node in ast.walk(tree) if tree is not None else ():
-        if not isinstance(node, ast.Call) or node.keywords or not isinstance(node.func, ast.Attribute) \
-                or node.func.attr not in UNARY:
-            continue
-        if not node.args and isinstance(node.func.value, ast.Name):
-            name = node.func.value.id  # v.abs()
-        elif len(node.args) == 1 and isinstance(node.args[0], ast.Name) and isinstance(node.func.value, ast.Name) \
-                and node.func.value.id in ("torch", "F", "np", "math"):
-            name = node.args[0].id  # torch.abs(v)
-        else:
-            continue
-        code = ast.unparse(node)
-        if code not in found.setdefault(name, []):
-            found[name].append(code)
-    return found
-
-
-def _negated_in_forward(cls):
-    """The expressions forward writes negated (``-(i - j).abs()``), as code."""
-    tree = _forward_tree(cls)
-    if tree is None:
-        return set()
-    return {ast.unparse(n.operand) for n in ast.walk(tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
 
 
 # edits tried after the term and region rules (``late_edit``): a mean's or a normalisation's projection

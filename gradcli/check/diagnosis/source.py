@@ -284,7 +284,8 @@ def chain(src: Source, statement, expr):
     """The gradient's statement and, transitively, the assignments that feed it, in source order."""
     # from the gradient's own expression: another input's gradient in the same return
     # (`return grad_pred, -g * clipped`) is fed by statements that do not make this one
-    found, frontier = [statement], [expr if expr is not None else statement]
+    found = [statement]
+    frontier = [expr if expr is not None and isinstance(statement, ast.Return) else statement]
     end = getattr(last_return(src), "lineno", statement.lineno)
     while frontier:
         node = frontier.pop()
