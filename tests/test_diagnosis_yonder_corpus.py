@@ -1,4 +1,4 @@
-"""The diagnosis corpus "yonder" (bench/diagnosis_yonder/, BLIND) is well formed.
+"""The diagnosis corpus "yonder" (bench/diagnosis_yonder/, released 2026-12-03) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_yonder --summary``), validation by
@@ -101,7 +101,7 @@ globals().update(label_tests(CORPUS))  # the tests every corpus of this format s
 
 def test_readme_states_the_rules_and_matches_the_corpus():
     readme = CORPUS.readme()
-    assert readme.splitlines()[0].rstrip().endswith("BLIND")
+    assert "— BLIND — a design corpus since 2026-12-03" in readme.splitlines()[0]  # released, as written blind
     assert "**This corpus is BLIND: it is used only to *score* gradcli's diagnosis, never to design it.**" in readme
     assert "--corpus bench/diagnosis_yonder" in readme and "--summary" in readme
 
