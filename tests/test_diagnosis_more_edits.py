@@ -18,7 +18,18 @@ under ``import torch`` and ``import gradcli as torch``. Covered here:
   ``masked_fill`` (and a max's winners found again without forward's ``where`` over the valid
   steps) is a ``region`` where the unmasked name is read: forward's mask left out;
 - a chain-rule sum `gx * dx_dt + gy * dy_dt` with one term's sign wrong is quoted where that
-  local derivative is made (once, read only there): the derivative's sign is the mistake.
+  local derivative is made (once, read only there): the derivative's sign is the mistake;
+- a weight gradient assigned per chunk inside the loop (first bound there, returned after it) is a
+  ``not_accumulated``: only the last chunk survives;
+- ``den * den`` where forward divides by ``den + eps`` (eps kept as ``ctx.eps``) is a
+  ``wrong_variable``: the eps forgotten;
+- a backward that never reads grad_output has it missing where the factor all its gradients share
+  is made (``p = probs(...) / n``), not in each gradient's own statement;
+- ``ga, gb = g * a, g * b`` returned as ``ga, gb, g`` is ``swapped`` at that tuple assignment: the
+  return names the inputs in order (``ga`` for a; grad_output passed on names none);
+- a per-head gradient (B, H, T, D) flattened straight back to (B, T, H·D) is a ``missing_reshape``
+  of the result, quoted at that reshape, although reading grad_output in another layout fits too
+  (a per-head map is block diagonal).
 """
 from __future__ import annotations
 
@@ -296,3 +307,158 @@ def test_one_chain_rule_terms_sign_is_quoted_where_its_local_derivative_is_made(
     assert found.params["source"]["line"] == line_of(path, "dx_dt2 = L2 * s12")
     assert found.params["derivative"] == "dx_dt2"
     assert "flip the sign of `dx_dt2`" in found.params["advice"]
+
+
+CHUNKS = """
+def _probs(h, w, t):
+    p = torch.softmax(h @ w.t(), dim=1)
+    p[torch.arange(len(t)), t] -= 1.0
+    return p
+
+
+def _loss(ctx, h, w, t):
+    ctx.save_for_backward(h, w, t)
+    logits = h @ w.t()
+    return (torch.logsumexp(logits, dim=1) - logits.gather(1, t[:, None])[:, 0]).sum() / h.shape[0]
+
+
+class ChunkedCEWeightAssigned(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h, w, t):
+        return _loss(ctx, h, w, t)
+
+    @staticmethod
+    def backward(ctx, g):
+        h, w, t = ctx.saved_tensors
+        n = h.shape[0]
+        grad_h = torch.zeros_like(h)
+        for start in range(0, n, 2):
+            p = _probs(h[start:start + 2], w, t[start:start + 2]) * (g / n)
+            grad_h[start:start + 2] = p @ w
+            grad_w = p.t() @ h[start:start + 2]
+        return grad_h, grad_w, None
+
+
+class ChunkedCENeverReadsGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h, w, t):
+        return _loss(ctx, h, w, t)
+
+    @staticmethod
+    def backward(ctx, g):
+        h, w, t = ctx.saved_tensors
+        n = h.shape[0]
+        grad_h = torch.zeros_like(h)
+        grad_w = torch.zeros_like(w)
+        for start in range(0, n, 2):
+            p = _probs(h[start:start + 2], w, t[start:start + 2]) / n
+            grad_h[start:start + 2] = p @ w
+            grad_w += p.t() @ h[start:start + 2]
+        return grad_h, grad_w, None
+"""
+
+
+def _chunk_inputs(module):
+    rng = np.random.default_rng(23)
+    return (float_tensor(module, rng.standard_normal((6, 3))), float_tensor(module, rng.standard_normal((4, 3))),
+            module.torch.tensor([0, 3, 1, 1, 2, 0]))
+
+
+@BOTH
+def test_a_gradient_assigned_per_chunk_in_a_loop_is_not_accumulated(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, CHUNKS, "chunks")
+    found = _only(failing_findings(module.ChunkedCEWeightAssigned, _chunk_inputs(module)), 1, "not_accumulated")
+    assert found.params["source"]["line"] == line_of(path, "grad_w = p.t() @ h[start:start + 2]")
+    assert "keeps only the last step of a loop's sum" in found.message
+
+
+@BOTH
+def test_grad_output_never_read_is_missing_where_the_shared_factor_is_made(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, CHUNKS, "chunks_unread")
+    findings = failing_findings(module.ChunkedCENeverReadsGrad, _chunk_inputs(module))
+    assert [f.kind for f in findings] == ["ignores_grad_output", "ignores_grad_output"]
+    line = line_of(path, "p = _probs(h[start:start + 2], w, t[start:start + 2]) / n")
+    assert [f.params["source"]["line"] for f in findings] == [line, line]
+
+
+EPS = """
+class RatioForgetsEps(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, num, den, eps=0.3):
+        ctx.eps = eps
+        ctx.save_for_backward(num, den)
+        return num / (den + eps)
+
+    @staticmethod
+    def backward(ctx, g):
+        num, den = ctx.saved_tensors
+        grad_den = -g * num / (den * den)
+        return g / (den + ctx.eps), grad_den, None
+
+
+class FusedMulAddOwnFactor(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, c):
+        ctx.save_for_backward(a, b)
+        return a * b + c
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga, gb = g * a, g * b
+        return ga, gb, g
+"""
+
+
+@BOTH
+def test_a_square_of_den_where_forward_divides_by_den_plus_eps_is_a_wrong_variable(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, EPS, "eps")
+    rng = np.random.default_rng(29)
+    num, den = float_tensor(module, rng.standard_normal((3, 4))), float_tensor(module, rng.uniform(0.5, 2.0, (3, 4)))
+    found = _only(failing_findings(module.RatioForgetsEps, (num, den)), 1, "wrong_variable")
+    assert found.params["source"]["line"] == line_of(path, "grad_den = -g * num / (den * den)")
+    assert "(den + ctx.eps) * (den + ctx.eps)" in found.message
+
+
+@BOTH
+def test_two_values_exchanged_in_a_tuple_assignment_are_swapped_there(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, EPS, "fma")
+    rng = np.random.default_rng(31)
+    a, b, c = (float_tensor(module, rng.standard_normal((3, 4))) for _ in range(3))
+    findings = failing_findings(module.FusedMulAddOwnFactor, (a, b, c))
+    assert sorted((f.kind, f.input) for f in findings) == [("swapped", 0), ("swapped", 1)]
+    assert {f.params["source"]["line"] for f in findings} == {line_of(path, "ga, gb = g * a, g * b")}
+
+
+HEADS = """
+def _split(x, heads):
+    b, t, width = x.shape
+    return x.view(b, t, heads, width // heads).transpose(1, 2)
+
+
+class HeadsFlatMerge(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        xh = _split(x, 2)
+        ctx.save_for_backward(xh, w)
+        return torch.matmul(xh, w).transpose(1, 2).reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        xh, w = ctx.saved_tensors
+        gh = _split(g, 2)
+        gxh = gh @ w.mT
+        grad_x = gxh.reshape(g.shape)
+        grad_w = torch.einsum("bhtd,bhte->de", xh, gh)
+        return grad_x, grad_w
+"""
+
+
+@BOTH
+def test_a_per_head_gradient_flattened_without_its_permute_is_a_result_layout(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, HEADS, "heads")
+    rng = np.random.default_rng(37)
+    x, w = float_tensor(module, rng.standard_normal((2, 3, 4))), float_tensor(module, rng.standard_normal((2, 2)))
+    found = _only(failing_findings(module.HeadsFlatMerge, (x, w)), 0, "missing_reshape")
+    assert found.params["side"] == "result"
+    assert found.params["source"]["line"] == line_of(path, "grad_x = gxh.reshape(g.shape)")

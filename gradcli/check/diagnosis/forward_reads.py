@@ -99,6 +99,40 @@ def _forward_calls(cls):
         code = ast.unparse(node)
         if code not in found.setdefault(name, []):
             found[name].append(code)
+    for name, code in _shifted(tree):
+        if code not in found.setdefault(name, []):
+            found[name].append(code)
+    return found
+
+
+def _shifted(tree):
+    """(name, backward's code) of forward's ``den + eps``: a name shifted by a number, a module
+    constant, or an argument forward keeps on ctx (``ctx.eps = eps``, read ``ctx.eps``) — the eps
+    a backward forgets (``den * den`` where ``(den + eps)**2`` is needed)."""
+    if tree is None or not tree.args.args:
+        return []
+    ctx = tree.args.args[0].arg
+    arguments = {a.arg for a in tree.args.args}
+    kept = {s.value.id: ast.unparse(t) for s in ast.walk(tree) if isinstance(s, ast.Assign)
+            and isinstance(s.value, ast.Name) for t in s.targets
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == ctx}
+    local = {t.id for s in ast.walk(tree) if isinstance(s, ast.Assign) for t in ast.walk(s)
+             if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+                and isinstance(node.left, ast.Name)):
+            continue
+        shift = node.right
+        if isinstance(shift, ast.Constant) and isinstance(shift.value, (int, float)) and not isinstance(shift.value, bool):
+            code = ast.unparse(shift)
+        elif isinstance(shift, ast.Name) and shift.id in kept:
+            code = kept[shift.id]
+        elif isinstance(shift, ast.Name) and shift.id not in arguments and shift.id not in local:
+            code = shift.id  # a module constant: backward's globals are forward's
+        else:
+            continue
+        found.append((node.left.id, f"({node.left.id} {'+' if isinstance(node.op, ast.Add) else '-'} {code})"))
     return found
 
 

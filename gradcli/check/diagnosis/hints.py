@@ -113,7 +113,7 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         order = ", ".join(names[i] for i in sorted(names))
         returned = src and last_return(src)
         exchanged = src and params.get("at_line") and statement_at(src, params["at_line"])
-        if exchanged is not returned and not _named_in_order(returned, forward_source(cls)):
+        if exchanged is not returned and not _named_in_order(returned, forward_source(cls), src):
             exchanged = None  # `return grad_k, grad_q`: the return is what reads wrong
         # else `grad_cand, grad_prev = g * (1 - z), g * z` returned as (…, grad_prev, grad_cand): the values
         return _with_code(f"return the gradients in forward's input order ({order})", src, exchanged or
@@ -384,7 +384,7 @@ def _reshaped_name(expr) -> bool:
         and expr.func.attr in ("reshape", "view", "flatten", "reshape_as", "view_as", "contiguous")
 
 
-def _named_in_order(returned, forward) -> bool:
+def _named_in_order(returned, forward, backward=None) -> bool:
     """Whether ``return grad_x, grad_gate, grad_up`` names forward's inputs (x, w_gate, w_up) in
     their order: every returned name, without a grad prefix, is its input's name or ends it."""
     value = getattr(returned, "value", None)
@@ -392,15 +392,18 @@ def _named_in_order(returned, forward) -> bool:
     params = [a.arg for a in forward.tree.args.args[1:]] if forward is not None else []
     if len(elts) < 2 or len(elts) > len(params):
         return False
+    passed = {a.arg for a in backward.tree.args.args} if backward is not None else set()
+    named = 0
     for elt, param in zip(elts, params):
-        if isinstance(elt, ast.Constant) and elt.value is None:
-            continue
-        if not isinstance(elt, ast.Name):
-            return False
+        if not isinstance(elt, ast.Name) or elt.id in passed:
+            continue  # None, a value formed in the return (`grad_branch.sum(0)`), grad_output passed on
         bare = re.sub(r"^(grad_?|d_?|g_)|_grad$", "", elt.id)
+        if elt.id == "g" + param:
+            bare = param  # `ga, gb` for a, b
         if not bare or not (bare == param or param.endswith(bare) or param.endswith("_" + bare)):
             return False
-    return True
+        named += 1
+    return named >= 2
 
 
 def _collected_in_order(src, name):

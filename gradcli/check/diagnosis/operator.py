@@ -270,6 +270,12 @@ def missing_reshape(ev):
         sigma = _match_permutation(ev, g, j, e, equal_rows=side == "result")
         if sigma is None or sigma == list(range(len(sigma))) or not _is_relayout(sigma):
             continue
+        if side == "grad_output":
+            other = _match_permutation(ev, G.T, J.T, JE.T, equal_rows=True)
+            if other is not None and other != list(range(len(other))) and _is_relayout(other):
+                # a per-head map is block diagonal: a layout read either side fits; the result
+                # flattened back without its permute (`gxh.reshape(shape)`) is where it is missed
+                side, sigma = "result", other
         layout = _layout(sigma, ev.shape)
         what = ("reads grad_output in the wrong layout" if side == "grad_output"
                 else "lays its result out in the wrong order")

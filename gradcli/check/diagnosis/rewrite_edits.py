@@ -7,10 +7,10 @@ import math
 import copy
 
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
-from gradcli.check.diagnosis.rewrite_statements import (_carried_edits, _every_dim_edits, _loop_overwrites, _mean_dims,
-                                                        _leading_axis_edits, _previous_step, _projected, _reduces,
-                                                        _reaction_edits, _regrouping_edits, _sibling_indices,
-                                                        _saved_names, _shift_axis_edits, _slice_shift_edits)
+from gradcli.check.diagnosis.rewrite_statements import (
+    _carried_edits, _every_dim_edits, _leading_axis_edits, _loop_first_bindings, _loop_overwrites, _mean_dims,
+    _previous_step, _projected, _reaction_edits, _reduces, _regrouping_edits, _saved_names, _shift_axis_edits,
+    _sibling_indices, _slice_shift_edits, _summed_from_zero)
 from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
 from gradcli.check.diagnosis.rewrite_syntax import (
     ACCUMULATING, COMPARISONS, CTX_NOT_TENSORS, OTHER_DIMS, SYMBOLS, VALUE_ARGUMENTS, _bound_before, _call_name, _const,
@@ -51,6 +51,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
     steps = {s.target.id for s in ast.walk(tree) if isinstance(s, ast.For) and isinstance(s.target, ast.Name)}
     by_kind = {kind: [] for kind in KIND_ORDER + ("mean_term",)}
     carried = _loop_overwrites(tree)
+    first_bound = _loop_first_bindings(tree)
     saved = _saved_names(tree, ctx_name)
     looped = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(tree))
     mean_dims = _mean_dims(tree)
@@ -87,6 +88,10 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                 add("term_sign", stmt, node, f"the term `{term}`: `{written}` where `{needed}` is needed",
                     lambda n: ast.AugAssign(n.target, ast.Sub() if isinstance(n.op, ast.Add) else ast.Add(), n.value),
                     term=term)
+            if node is stmt and id(stmt) in first_bound:
+                add("not_accumulated", stmt, node, f"`{ast.unparse(node.targets[0])} = …` where its sum over the loop "
+                    f"(`{ast.unparse(node.targets[0])} += …` from zero before the loop) is needed", _summed_from_zero,
+                    loop=True)
             if node is stmt and id(stmt) in carried:
                 add("not_accumulated", stmt, node, f"`{ast.unparse(node.targets[0])} = …` where "
                     f"`{ast.unparse(node.targets[0])} += …` is needed",
@@ -186,6 +191,13 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         add("wrong_variable", stmt, node, f"`{ast.unparse(node)}` where `{other} * {other}` is needed",
                             lambda n, o=other: ast.BinOp(ast.Name(o, ast.Load()), ast.Mult(), ast.Name(o, ast.Load())),
                             used=node.left.id, needed=other)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Name) \
+                    and isinstance(node.right, ast.Name) and node.left.id == node.right.id and node.left.id in saved:
+                for code in (forward_calls or {}).get(node.left.id, ()):  # `den * den` for (den + eps)**2
+                    add("wrong_variable", stmt, node, f"`{ast.unparse(node)}` where forward's `{code} * {code}` is "
+                        "needed", lambda n, c=code: ast.BinOp(ast.parse(c, mode="eval").body, ast.Mult(),
+                                                              ast.parse(c, mode="eval").body),
+                        used=node.left.id, needed=code)
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
                 _leading_axis_edits(add, stmt, node, set(grads) | saved)
             if siblings:

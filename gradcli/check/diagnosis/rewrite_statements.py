@@ -215,6 +215,32 @@ def _loop_overwrites(tree):
     return found
 
 
+def _loop_first_bindings(tree):
+    """ids of ``g = v`` statements inside a ``for`` loop that first bind ``g`` (not bound before
+    the loop, ``v`` does not read it) while ``g`` is read after the loop: a sum over the loop's
+    chunks kept for the last chunk only (``grad_w = p.t() @ h_c``, returned after the loop)."""
+    found = set()
+    for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For)):
+        before = {t.id for s in ast.walk(tree) if isinstance(s, (ast.Assign, ast.AugAssign)) and s.lineno < loop.lineno
+                  for t in ast.walk(s) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+        after = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                 and n.lineno > loop.end_lineno}
+        for stmt in (n for body in loop.body for n in ast.walk(body)):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and stmt.targets[0].id not in before and stmt.targets[0].id in after and not any(
+                        isinstance(n, ast.Name) and n.id == stmt.targets[0].id for n in ast.walk(stmt.value)):
+                found.add(id(stmt))
+    return found
+
+
+def _summed_from_zero(n):
+    """``g = v`` made ``g = v + locals().get("g", 0)``: the sum over the loop, from zero."""
+    name = n.targets[0].id
+    earlier = ast.Call(ast.Attribute(ast.Call(ast.Name("locals", ast.Load()), [], []), "get", ast.Load()),
+                       [ast.Constant(name), ast.Constant(0)], [])
+    return ast.Assign([n.targets[0]], ast.BinOp(n.value, ast.Add(), earlier))
+
+
 def _regrouping_edits(add, stmt, call):
     """``g.reshape(n, a, b, h)`` where the output's grouping ``(n, b, a, h)`` is needed: two
     adjacent sizes of a reshape exchanged (a ``*sizes`` argument reversed) — a channel shuffle

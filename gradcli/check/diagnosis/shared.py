@@ -1,7 +1,8 @@
 """A mistake several gradients share, quoted where they share it.
 
-When two or more inputs get one and the same finding — ``sign``, ``scale`` with one factor, or
-``missing_term`` leaving out one and the same output — the mistake is usually made once, in a
+When two or more inputs get one and the same finding — ``sign``, ``scale`` with one factor,
+``missing_term`` leaving out one and the same output, or ``ignores_grad_output`` where backward
+never reads grad_output at all — the mistake is usually made once, in a
 statement all their gradients read and none of the right ones does (a softmax backward's score
 gradient feeding dq and dk; an LSTM's ``dc = grad_c`` where ``grad_c + grad_h * o * (1 - t²)``
 is needed, feeding the gates' gradients). The findings then carry that statement's line as
@@ -21,6 +22,12 @@ def shared_mistake(diag, found):
         right = [diag.positions.get(i, i) for i in diag.indices if i not in {f.input for f, _ in found}]
         try:
             src = backward_source(diag.cls, diag.executed)
+            if src is not None and ops == "unread":
+                names = grad_output_names(src)
+                if any(isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
+                       for n in ast.walk(src.tree)):
+                    continue  # grad_output is read: each gradient's own statement says how it is misused
+                ops = FACTOR_OPS  # never read: it is missing where the factor all gradients share is made
             if src is not None and ops == "cotangent":
                 names = grad_output_names(src)
                 ops = lambda n: isinstance(n, ast.Name) and n.id in names  # noqa: E731
@@ -41,3 +48,6 @@ def _groups(found):
     if len(dropped) >= 2 and len({f.params.get("output") for f in dropped}) == 1:
         # the statement where the dropped output's cotangent must enter: one reading a cotangent
         yield dropped, "cotangent"
+    ignored = [f for f, _ in found if f.kind == "ignores_grad_output" and f.input is not None]
+    if len(ignored) >= 2:  # grad_output never read: left out once, where the shared factor is made
+        yield ignored, "unread"
