@@ -29,7 +29,9 @@ under ``import torch`` and ``import gradcli as torch``. Covered here:
   return names the inputs in order (``ga`` for a; grad_output passed on names none);
 - a per-head gradient (B, H, T, D) flattened straight back to (B, T, H·D) is a ``missing_reshape``
   of the result, quoted at that reshape, although reading grad_output in another layout fits too
-  (a per-head map is block diagonal).
+  (a per-head map is block diagonal);
+- a scalar parameter's gradient summed without grad_output (``gt = -(s * x).sum() / t``, returned
+  reshaped) is an ``ignores_grad_output`` quoted at that sum: grad_output had to enter before it.
 """
 from __future__ import annotations
 
@@ -462,3 +464,29 @@ def test_a_per_head_gradient_flattened_without_its_permute_is_a_result_layout(tm
     found = _only(failing_findings(module.HeadsFlatMerge, (x, w)), 0, "missing_reshape")
     assert found.params["side"] == "result"
     assert found.params["source"]["line"] == line_of(path, "grad_x = gxh.reshape(g.shape)")
+
+
+TEMPERATURE = """
+class TemperatureSumWithoutGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, t):
+        s = torch.sigmoid(x / t)
+        ctx.save_for_backward(x, t, s)
+        return s
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t, s = ctx.saved_tensors
+        ds = g * s * (1 - s)
+        gt = -(s * (1 - s) * x).sum() / (t * t)
+        return ds / t, gt.reshape(t.shape)
+"""
+
+
+@BOTH
+def test_a_sum_without_grad_output_is_where_grad_output_was_left_out(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, TEMPERATURE, "temperature")
+    rng = np.random.default_rng(41)
+    x, t = float_tensor(module, rng.standard_normal((3, 4))), float_tensor(module, [1.3])
+    found = _only(failing_findings(module.TemperatureSumWithoutGrad, (x, t)), 1, "ignores_grad_output")
+    assert found.params["source"]["line"] == line_of(path, "gt = -(s * (1 - s) * x).sum() / (t * t)")

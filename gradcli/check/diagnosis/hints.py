@@ -96,6 +96,9 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if not uses and gradient[0] is not None:  # `grad_logits = p`: the alias is where grad_output was left out
             statement = next((c for c in chain(src, *gradient) if isinstance(c, ast.Assign) and isinstance(
                 c.value, ast.Name) and c.value.id not in grad_output_names(src)), statement)
+            if statement is gradient[0]:  # `gt = -(s * x).sum()` returned: grad_output had to enter before the sum
+                statement = next((c for c in chain(src, *gradient) if c is not gradient[0] and _reduces_alone(c)),
+                                 statement)
         return _with_code(advice, src, statement, "in ")
     if kind == "transposed":
         if params.get("jacobian"):
@@ -296,6 +299,15 @@ REGION_EDGE = re.compile(r"^\|?[A-Za-z_]\w*\|? ?(?:<=|>=|<|>) ?(-?\d+(?:\.\d+)?(
 
 
 CASTS = ("to", "float", "double", "type_as", "half", "bool", "int", "long")
+
+
+def _reduces_alone(stmt) -> bool:
+    """``gt = -(s * x).sum() / t`` assigning a name: a whole reduction (no dim) computed without
+    grad_output, after which no elementwise grad_output can be multiplied in."""
+    value = getattr(stmt, "value", None) if isinstance(stmt, ast.Assign) else None
+    return value is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("sum", "mean")
+        and not n.args and not n.keywords for n in ast.walk(value))
 
 
 def _pure_mask(stmt) -> bool:
