@@ -18,7 +18,7 @@ ROWS = np.concatenate([np.ones((1, 3, 4)), V_RANDOM])  # cotangents: ones, rando
 def evidence(analytic, numeric, values=X, name="x", index=0, kinds=("ones", "random", "random"), **extra):
     numeric = np.asarray(numeric, dtype=float)
     analytic = None if analytic is None else np.asarray(analytic, float)
-    cotangents = [(row,) for row in ROWS[: len(numeric)]]
+    cotangents = extra.pop("cotangents", None) or [(row,) for row in ROWS[: len(numeric)]]
     return Evidence(index, name, numeric.shape[1:], "float64", analytic, numeric, np.zeros_like(numeric), list(kinds),
                     cotangents, values=values, outputs=extra.pop("outputs", []), **extra)
 
@@ -46,11 +46,25 @@ def test_scale_is_fitted_by_least_squares_and_rounded_to_the_simple_factor():
     assert finding.message == "backward is 2.5× too large for input x (factor 2.5)"
 
 
-def test_scale_needs_more_than_one_position_for_an_arbitrary_factor():
+def test_scale_needs_three_independent_numbers_for_an_arbitrary_factor():
     numeric = np.zeros((3, 3, 4))
-    numeric[:, 0, 0] = [1.0, -0.4, 0.9]  # one position carries signal: any two values are proportional
-    assert patterns.scale(evidence(numeric * 1.2345, numeric)) is None
-    assert patterns.scale(evidence(numeric * 3, numeric)).confidence == 0.7
+    numeric[:, 0, 0] = [1.0, -0.4, 0.9]  # one position carries signal, seen through three cotangents
+    # ... of a scalar output (one cotangent, scaled): any two numbers are proportional
+    scalar = [(np.array(c),) for c in (1.0, -0.7, 2.1)]
+    assert patterns.scale(evidence(numeric * 1.2345, numeric, cotangents=scalar)) is None
+    assert patterns.scale(evidence(numeric * 3, numeric, cotangents=scalar)).confidence == 0.7
+    # ... of a 3x4 output (ones and two random cotangents): vᵀJ′ = c·vᵀJ for three independent v
+    # is J′ = c·J whatever c is (a scalar parameter's dθ/dp = π/4 forgotten)
+    finding = patterns.scale(evidence(numeric * 4 / np.pi, numeric))
+    assert finding.params["factor"] == pytest.approx(4 / np.pi, rel=1e-6)
+    assert finding.message == "backward is 4/π times too large for input x (factor 4/π)"
+    assert patterns.scale(evidence(numeric * 1.2345, numeric)).message == (
+        "backward is 1.234× too large for input x (factor 1.234)")
+
+
+def test_short_number_names_pi_and_log_factors():
+    assert [short_number(v) for v in (np.pi / 4, 4 / np.pi, -2 * np.pi, 3 * np.pi / 2, np.log(10), 1 / np.log(2))] \
+        == ["π/4", "4/π", "-2π", "3π/2", "ln 10", "1/ln 2"]
 
 
 def test_scale_does_not_fit_a_gradient_wrong_in_shape():

@@ -25,7 +25,7 @@ from gradcli.check.diagnosis import region as regions
 from gradcli.check.diagnosis import relayout, rewrites, row_scale, separable
 from gradcli.check.diagnosis import surrogate
 from gradcli.check.diagnosis import terms
-from gradcli.check.diagnosis.evidence import Evidence, lazy
+from gradcli.check.diagnosis.evidence import Evidence, lazy, nice_number
 from gradcli.check.diagnosis.function_wide import function_wide
 from gradcli.check.diagnosis.hints import hint
 from gradcli.check.diagnosis.shared import shared_mistake
@@ -162,9 +162,14 @@ class _Diagnosis:
         missing scalar factor (a gain, a temperature) is the factor it looks like."""
         if finding.kind != "scale" or ev.support() >= 3 or self.probe is None:
             return finding
+        position = self.positions.get(ev.index, ev.index)
         try:
-            edited = rewrites.search(self.probe, self.cls, ev, self.executed, self.positions.get(ev.index, ev.index),
+            edited = rewrites.search(self.probe, self.cls, ev, self.executed, position,
                                      proportional=True, kinds=("wrong_variable",), step_only=True)
+            if edited is None and nice_number(finding.params.get("factor", 1.0)) is None:
+                # a factor at no simple number (α itself: the output α·(eˣ − 1) read for eˣ − 1)
+                # that one tensor read for another explains exactly is that tensor
+                edited = rewrites.search(self.probe, self.cls, ev, self.executed, position, kinds=("wrong_variable",))
         except Exception:  # noqa: BLE001 -- the factor stands
             edited = None
         return edited if edited is not None and edited.confidence >= MIN_CONFIDENCE else finding

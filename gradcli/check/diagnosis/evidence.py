@@ -126,6 +126,23 @@ class Evidence:
         return int(np.count_nonzero((np.abs(array) > 1e-6 * peak).reshape(array.shape[0], -1).any(axis=0)))
 
 
+    def constraints(self) -> int:
+        """Independent numbers a fit is tested on: the positions carrying signal times the linearly
+        independent cotangents among the rows that carry it. A scalar parameter's one gradient seen
+        through three random cotangents pins a constant factor as firmly as three positions do
+        (vᵀJ′ = c·vᵀJ for three independent v); a scalar output's rows are one cotangent, scaled."""
+        support = self.support()
+        if support == 0 or not self.cotangents:
+            return support
+        peak = float(np.max(np.abs(self.numeric)))
+        signal = (np.abs(self.numeric) > 1e-6 * peak).reshape(self.numeric.shape[0], -1).any(axis=1)
+        rows = [np.concatenate([np.ravel(np.asarray(c, dtype=float)) for c in self.cotangents[k]])
+                for k in range(len(self.cotangents)) if k < len(signal) and signal[k]]
+        if not rows or any(r.shape != rows[0].shape for r in rows):
+            return support
+        return support * int(np.linalg.matrix_rank(np.stack(rows)))
+
+
 NICE_DENOMINATORS = (1, 2, 3, 4, 5, 8, 10)
 
 
@@ -159,6 +176,18 @@ def short_number(value: float) -> str:
             if abs(nice * q - p) < 1e-9 and p % q:
                 return f"{p}/{q}"
         return f"{nice:g}"
+    for text, log in (("ln 10", np.log(10)), ("ln 2", np.log(2))):  # log10's 1/(x·ln 10) written 1/x
+        if abs(abs(value) - log) <= 1e-5 * log:  # a factor kept to 6 digits
+            return ("-" if value < 0 else "") + text
+        if abs(abs(value) * log - 1) <= 1e-5:
+            return ("-" if value < 0 else "") + f"1/{text}"
+    for over_pi, multiple in ((False, value / np.pi), (True, value * np.pi)):  # a forgotten dθ/dp = π/4
+        nice = nice_number(multiple) if abs(multiple) >= 0.1 else None
+        q = next((q for q in NICE_DENOMINATORS if nice is not None and abs(nice * q - round(nice * q)) < 1e-9), None)
+        if q is not None and (q == 1 or not over_pi):
+            p = int(round(nice * q))
+            text = (f"{p}/π" if over_pi else ("π" if abs(p) == 1 else f"{abs(p)}π") + (f"/{q}" if q > 1 else ""))
+            return ("-" if p < 0 and not over_pi else "") + text
     return f"{value:.4g}"
 
 

@@ -142,3 +142,19 @@ def _negated_in_forward(cls):
     if tree is None:
         return set()
     return {ast.unparse(n.operand) for n in ast.walk(tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
+
+
+def _forward_conditions(cls):
+    """Codes of the conditions forward selects by (``torch.where(mask[..., None], fill, spec)``,
+    ``x.masked_fill(pad, 0)``): which elements reach which input, which a backward may forget."""
+    tree = _forward_tree(cls)
+    found = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords and (
+                (node.func.attr == "where" and len(node.args) == 3) or (node.func.attr in ("masked_fill", "masked_fill_")
+                                                                        and len(node.args) == 2)):
+            code = ast.unparse(node.args[0])
+            if code not in found and not isinstance(node.args[0], ast.Constant):
+                found.append(code)
+    return found[:3]
+

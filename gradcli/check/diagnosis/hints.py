@@ -8,6 +8,7 @@ hint says what to do without a location.
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 from typing import Optional
@@ -84,6 +85,11 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         stmt = src and expr is not None and (constant_line(src, written[1], written[0], factor) or _written_into(
             src, written[0], written[1], SIGN_OPS if factor < 0 else FACTOR_OPS) or constant_line(
             src, expr, statement, factor)) or statement
+        if any(abs(abs(factor) * b - 1) < 1e-5 or abs(abs(factor) - b) < 1e-5 * b for b in (math.log(10), math.log(2))) \
+                and gradient[0] is not None:  # a log10's or log2's ln b left out: where 1/x is written
+            stmt = next((c for c in chain(src, *gradient) if any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and not isinstance(n.right, ast.Constant)
+                for n in ast.walk(c))), stmt)
         what = "the sign" if kind == "sign" or (factor < 0 and abs(factor) == 1) else "the factor"
         advice = f"check {what}"
         if "mean" in params.get("note", ""):
@@ -145,6 +151,14 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         stmt = next((c for c in found if c not in edged), None)
         if edged and stmt is None:
             stmt = gradient[0]
+        if stmt is None and not edged and gradient[0] is not None and params.get("description", "").startswith(
+                POSITIONAL):  # no mask: the edges or a row are lost where the gradient is sliced or padded
+            stmt = next((c for c in reversed(list(chain(src, *gradient))) if any(  # the last before the return
+                isinstance(n, ast.Subscript) and isinstance(n.slice, (ast.Slice, ast.Tuple)) and any(
+                    isinstance(e, ast.Slice) for e in ast.walk(n.slice)) for n in ast.walk(c))), None)
+            if stmt is not None:
+                return _with_code(f"check what the slicing or padding does to {params['description']}", src, stmt,
+                                  "in ")
         stmt = stmt or (src and not edged and first_statement_with(src, masks))
         return _with_code(f"check the branch or mask for {params.get('description', 'that region')}",
                           src, stmt or statement, "in ")
@@ -299,6 +313,7 @@ REGION_EDGE = re.compile(r"^\|?[A-Za-z_]\w*\|? ?(?:<=|>=|<|>) ?(-?\d+(?:\.\d+)?(
 
 
 CASTS = ("to", "float", "double", "type_as", "half", "bool", "int", "long")
+POSITIONAL = ("the first", "the last", "the diagonal", "off the diagonal", "above the", "below the", "on and")
 
 
 def _reduces_alone(stmt) -> bool:

@@ -237,8 +237,10 @@ def _edited(ev, kinds, cotangents=True):
             candidates = [edit]
             if kind in ("variable", "every"):
                 variables = _variables(ev) + saved_named + _locals(ev) if variables is None else variables
+                signed = _sign_argument(edit[1], edit[2])
                 candidates = [(kind, edit[1], edit[2], v) for v in variables
-                              if v[0] != getattr(edit[1], "id", None)]
+                              if v[0] != getattr(edit[1], "id", None) and not (
+                                  signed and np.all(np.asarray(v[1], dtype=float) > 0))]
             elif kind == "inner":
                 candidates = [(kind, edit[1], edit[2], v) for v in _followers(ev, grad_output_names(src))]
             for candidate in candidates:
@@ -248,6 +250,16 @@ def _edited(ev, kinds, cotangents=True):
                 changed = _stack(ev, evaluate(candidate))
                 if changed is not None and not ev.fits(changed, A):
                     yield candidate, changed, src, evaluate.seen.get("ndim", 2) > 2
+
+
+def _sign_argument(node, stmt) -> bool:
+    """Whether ``node`` is what ``torch.sign(·)`` / ``·.sign()`` reads in ``stmt``: a positive
+    tensor there (exp(x), sigmoid(x)) makes the sign 1 — the sign deleted, not a tensor misread."""
+    for call in ast.walk(stmt):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in ("sign", "sgn"):
+            if (call.args and call.args[0] is node) or (not call.args and call.func.value is node):
+                return True
+    return False
 
 
 def _followers(ev, arguments):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 
+import re
+
 import numpy as np
 
 from gradcli.check.diagnosis.evidence import FIT, RHO, TINY, Evidence, nice_number, short_number
@@ -130,7 +132,32 @@ def ignores_grad_output(ev: Evidence):
                        "ones-cotangent gradient times a scalar): it must multiply by grad_output elementwise",
                        input=ev.index, params={"ones_ok": True, "uses_grad_output": True, "reduced": True},
                        confidence=0.8)
+    if len(ev.outputs) == 1 and _through_sum(ev, A, o, others):
+        # `grad.sum() * d.sum()` for `(grad * d).sum()`: each row is the ones-row gradient times
+        # exactly Σv / Σ1 — wrong for ones as well (m·Σd where Σd is right), so the ratios are the evidence
+        return Finding("ignores_grad_output",
+                       f"backward for input {ev.name} uses grad_output only through its sum (each cotangent's "
+                       "gradient is the ones-cotangent gradient times Σ grad_output / Σ 1, exactly): multiply by "
+                       "grad_output elementwise, then reduce",
+                       input=ev.index, params={"ones_ok": ones_ok, "uses_grad_output": True, "reduced": True,
+                                               "through": "sum"}, confidence=0.8)
     return None
+
+
+def _through_sum(ev, A, o, others) -> bool:
+    """Every row of A is the ones row times Σv_k / Σ1, with those ratios telling rows apart."""
+    if np.size(ev.outputs[0]) < 2:
+        return False  # a scalar output's gradient is always its one cotangent times the ones row
+    totals = [float(np.sum(np.asarray(ev.cotangents[k][0], dtype=float))) for k in range(len(ev.kinds))]
+    if totals[o] == 0 or not np.any(A[o]) or ev.constraints() < 3:
+        return False
+    ratios = [totals[k] / totals[o] for k in others]
+    if all(abs(r - 1) < 1e-3 for r in ratios):
+        return False  # the cotangents sum alike: the ratio tells nothing
+    N, E = ev.numeric, ev.numeric_error
+    if all(ev.fits(N[k], r * N[o], E[k] + abs(r) * E[o]) for k, r in zip(others, ratios)):
+        return False  # the true gradient reads only Σ grad_output as well (a broadcast scalar)
+    return all(ev.fits(A[k], r * A[o]) for k, r in zip(others, ratios))
 
 
 def _rows_proportional(ev, A, o, others) -> bool:
@@ -167,8 +194,9 @@ def precision(ev: Evidence):
 
 def scale(ev: Evidence):
     """analytic = c · numeric for one constant c (least squares), reported only on a near-exact fit.
-    With fewer than 3 positions carrying signal any two numbers are proportional, so there a
-    factor is named only when it is a simple fraction (2, ½, −1, 3, ...)."""
+    With fewer than 3 independent numbers carrying signal (positions × independent cotangents) any
+    two numbers are proportional, so there a factor is named only when it is a simple fraction
+    (2, ½, −1, 3, ...)."""
     if ev.analytic is None:
         return None
     A, N, E = ev.analytic, ev.numeric, ev.numeric_error
@@ -179,7 +207,7 @@ def scale(ev: Evidence):
     if not ev.fits(A, c * N, abs(c) * E) or ev.fits(A, N, E):
         return None
     nice = nice_number(c)
-    support = ev.support()
+    support = ev.constraints()
     if nice is None and support < 3:
         return None
     factor = nice if nice is not None else float(f"{c:.6g}")
@@ -191,7 +219,9 @@ def scale(ev: Evidence):
         return Finding("sign", f"backward has the wrong sign for input {ev.name} (factor −1)",
                        input=ev.index, params=params, confidence=confidence)
     size = abs(factor)
-    how = f"{short_number(size)}× too large" if size > 1 else f"{short_number(1 / size)}× too small"
+    times = short_number(size) if size > 1 else short_number(1 / size)
+    times = f"{times}×" if re.fullmatch(r"[\d./]+", times) else f"{times} times"  # "4/π times", "ln 10 times"
+    how = f"{times} too large" if size > 1 else f"{times} too small"
     sign = "has the wrong sign and " if factor < 0 else ""
     return Finding("scale", f"backward {sign}is {how} for input {ev.name} (factor {short_number(factor)})",
                    input=ev.index, params=params, confidence=confidence)

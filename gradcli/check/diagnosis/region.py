@@ -97,6 +97,14 @@ def _positional(shape):
         preds += [("the first row", idx[0] == 0), ("the last row", idx[0] == shape[0] - 1)]
     if len(shape) >= 2 and shape[-1] > 1:
         preds += [("the first column", idx[-1] == 0), ("the last column", idx[-1] == shape[-1] - 1)]
+    for d, n in enumerate(shape):
+        # a padding or boundary handled wrongly: the two ends of one axis (a replicate pad's
+        # gradient cropped away instead of folded back), or one end of a middle axis
+        axis = "" if len(shape) == 1 else f" along dim {d}"
+        if n > 3:  # (of three, the two ends are most of the axis: no evidence of a boundary)
+            preds.append((f"the first and last positions{axis} (the edges)", (idx[d] == 0) | (idx[d] == n - 1)))
+        if 0 < d < len(shape) - 1 and n > 1:
+            preds += [(f"the first position{axis}", idx[d] == 0), (f"the last position{axis}", idx[d] == n - 1)]
     flat = np.arange(size).reshape(shape)
     preds += [("the first element", flat == 0), ("the last element", flat == size - 1)]
     return preds
@@ -294,6 +302,7 @@ def _where(description: str) -> str:
         return "on the diagonal"
     if description.endswith(("row", "column")) or description.startswith("every column"):
         return f"in {description}"
-    if description.endswith("element"):
+    if description.endswith("element") or description.startswith(("the first position", "the last position",
+                                                                   "the first and last")):
         return f"at {description}"
     return f"where {description}"

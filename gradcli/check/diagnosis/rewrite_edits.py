@@ -10,8 +10,10 @@ import copy
 
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
 from gradcli.check.diagnosis.rewrite_statements import (
-    _carried_edits, _every_dim_edits, _leading_axis_edits, _loop_first_bindings, _loop_overwrites, _mean_dims,
+    _carried_edits, _every_dim_edits, _leading_axis_edits, _loop_copies, _loop_first_bindings, _loop_overwrites,
+    _mean_dims,
     _previous_step, _projected, _reaction_edits, _reduces, _saved_names, _shift_axis_edits, _sibling_indices,
+    _shifted_reaction_edits,
     _slice_shift_edits, _summed_from_zero)
 from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
 from gradcli.check.diagnosis.rewrite_syntax import (
@@ -33,7 +35,7 @@ class _Edit:
 
 
 def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None, forward_attrs=(), unsaved=None,
-          cdfs=None, forward_calls=None):
+          cdfs=None, forward_calls=None, conditions=()):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -53,6 +55,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
     steps = {s.target.id for s in ast.walk(tree) if isinstance(s, ast.For) and isinstance(s.target, ast.Name)}
     by_kind = {kind: [] for kind in KIND_ORDER + ("mean_term",)}
     carried = _loop_overwrites(tree)
+    copies = _loop_copies(tree)
     first_bound = _loop_first_bindings(tree)
     saved = _saved_names(tree, ctx_name)
     looped = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(tree))
@@ -68,8 +71,9 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
     for stmt in ran:
         if id(stmt) in loop_of and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             _carried_edits(add, stmt, loop_of[id(stmt)], carried, saved, ctx_name,
-                           ctx_attrs + [a for a in forward_attrs if a not in ctx_attrs])
+                           ctx_attrs + [a for a in forward_attrs if a not in ctx_attrs], copies)
         _every_dim_edits(add, stmt)
+        _every_read_edits(add, stmt, {n: line for n, line in bound.items() if n in saved and n not in grads})
         _shift_axis_edits(add, stmt)
         receivers = _receivers(stmt)
         inside = _nonlinear(stmt)
@@ -202,8 +206,31 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         used=node.left.id, needed=code)
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
                 _leading_axis_edits(add, stmt, node, set(grads) | saved)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "sign" and (
+                    len(node.args) + isinstance(node.func.value, ast.Name) * (not node.args)) == 1:
+                arg = ast.unparse(node.args[0] if node.args else node.func.value)  # d|x|/dx where the sign cancels
+                add("region", stmt, node, f"`{ast.unparse(node)}`, which negates the gradient where {arg} < 0, where "
+                    "no sign is needed", lambda n: ast.Constant(1.0), comparison=ast.unparse(node), expected="1",
+                    sign_dropped=arg)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # the windowed frames for the frames
+                for drop, keep in ((node.right, node.left), (node.left, node.right)):
+                    if isinstance(drop, ast.Name) and drop.id in saved and drop.id not in grads and not (
+                            isinstance(keep, ast.Constant)):
+                        kept = ast.unparse(keep)
+                        add("wrong_variable", stmt, node, f"`{ast.unparse(node)}` where `{kept}` is needed (an extra "
+                            f"factor `{drop.id}`)", lambda n, right=drop is node.right: n.left if right else n.right,
+                            used=ast.unparse(node), needed=kept, extra_factor=drop.id)
             if siblings:
                 _reaction_edits(add, stmt, node, siblings)
+            _shifted_reaction_edits(add, stmt, node)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in grads:
+                for code in conditions:  # grad_output taken whole where only forward's selection reaches it
+                    if {n.id for n in ast.walk(ast.parse(code, mode="eval")) if isinstance(n, ast.Name)} <= set(bound):
+                        for shown in (code, f"~({code})"):
+                            add("region", stmt, node, f"`{node.id}` where `{node.id} * {shown}` is needed (forward "
+                                f"selects by `{code}`)", lambda n, c=shown: ast.BinOp(
+                                    n, ast.Mult(), ast.parse(c, mode="eval").body), comparison=node.id,
+                                expected=f"{node.id} * {shown}", forward_mask=shown)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound \
                     and node.id not in functions:
                 m = node.id  # the mask of one branch read where the other branch's is needed (kept for a 0/1 m)
@@ -211,18 +238,19 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                                           (lambda n: ast.UnaryOp(ast.Invert(), n), f"~{m}")):
                     add("region", stmt, node, f"`{m}` where its complement `{shown}` is needed", complement,
                         comparison=m, expected=shown, complement_of=m)
-                for other in bound:
+                compared = next((c for c in ast.walk(stmt) if isinstance(c, ast.Compare)
+                                 and any(n is node for n in ast.walk(c))), None)
+                for other in bound:  # inside a comparison the other tensor selects other elements: a region
                     if other != node.id and other not in functions and other not in grads \
                             and bound[other] < node.lineno and (other, id(node)) not in receivers:
-                        add("wrong_variable", stmt, node, f"`{node.id}` where `{other}` is needed",
-                            lambda n, o=other: ast.Name(o, ast.Load()), used=node.id, needed=other)
+                        add("region" if compared is not None else "wrong_variable", stmt, node,
+                            f"`{node.id}` where `{other}` is needed", lambda n, o=other: ast.Name(o, ast.Load()),
+                            used=node.id, needed=other)
                 if node.id in saved and looped:
                     for dim in (0, 1):  # a recurrence's gate times h_t where h_{t-1} is needed
                         add("wrong_variable", stmt, node, f"`{node.id}` where the previous step's (`{node.id}` shifted "
                             f"by one along dim {dim}, zero first) is needed", lambda n, d=dim: _previous_step(n, d),
                             used=node.id, needed=f"{node.id} one step back along dim {dim}", step=-1)
-                compared = next((c for c in ast.walk(stmt) if isinstance(c, ast.Compare)
-                                 and any(n is node for n in ast.walk(c))), None)
                 for code in (forward_calls or {}).get(node.id, ()) if node.id in saved else ():
                     # inside a comparison, the mask's bound is tested on the wrong quantity: `d < 1` for |d| < 1
                     add("region" if compared is not None else "wrong_variable", stmt, node,
@@ -329,3 +357,25 @@ def _times_pdf(u):
     square = ast.BinOp(ast.BinOp(ast.Constant(-0.5), ast.Mult(), name()), ast.Mult(), name())
     density = ast.Call(ast.Attribute(square, "exp", ast.Load()), [], [])
     return ast.BinOp(ast.BinOp(name(), ast.Mult(), density), ast.Mult(), ast.Constant(1 / math.sqrt(2 * math.pi)))
+
+
+def _every_read_edits(add, stmt, tensors):
+    """Every read of one saved tensor in a statement replaced by another together: a feedback
+    coefficient's gradient written with the past inputs ``x`` where the past outputs ``y`` are
+    needed, at each of its lags (one replacement alone fixes one lag)."""
+    value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return)) else None
+    if value is None:
+        return
+    reads = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    for name in sorted({r for r in reads if r in tensors and reads.count(r) >= 2}):
+        for other in sorted(tensors):
+            if other == name:
+                continue
+            def make(n, name=name, other=other):
+                for m in ast.walk(n):
+                    if isinstance(m, ast.Name) and m.id == name and isinstance(m.ctx, ast.Load):
+                        m.id = other
+                return n
+            add("wrong_variable", stmt, value, f"`{name}` where `{other}` is needed (at each of its "
+                f"{reads.count(name)} reads)", make, used=name, needed=other)
+

@@ -43,9 +43,10 @@ def edit_finding(ev, edit, src, masks=frozenset()):
         advice = f"use {params['needed']} instead of {params['used']}"
         if params.get("saved"):
             advice = f"save {params['needed']} instead of {params['used']} in forward (read as {params.get('read_as')} here)"
+        message = f"backward for input {name} uses {words}"
         if kind == "region":
             params["description"] = f"the mask `{params.get('factor') or params['needed']}`"
-        message = f"backward for input {name} uses {words}"
+            message = f"backward for input {name} selects the wrong elements: it uses {words}"
     elif kind == "region" and params.get("branches"):
         params["description"] = f"the mask `{params['comparison']}`"
         advice = f"select with {params['expected']} (the branches are exchanged)"
@@ -61,6 +62,10 @@ def edit_finding(ev, edit, src, masks=frozenset()):
         advice = f"compare with {params['expected']} instead of {params['comparison']}"
         if params.get("sign_for_step"):
             advice = f"use {params['expected']} instead of the step {params['comparison']} (|s|′ is sign(s))"
+        if params.get("sign_dropped"):
+            advice = f"drop the factor {params['comparison']}"
+        if params.get("forward_mask") and params.get("expected", "").endswith(params["forward_mask"]):
+            advice = f"apply forward's selection: {params['expected']} instead of {params['comparison']}"
         message = f"backward for input {name} masks the wrong elements: {words}"
     else:
         advice, message = {
@@ -93,6 +98,9 @@ def edit_finding(ev, edit, src, masks=frozenset()):
             advice = f"add the reaction on the pair's other end: {params['term']}"
             message = (f"backward for input {name} misses the term of each pair's other end "
                        f"(`{params['reaction']}`): {words} is needed as well")
+            if params["reaction"] == params.get("term"):  # a neighbour pair along an axis (`g[:, 1:]` for `g[:, :-1]`)
+                advice = f"add the pair's other end: {params['term']}"
+                message = f"backward for input {name} misses each pair's other end: {words}"
         if kind == "missing_reshape" and params.get("aligned"):
             advice = f"reshape `{params['aligned']}` to end in 1s (`{params['aligned']}[:, None, …]`) so it broadcasts " \
                      "along its leading axis"

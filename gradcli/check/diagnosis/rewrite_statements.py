@@ -97,7 +97,21 @@ def _loop_position(node, t):
     return found[0] if len(found) == 1 else None
 
 
-def _carried_edits(add, stmt, t, carried, saved, ctx_name, ctx_attrs):
+def _loop_copies(tree):
+    """{g: c} for a ``c = g`` inside a ``for`` loop, c bound before it: the state a recurrence's
+    adjoint carries to the next step (``carry = g_y``), whether or not a step reads it back."""
+    found = {}
+    for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For)):
+        before = {t.id for s in ast.walk(tree) if isinstance(s, ast.Assign) and s.lineno < loop.lineno
+                  for t in s.targets if isinstance(t, ast.Name)}
+        for stmt in (n for body in loop.body for n in ast.walk(body)):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and isinstance(stmt.value, ast.Name) and stmt.targets[0].id in before:
+                found.setdefault(stmt.value.id, stmt.targets[0].id)
+    return found
+
+
+def _carried_edits(add, stmt, t, carried, saved, ctx_name, ctx_attrs, copies=None):
     """A recurrence's adjoint without the term it carries from the other steps: ``c = v`` where
     ``c = v + K * c`` is needed (c carried over the loop), or ``g[:, t] = v`` where ``g[:, t] = v +
     K * g[:, t ∓ 1]``; K a ctx attribute (a discount), or a saved tensor read like v at t, t ± 1
@@ -116,6 +130,11 @@ def _carried_edits(add, stmt, t, carried, saved, ctx_name, ctx_attrs):
     carries = []
     if isinstance(target, ast.Name) and id(stmt) in carried:
         carries.append((target.id, lambda: ast.Name(target.id, ast.Load())))
+    if isinstance(target, ast.Name) and target.id in (copies or {}) and copies[target.id] != target.id:
+        state = copies[target.id]  # `g_y = grad[:, t]` ... `carry = g_y`: the last step's g_y, unread
+        if not any(isinstance(n, ast.Name) and n.id == state for n in ast.walk(stmt.value)):
+            carries.append((state, lambda: ast.Name(state, ast.Load())))
+            factors += [(name, lambda name=name: ast.Name(name, ast.Load())) for name in sorted(saved)[:4]]
     k = _loop_position(target, t)
     if k is not None:
         for delta in (-1, 1):
@@ -374,3 +393,73 @@ def _reaction_edits(add, stmt, node, siblings):
                 term = f"{'+' if same else '-'}{ast.unparse(node.args[2])} at `{b}`"
                 add("missing_term", stmt, node, f"the reaction on the pair's other end, {term}", make, term=term,
                     reaction=b)
+
+
+def _complement_shift(node, statement=None):
+    """A neighbour pair's other end along one axis: `:-k` ↔ `k:`, and `:n - k` ↔ `k:` where the
+    statement holds both forms (`g[:, :n - k] += x[:, k:]`); else None."""
+    if not isinstance(node, ast.Slice) or node.step is not None:
+        return None
+    def number(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant) \
+                and isinstance(n.operand.value, int):
+            return -n.operand.value
+        return None
+    lo = None if node.lower is None else number(node.lower)
+    hi = None if node.upper is None else number(node.upper)
+    if node.lower is None and hi is not None and hi < 0:
+        return ast.Slice(ast.Constant(-hi), None, None)
+    if node.upper is None and lo is not None and lo > 0:
+        return ast.Slice(None, ast.UnaryOp(ast.USub(), ast.Constant(lo)), None)
+    ends = [] if statement is None else [n for n in ast.walk(statement) if isinstance(n, ast.Slice) and n.step is None]
+    if node.lower is None and isinstance(node.upper, ast.BinOp) and isinstance(node.upper.op, ast.Sub):
+        k = ast.dump(node.upper.right)  # `:n - k` → `k:` when `k:` is read too
+        if any(e.upper is None and e.lower is not None and ast.dump(e.lower) == k for e in ends):
+            return ast.Slice(copy.deepcopy(node.upper.right), None, None)
+    if node.upper is None and node.lower is not None:
+        k = ast.dump(node.lower)
+        for e in ends:
+            if e.lower is None and isinstance(e.upper, ast.BinOp) and isinstance(e.upper.op, ast.Sub) \
+                    and ast.dump(e.upper.right) == k:
+                return ast.Slice(None, copy.deepcopy(e.upper), None)
+    return None
+
+
+def _shifted_reaction_edits(add, stmt, node):
+    """`g[:, :-1] -= s[:, 1:] / 2` for a term of neighbouring pairs (x_t·x_{t+1}, a total variation)
+    whose other end, `g[:, 1:] -= s[:, :-1] / 2` (or `+= -…` for a difference), was left out."""
+    if not (isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub))
+            and isinstance(node.target, ast.Subscript)):
+        return
+    where = node.target.slice.elts if isinstance(node.target.slice, ast.Tuple) else [node.target.slice]
+    axes = [k for k, e in enumerate(where) if _complement_shift(e, node) is not None]
+    if len(axes) != 1:
+        return
+    axis = axes[0]
+
+    def swapped(tree):
+        tree = copy.deepcopy(tree)  # `node` (the original) says which forms pair up
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Subscript):
+                elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else None
+                if elts is not None and axis < len(elts) and _complement_shift(elts[axis], node) is not None:
+                    elts[axis] = _complement_shift(elts[axis], node)
+                elif elts is None and axis == 0 and _complement_shift(n.slice, node) is not None:
+                    n.slice = _complement_shift(n.slice, node)
+        return tree
+
+    for value_too in (True, False):
+        for same in (True, False):
+            def make(n, value_too=value_too, same=same):
+                target = swapped(n.target)
+                value = swapped(n.value) if value_too else copy.deepcopy(n.value)
+                op = n.op if same else (ast.Sub() if isinstance(n.op, ast.Add) else ast.Add())
+                return ast.If(ast.Constant(True), [n, ast.AugAssign(target, op, value)], [])
+            shown = make(copy.deepcopy(node)).body[1]
+            if value_too and ast.dump(shown.value) == ast.dump(node.value):
+                continue  # nothing shifted in the value: the plain variant says it
+            term = ast.unparse(shown)
+            add("missing_term", stmt, node, f"`{term}` besides", make, term=term, reaction=term)
+

@@ -45,7 +45,8 @@ import numpy as np
 from gradcli.check.diagnosis.evidence import EDITED_RHO, nice_number
 from gradcli.check.diagnosis.probe import ProbeError, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
-from gradcli.check.diagnosis.forward_reads import (_forward_attributes, _forward_calls, _negated_in_forward, _scalars,
+from gradcli.check.diagnosis.forward_reads import (_forward_attributes, _forward_calls, _forward_conditions,
+                                                    _negated_in_forward, _scalars,
                                                    _unsaved)
 from gradcli.check.diagnosis.rewrite_findings import edit_finding
 from gradcli.check.diagnosis.rewrite_runs import (FORWARD_PREFIX, SLOWER, _compiled, _Deadline, _InGlobals, _method,
@@ -156,7 +157,7 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
     if getattr(probe, "gaussian_cdfs", None) is None:  # read once per check: every search of every input asks
         probe.gaussian_cdfs = gaussian_cdfs(recorded)
     read = (tensors, simplex_names(recorded), _scalars(probe), factor, _forward_attributes(cls), unsaved,
-            probe.gaussian_cdfs, _forward_calls(cls))
+            probe.gaussian_cdfs, _forward_calls(cls), _forward_conditions(cls))
     for target in targets:
         src, role = target[0], target[3]
         if saves and role != "forward":

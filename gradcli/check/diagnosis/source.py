@@ -262,11 +262,23 @@ def constant_line(src: Source, expr, statement, factor):
         # in the gradient's own statement only its expression: a constant of another input's
         # gradient in the same return (`return g_x, -g_x / 2`) does not set this one's factor
         within = expr if stmt is statement and expr is not None else stmt
-        for node in ast.walk(within):
+        for node in _factors(within):
             if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
                     node.value, bool) and node.value != 1 and any(abs(node.value - c) < 1e-9 for c in candidates):
                 return stmt
     return None
+
+
+def _factors(tree):
+    """The nodes of ``tree`` that multiply or divide a value (`2 * g`, `g / 2`, `g.mul(0.5)`), not
+    a shape's `steps + 2` or a slice's `[:, 2:]`."""
+    for parent in ast.walk(tree):
+        if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.Div)):
+            for side in (parent.left, parent.right):
+                yield side.operand if isinstance(side, ast.UnaryOp) and isinstance(side.op, ast.USub) else side
+        elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr in (
+                "mul", "mul_", "div", "div_", "multiply", "true_divide"):
+            yield from parent.args
 
 
 def first_statement_with(src: Source, predicate):

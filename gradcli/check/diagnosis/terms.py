@@ -256,6 +256,12 @@ def term_coefficient(ev: Evidence):
             return edited if edited is not None else Finding(
                 "term_sign", f"backward for input {ev.name} has the wrong sign on one term: `{code}` (numeric = "
                 f"analytic − 2·that term, exactly)", input=ev.index, params={"term": code}, confidence=0.9)
+        if nice is None:
+            # a coefficient at no simple number is what one tensor read for another leaves too
+            # (y² for t² where y = t / tanh(drive)): an exact edit of that tensor is the simpler story
+            edited = mutations.statement_edit(ev, kinds=("variable", "every"))
+            if edited is not None:
+                return edited
         coefficient = nice if nice is not None else float(f"{alpha:.6g}")
         # 1 + α from the simple α (nice_number never names 0: α = −1 is an extra term)
         factor = 1 + nice if nice is not None else (nice_number(1 + alpha) or float(f"{1 + alpha:.6g}"))
