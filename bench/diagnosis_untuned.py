@@ -15,7 +15,8 @@ bench/diagnosis_distant until 13:47 UTC, bench/diagnosis_remote until 14:39 UTC 
 bench/diagnosis_unheard until 17:05 UTC, bench/diagnosis_yonder until 17:58 UTC,
 bench/diagnosis_further until 2026-12-04 01:27 UTC; all twenty are design corpora since (their
 READMEs give their blind scores). bench/diagnosis_faraway, _afar, _elsewhere, _beyond, _abroad,
-_overseas, _afield and _hinterland are BLIND (score them with ``--summary`` only).
+_overseas, _afield, _hinterland, _uncharted and _offshore are BLIND (score them with ``--summary``
+only).
 ``--summary`` prints only the totals block, no per-Function lines (the only way to score a blind
 corpus).
 
