@@ -433,3 +433,58 @@ def test_a_comparison_reading_the_wrong_tensor_is_a_region(tmp_path, backend):
     found = _only(failing_findings(module.ShiftedReluWrongTest, (x, b)), 0, "region")
     assert (found.params["expression"], found.params["expected"]) == ("x", "z")
     assert found.params["source"]["line"] == line_of(path, "on = x > 0")
+
+
+SHARED = """
+class CompandNormHeld(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, mu):
+        ctx.save_for_backward(x, mu)
+        return torch.log1p(mu * x) / torch.log1p(mu)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, mu = ctx.saved_tensors
+        norm = torch.log1p(mu)
+        gx = g * mu / ((1 + mu * x) * norm)
+        d_mu = x / ((1 + mu * x) * norm)
+        g_mu = (g * d_mu).sum().reshape(1)
+        return gx, g_mu
+
+
+class LogProjectionDividesByLog(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, spec, fb):
+        out = torch.log(spec @ fb)
+        ctx.save_for_backward(spec, fb, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        spec, fb, out = ctx.saved_tensors
+        g_z = g / out
+        g_spec = g_z @ fb.T
+        g_fb = spec.T @ g_z
+        return g_spec, g_fb
+"""
+
+
+@BOTH
+def test_a_piece_held_constant_is_quoted_where_backward_reads_it(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, SHARED, "held")
+    x = float_tensor(module, np.random.default_rng(18).uniform(0.2, 1.5, (3, 4)))
+    found = _only(failing_findings(module.CompandNormHeld, (x, float_tensor(module, [4.0]))), 1, "missing_term")
+    assert found.params["variant"] == "held_constant" and found.params["factor"] == "torch.log1p(mu)"
+    assert found.params["source"]["line"] == line_of(path, "d_mu = x / ((1 + mu * x) * norm)")
+
+
+@BOTH
+def test_one_tensor_misread_for_two_inputs_is_quoted_where_their_adjoint_is_made(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, SHARED, "logproj")
+    spec = float_tensor(module, np.random.default_rng(19).uniform(0.5, 1.5, (3, 4)))
+    fb = float_tensor(module, np.random.default_rng(20).uniform(0.5, 1.5, (4, 4)))
+    findings = failing_findings(module.LogProjectionDividesByLog, (spec, fb))
+    for index in (0, 1):
+        found = _only(findings, index, "wrong_variable")
+        assert (found.params["used"], found.params["needed"]) == ("out", "exp(output)")
+        assert found.params["source"]["line"] == line_of(path, "g_z = g / out")

@@ -175,6 +175,21 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
             return _with_code(f"add the term {what} contributes (the chain rule through output {k})",
                               src, statement, "in ")
         if params.get("variant") == "held_constant":
+            try:
+                held = {n.id for n in ast.walk(ast.parse(str(params.get("factor")), mode="eval")) if isinstance(n, ast.Name)}
+            except SyntaxError:
+                held = set()
+            computed = {t.id for c in statements(src.tree) if isinstance(c, ast.Assign) for t in c.targets
+                        if isinstance(t, ast.Name)} if src is not None else set()
+            held &= computed  # a piece backward computes itself (`norm = log1p(mu)`), not a saved tensor
+            held |= {t.id for c in (statements(src.tree) if src is not None else ()) if isinstance(c, ast.Assign)
+                     for t in c.targets if isinstance(t, ast.Name) and ast.unparse(c.value) == params.get("factor")}
+            pinned = params.get("at_line") and statement_at(src, params["at_line"])
+            computes = isinstance(pinned, ast.Assign) and any(isinstance(t, ast.Name) and t.id in held
+                                                               for t in pinned.targets)
+            if held and gradient[0] is not None and (computes or not pinned):  # added where the held piece is read
+                statement = next((c for c in reversed(list(chain(src, *gradient))) if reads_outside_masks(c, held)),
+                                 statement)
             return _with_code(f"differentiate `{params.get('factor')}` too: add its term, d({params.get('factor')}) "
                               "times the rest", src, statement, "in ")
         if params.get("variant") == "forward_term":
@@ -314,6 +329,13 @@ REGION_EDGE = re.compile(r"^\|?[A-Za-z_]\w*\|? ?(?:<=|>=|<|>) ?(-?\d+(?:\.\d+)?(
 
 CASTS = ("to", "float", "double", "type_as", "half", "bool", "int", "long")
 POSITIONAL = ("the first", "the last", "the diagonal", "off the diagonal", "above the", "below the", "on and")
+
+
+def reads_outside_masks(stmt, names) -> bool:
+    """Whether ``stmt`` reads one of ``names`` other than inside a comparison (a mask)."""
+    masked = {id(n) for c in ast.walk(stmt) if isinstance(c, ast.Compare) for n in ast.walk(c)}
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names and id(n) not in masked
+               for n in ast.walk(stmt))
 
 
 def _reduces_alone(stmt) -> bool:
