@@ -4,7 +4,7 @@ something else."""
 import numpy as np
 import pytest
 
-from gradcli.check.diagnosis import patterns
+from gradcli.check.diagnosis import cotangents, patterns
 from gradcli.check.diagnosis import region as regions
 from gradcli.check.diagnosis import terms
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
@@ -75,10 +75,10 @@ def test_scale_does_not_fit_a_gradient_wrong_in_shape():
 def test_ignores_grad_output_needs_a_cotangent_that_changes_the_true_answer():
     local = np.cos(X)
     blind = np.broadcast_to(local, (3, 3, 4))
-    assert patterns.ignores_grad_output(evidence(blind, elementwise(local))).params["ones_ok"] is True
+    assert cotangents.ignores_grad_output(evidence(blind, elementwise(local))).params["ones_ok"] is True
     # every cotangent a copy of ones: the numeric answer never changes, nothing to tell apart
     same = np.broadcast_to(local, (3, 3, 4))
-    assert patterns.ignores_grad_output(evidence(same * 2, same)) is None
+    assert cotangents.ignores_grad_output(evidence(same * 2, same)) is None
 
 
 def test_transposed_is_not_claimed_for_a_symmetric_gradient():

@@ -22,7 +22,10 @@ test, imported as a user's module is, under ``import torch`` and ``import gradcl
   coefficient at no simple number);
 - ``sign(x)`` multiplied in where the outer sign cancels it is a ``region`` (wrong where x < 0),
   never "x where exp(x) is needed" (sign(exp(x)) is 1); a comparison reading the wrong tensor is a
-  ``region`` too.
+  ``region`` too;
+- a piece held constant is quoted where backward reads it, and one mistake in an adjoint several
+  inputs share (a piece held constant, a tensor misread) where that adjoint is made;
+- frames formed by a transpose and flattened back without undoing it are a ``missing_reshape``.
 """
 from __future__ import annotations
 
@@ -488,3 +491,30 @@ def test_one_tensor_misread_for_two_inputs_is_quoted_where_their_adjoint_is_made
         found = _only(findings, index, "wrong_variable")
         assert (found.params["used"], found.params["needed"]) == ("out", "exp(output)")
         assert found.params["source"]["line"] == line_of(path, "g_z = g / out")
+
+
+FRAMES = """
+class FramesFlattenedAsTheyAre(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, signal):
+        idx = torch.arange(4)[:, None] * 2 + torch.arange(3)[None, :]  # 4 frames of 3, hop 2
+        ctx.save_for_backward(idx)
+        ctx.length = signal.shape[-1]
+        return signal[:, idx].transpose(1, 2)
+
+    @staticmethod
+    def backward(ctx, grad_frames):
+        (idx,) = ctx.saved_tensors
+        flat = grad_frames.reshape(grad_frames.shape[0], -1)
+        grad = grad_frames.new_zeros(grad_frames.shape[0], ctx.length)
+        return grad.index_add_(1, idx.reshape(-1), flat)
+"""
+
+
+@BOTH
+def test_frames_flattened_without_moving_their_axes_back_is_a_missing_reshape(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, FRAMES, "frames")
+    found = _only(failing_findings(module.FramesFlattenedAsTheyAre, (_randn(module, 21, 2, 9),)), 0,
+                  "missing_reshape")
+    assert found.params["transposed_first"] == "grad_frames.transpose(1, 2)"
+    assert found.params["source"]["line"] == line_of(path, "flat = grad_frames.reshape(")

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from test_diagnosis_cases import BACKENDS, SEEDED, backend
 
 from gradcli.check.diagnosis import operator
-from gradcli.check.diagnosis import patterns
+from gradcli.check.diagnosis import cotangents
 from gradcli.check.diagnosis import diagnose
 from gradcli.check.diagnosis.evidence import Evidence
 from gradcli.check.gradcheck import gradcheck
@@ -101,14 +101,14 @@ def test_right_for_ones_alone_is_no_cotangent_story():
     inverse = np.argsort(permutation)
     numeric = ROWS[:, inverse]  # a scatter: right
     analytic = ROWS[:, permutation]  # a gather: right for ones only
-    assert patterns.ignores_grad_output(vector_evidence(analytic, numeric)) is None
+    assert cotangents.ignores_grad_output(vector_evidence(analytic, numeric)) is None
 
 
 def test_grad_output_reduced_to_a_scalar_is_a_cotangent_story():
     local = np.cos(np.arange(6.0))
     numeric = ROWS * local
     analytic = ROWS.mean(axis=1, keepdims=True) * local  # grad_output.mean() * local
-    finding = patterns.ignores_grad_output(vector_evidence(analytic, numeric))
+    finding = cotangents.ignores_grad_output(vector_evidence(analytic, numeric))
     assert finding.params == {"ones_ok": True, "uses_grad_output": True, "reduced": True}
 
 

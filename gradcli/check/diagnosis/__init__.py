@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from gradcli.check.diagnosis import branch, extras, flips, held_constant, index_writes, mutations, named_terms
+from gradcli.check.diagnosis import branch, cotangents, extras, flips, held_constant, index_writes, mutations, named_terms
 from gradcli.check.diagnosis import operator
 from gradcli.check.diagnosis import patterns
 from gradcli.check.diagnosis import region as regions
@@ -43,7 +43,7 @@ NO_PATTERN = "none"
 # region it lies in; region and missing_term are the loosest descriptions, an edited copy of the
 # statements (the product rule's other half) the last.
 PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate, patterns.zero,
-            surrogate.gradient_reversal, patterns.precision, patterns.swapped_mutually, patterns.scale, patterns.ignores_grad_output,
+            surrogate.gradient_reversal, patterns.precision, patterns.swapped_mutually, patterns.scale, cotangents.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.dropped_output, index_writes.not_accumulated,
             operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,

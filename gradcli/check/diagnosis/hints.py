@@ -14,6 +14,7 @@ import re
 from typing import Optional
 
 from gradcli.check.diagnosis.evidence import nice_number
+from gradcli.check.diagnosis.mask_location import region_statement
 from gradcli.check.diagnosis.values_source import values_statement
 from gradcli.check.diagnosis.source import (FACTOR_OPS, SIGN_OPS, backward_source, chain, computed_assignment, constant_line, fed_names,
                                             first_statement_with, forward_source, grad_output_names, gradient_statement, in_chain,
@@ -133,35 +134,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         return _with_code(f"sum the gradient over dim {dims_text} (e.g. `.sum({dims_text})`) to the shape of {name}",
                           src, statement, "in ")
     if kind == "region":
-        def masks(n):
-            return isinstance(n, ast.Compare) or (
-                isinstance(n, ast.Attribute) and n.attr in ("where", "clamp", "sign", "maximum", "minimum"))
-        # the first mask among the statements computing this gradient, else the first in backward;
-        # a mask whose edge is the region's own edge (`pos = x > 0` where x < 0 is wrong) is right:
-        # what is wrong is the value the gradient takes on one side of it
-        # what is wrong is the value the gradient takes on one side of it — unless some elements
-        # told nothing (zero both ways), which can hide that the region's true edge is elsewhere
-        found = [] if not src or expr is None else [
-            c for c in chain(src, statement, expr) if any(masks(n) for n in ast.walk(c))]
-        # (or whose one side is exactly the wrong elements, evaluated: `mask_sides`)
-        edged = [] if gradient[0] is None else [
-            c for c in chain(src, *gradient) if c is not gradient[0] and _pure_mask(c) and (
-                (params.get("all_informative") and _same_edge(src, c, params.get("description", "")))
-                or _assigns_one_of(c, params.get("mask_sides", ())))]
-        stmt = next((c for c in found if c not in edged), None)
-        if edged and stmt is None:
-            stmt = gradient[0]
-        if stmt is None and not edged and gradient[0] is not None and params.get("description", "").startswith(
-                POSITIONAL):  # no mask: the edges or a row are lost where the gradient is sliced or padded
-            stmt = next((c for c in reversed(list(chain(src, *gradient))) if any(  # the last before the return
-                isinstance(n, ast.Subscript) and isinstance(n.slice, (ast.Slice, ast.Tuple)) and any(
-                    isinstance(e, ast.Slice) for e in ast.walk(n.slice)) for n in ast.walk(c))), None)
-            if stmt is not None:
-                return _with_code(f"check what the slicing or padding does to {params['description']}", src, stmt,
-                                  "in ")
-        stmt = stmt or (src and not edged and first_statement_with(src, masks))
-        return _with_code(f"check the branch or mask for {params.get('description', 'that region')}",
-                          src, stmt or statement, "in ")
+        advice, stmt = region_statement(src, params, statement, expr, gradient)
+        return _with_code(advice, src, stmt or statement, "in ")
     if kind == "missing_term":
         if params.get("variant") == "coefficient" and params.get("factor") == 0:
             return _with_code(f"remove the term `{params.get('term')}`", src, statement, "in ")
@@ -324,11 +298,10 @@ LOCAL_DERIVATIVE_KINDS = ("scale", "sign", "precision", "missing_term", "term_si
 VALUE_KINDS = LOCAL_DERIVATIVE_KINDS + ("ignores_grad_output",)
 
 
-REGION_EDGE = re.compile(r"^\|?[A-Za-z_]\w*\|? ?(?:<=|>=|<|>) ?(-?\d+(?:\.\d+)?(?:e-?\d+)?)$")
 
 
-CASTS = ("to", "float", "double", "type_as", "half", "bool", "int", "long")
-POSITIONAL = ("the first", "the last", "the diagonal", "off the diagonal", "above the", "below the", "on and")
+
+
 
 
 def reads_outside_masks(stmt, names) -> bool:
@@ -347,37 +320,13 @@ def _reduces_alone(stmt) -> bool:
         and not n.args and not n.keywords for n in ast.walk(value))
 
 
-def _pure_mask(stmt) -> bool:
-    """``keep = x > 0`` or ``keep = (x > 0).to(g.dtype)``: a comparison only, holding no branch
-    value (``where(x > 0, ones, …)`` holds the values of both sides, which may be the mistake)."""
-    node = getattr(stmt, "value", None) if isinstance(stmt, ast.Assign) else None
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CASTS:
-        node = node.func.value
-    return isinstance(node, ast.Compare)
 
 
-def _assigns_one_of(stmt, names) -> bool:
-    return isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in stmt.targets)
 
 
-def _same_edge(src, stmt, description: str) -> bool:
-    """Whether ``stmt`` compares against the number that bounds the region ``description`` (``x <
-    0.5`` for a mask ``x > 0.5``): the mask's edge is where the region's is."""
-    match = REGION_EDGE.match(description.strip())
-    if not match:
-        return False
-    edge = abs(float(match.group(1)))
-    for node in ast.walk(stmt):
-        if not isinstance(node, ast.Compare):
-            continue
-        for side in [node.left] + list(node.comparators):
-            value = side.value if isinstance(side, ast.Constant) else (
-                -side.operand.value if isinstance(side, ast.UnaryOp) and isinstance(side.operand, ast.Constant)
-                else src.constants.get(side.id) if isinstance(side, ast.Name) else None)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(abs(value) - edge) <= 1e-9 * (
-                    1 + edge):
-                return True
-    return False
+
+
+
 
 
 def _rounded(node) -> bool:

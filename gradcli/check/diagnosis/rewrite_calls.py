@@ -114,6 +114,14 @@ def _call_edits(add, stmt, call):
             flipped=True, operand=ast.unparse(call.func.value))
     if name in ("reshape", "view") and method:
         _regrouping_edits(add, stmt, call)
+    if name in ("reshape", "view", "flatten") and method and isinstance(call.func.value, ast.Name):
+        receiver = call.func.value.id  # forward's `.transpose(1, 2)` output flattened without undoing it
+        for a, b in ((1, 2), (-1, -2)):
+            moved = f"{receiver}.transpose({a}, {b})"
+            add("missing_reshape", stmt, call, f"`{ast.unparse(call)}` without moving the axes back first "
+                f"(`{moved}` before the {name})", lambda n, a=a, b=b: ast.Call(ast.Attribute(ast.Call(ast.Attribute(
+                    n.func.value, "transpose", ast.Load()), [_const(a), _const(b)], []), name, ast.Load()), n.args,
+                    n.keywords), reshape=ast.unparse(call), transposed_first=moved)
     if name == "permute" and method and 3 <= len(call.args) <= 6 and all(_int(a) is not None for a in call.args):
         dims = [_int(a) for a in call.args]
         for a in range(len(dims)):  # the inverse permutation with two of its dims exchanged

@@ -9,12 +9,11 @@ import math
 import copy
 
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
+from gradcli.check.diagnosis.rewrite_pairs import _reaction_edits, _shifted_reaction_edits, _sibling_indices
 from gradcli.check.diagnosis.rewrite_statements import (
     _carried_edits, _every_dim_edits, _leading_axis_edits, _loop_copies, _loop_first_bindings, _loop_overwrites,
-    _mean_dims,
-    _previous_step, _projected, _reaction_edits, _reduces, _saved_names, _shift_axis_edits, _sibling_indices,
-    _shifted_reaction_edits,
-    _slice_shift_edits, _summed_from_zero)
+    _mean_dims, _previous_step, _projected, _reduces, _saved_names, _shift_axis_edits, _slice_shift_edits,
+    _summed_from_zero)
 from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
 from gradcli.check.diagnosis.rewrite_syntax import (
     COMPARISONS, CTX_NOT_TENSORS, SYMBOLS, _bound_before, _const, _containers, _exchanged, _has_slice, _index_put,

@@ -101,6 +101,9 @@ def edit_finding(ev, edit, src, masks=frozenset()):
             if params["reaction"] == params.get("term"):  # a neighbour pair along an axis (`g[:, 1:]` for `g[:, :-1]`)
                 advice = f"add the pair's other end: {params['term']}"
                 message = f"backward for input {name} misses each pair's other end: {words}"
+        if kind == "missing_reshape" and params.get("transposed_first"):
+            advice = f"move the axes back before flattening: `{params['transposed_first']}`"
+            message = f"backward for input {name} flattens a tensor without moving its axes back first: {words}"
         if kind == "missing_reshape" and params.get("aligned"):
             advice = f"reshape `{params['aligned']}` to end in 1s (`{params['aligned']}[:, None, …]`) so it broadcasts " \
                      "along its leading axis"

@@ -1,0 +1,158 @@
+"""Edits of a pairwise term's backward: the reaction on the pair's other end left out.
+
+A spring pushing on its first node only (``grad[a] += f`` with no ``grad[b] -= f``, an
+``index_add_(0, i, f)`` with no ``(0, j, -f)``), and a product of neighbours along one axis written
+at one end only (``g[:, :-1] += x[:, 1:]`` with no ``g[:, 1:] += x[:, :-1]``; a lag's
+``g[:, :n - k] += x[:, k:]``). Used by ``rewrite_edits.edits``.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+
+def _sibling_indices(tree):
+    """{index name: [the names indexing the pair's other end]}: names bound together (`a, b = …`)
+    or by two statements alike but for a constant or a name (`i = src[e]`, `j = dst[e]`)."""
+    found = {}
+
+    def pair(names):
+        for n in names:
+            found.setdefault(n, []).extend(m for m in names if m != n and m not in found.get(n, ()))
+
+    def shape(value):
+        value = copy.deepcopy(value)
+        for n in ast.walk(value):
+            if isinstance(n, ast.Constant):
+                n.value = 0
+            elif isinstance(n, ast.Name):
+                n.id = "_"
+        return ast.dump(value)
+
+    for body in [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.For, ast.While, ast.If, ast.With))]:
+        singles = []
+        for s in body:
+            if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+                continue
+            target = s.targets[0]
+            if isinstance(target, ast.Tuple) and 2 <= len(target.elts) <= 3 \
+                    and all(isinstance(e, ast.Name) for e in target.elts):
+                pair([e.id for e in target.elts])
+            elif isinstance(target, ast.Name) and any(isinstance(n, ast.Subscript) for n in ast.walk(s.value)):
+                singles.append((target.id, shape(s.value)))
+        for k, (a, form) in enumerate(singles):
+            for b, other in singles[k + 1:]:
+                if form == other:
+                    pair([a, b])
+    return found
+
+
+def _reaction_edits(add, stmt, node, siblings):
+    """`grad[a] += f` (or `grad.index_add_(0, a, f)`) for a pairwise term whose reaction on the
+    pair's other end, `grad[b] -= f`, was left out (a spring pushing on its first node only)."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.target, ast.Subscript):
+        index = node.target.slice
+        first = index.elts[0] if isinstance(index, ast.Tuple) and index.elts else index
+        if not isinstance(first, ast.Name):
+            return
+        for b in siblings.get(first.id, ()):
+            for same in (False, True):
+                def make(n, b=b, same=same):
+                    target = copy.deepcopy(n.target)
+                    where = target.slice.elts if isinstance(target.slice, ast.Tuple) else None
+                    if where is not None:
+                        where[0] = ast.Name(b, ast.Load())
+                    else:
+                        target.slice = ast.Name(b, ast.Load())
+                    op = n.op if same else (ast.Sub() if isinstance(n.op, ast.Add) else ast.Add())
+                    return ast.If(ast.Constant(True), [n, ast.AugAssign(target, op, copy.deepcopy(n.value))], [])
+                shown = make(copy.deepcopy(node)).body[1]
+                term = ast.unparse(shown)
+                add("missing_term", stmt, node, f"the reaction on the pair's other end, `{term}`", make, term=term,
+                    reaction=b)
+        return
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 3 \
+            and node.func.attr in ("index_add_", "index_add", "scatter_add_", "scatter_add") \
+            and isinstance(node.args[1], ast.Name):
+        a = node.args[1].id
+        for b in siblings.get(a, ()):
+            for same in (False, True):
+                def make(n, b=b, same=same):
+                    value = copy.deepcopy(n.args[2])
+                    return ast.Call(ast.Attribute(n, "index_add_" if "index" in n.func.attr else "scatter_add_",
+                                                  ast.Load()),
+                                    [copy.deepcopy(n.args[0]), ast.Name(b, ast.Load()),
+                                     value if same else ast.UnaryOp(ast.USub(), value)], [])
+                term = f"{'+' if same else '-'}{ast.unparse(node.args[2])} at `{b}`"
+                add("missing_term", stmt, node, f"the reaction on the pair's other end, {term}", make, term=term,
+                    reaction=b)
+
+
+def _complement_shift(node, statement=None):
+    """A neighbour pair's other end along one axis: `:-k` ↔ `k:`, and `:n - k` ↔ `k:` where the
+    statement holds both forms (`g[:, :n - k] += x[:, k:]`); else None."""
+    if not isinstance(node, ast.Slice) or node.step is not None:
+        return None
+    def number(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant) \
+                and isinstance(n.operand.value, int):
+            return -n.operand.value
+        return None
+    lo = None if node.lower is None else number(node.lower)
+    hi = None if node.upper is None else number(node.upper)
+    if node.lower is None and hi is not None and hi < 0:
+        return ast.Slice(ast.Constant(-hi), None, None)
+    if node.upper is None and lo is not None and lo > 0:
+        return ast.Slice(None, ast.UnaryOp(ast.USub(), ast.Constant(lo)), None)
+    ends = [] if statement is None else [n for n in ast.walk(statement) if isinstance(n, ast.Slice) and n.step is None]
+    if node.lower is None and isinstance(node.upper, ast.BinOp) and isinstance(node.upper.op, ast.Sub):
+        k = ast.dump(node.upper.right)  # `:n - k` → `k:` when `k:` is read too
+        if any(e.upper is None and e.lower is not None and ast.dump(e.lower) == k for e in ends):
+            return ast.Slice(copy.deepcopy(node.upper.right), None, None)
+    if node.upper is None and node.lower is not None:
+        k = ast.dump(node.lower)
+        for e in ends:
+            if e.lower is None and isinstance(e.upper, ast.BinOp) and isinstance(e.upper.op, ast.Sub) \
+                    and ast.dump(e.upper.right) == k:
+                return ast.Slice(None, copy.deepcopy(e.upper), None)
+    return None
+
+
+def _shifted_reaction_edits(add, stmt, node):
+    """`g[:, :-1] -= s[:, 1:] / 2` for a term of neighbouring pairs (x_t·x_{t+1}, a total variation)
+    whose other end, `g[:, 1:] -= s[:, :-1] / 2` (or `+= -…` for a difference), was left out."""
+    if not (isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub))
+            and isinstance(node.target, ast.Subscript)):
+        return
+    where = node.target.slice.elts if isinstance(node.target.slice, ast.Tuple) else [node.target.slice]
+    axes = [k for k, e in enumerate(where) if _complement_shift(e, node) is not None]
+    if len(axes) != 1:
+        return
+    axis = axes[0]
+
+    def swapped(tree):
+        tree = copy.deepcopy(tree)  # `node` (the original) says which forms pair up
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Subscript):
+                elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else None
+                if elts is not None and axis < len(elts) and _complement_shift(elts[axis], node) is not None:
+                    elts[axis] = _complement_shift(elts[axis], node)
+                elif elts is None and axis == 0 and _complement_shift(n.slice, node) is not None:
+                    n.slice = _complement_shift(n.slice, node)
+        return tree
+
+    for value_too in (True, False):
+        for same in (True, False):
+            def make(n, value_too=value_too, same=same):
+                target = swapped(n.target)
+                value = swapped(n.value) if value_too else copy.deepcopy(n.value)
+                op = n.op if same else (ast.Sub() if isinstance(n.op, ast.Add) else ast.Add())
+                return ast.If(ast.Constant(True), [n, ast.AugAssign(target, op, value)], [])
+            shown = make(copy.deepcopy(node)).body[1]
+            if value_too and ast.dump(shown.value) == ast.dump(node.value):
+                continue  # nothing shifted in the value: the plain variant says it
+            term = ast.unparse(shown)
+            add("missing_term", stmt, node, f"`{term}` besides", make, term=term, reaction=term)
+
