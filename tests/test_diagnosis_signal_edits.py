@@ -518,3 +518,29 @@ def test_frames_flattened_without_moving_their_axes_back_is_a_missing_reshape(tm
                   "missing_reshape")
     assert found.params["transposed_first"] == "grad_frames.transpose(1, 2)"
     assert found.params["source"]["line"] == line_of(path, "flat = grad_frames.reshape(")
+
+
+SWISH = """
+class SwishBetaDroppedInOneTerm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, beta):
+        bx = beta * x
+        s = torch.sigmoid(bx)
+        ctx.save_for_backward(x, beta, bx, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, g):
+        x, beta, bx, s = ctx.saved_tensors
+        gx = g * (s + x * s * (1 - s))
+        gbeta = (g * x * x * s * (1 - s)).sum().reshape(1)
+        return gx, gbeta
+"""
+
+
+@BOTH
+def test_a_parameter_dropped_from_one_term_is_a_coefficient_at_the_parameters_value(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, SWISH, "swish")
+    x, beta = _randn(module, 22, 3, 4), float_tensor(module, [1.7])
+    found = _only(failing_findings(module.SwishBetaDroppedInOneTerm, (x, beta)), 0, "missing_term")
+    assert found.params["variant"] == "coefficient" and found.params["factor"] == pytest.approx(1.7)

@@ -256,9 +256,10 @@ def term_coefficient(ev: Evidence):
             return edited if edited is not None else Finding(
                 "term_sign", f"backward for input {ev.name} has the wrong sign on one term: `{code}` (numeric = "
                 f"analytic − 2·that term, exactly)", input=ev.index, params={"term": code}, confidence=0.9)
-        if nice is None:
+        if nice is None and not _a_parameters_value(ev, 1 + alpha):
             # a coefficient at no simple number is what one tensor read for another leaves too
             # (y² for t² where y = t / tanh(drive)): an exact edit of that tensor is the simpler story
+            # — unless the factor is a scalar parameter's value (β dropped from one term: that says it)
             edited = mutations.statement_edit(ev, kinds=("variable", "every"))
             if edited is not None:
                 return edited
@@ -274,6 +275,16 @@ def term_coefficient(ev: Evidence):
                                                "expression": f"{short_number(coefficient)}·({code})"},
                        confidence=0.85 if nice is not None else 0.75)
     return None
+
+
+def _a_parameters_value(ev: Evidence, factor: float) -> bool:
+    """Whether ``factor`` (or its inverse) is the value of a one-element input: a parameter left out."""
+    for other in [ev] + list(ev.others.values()):
+        if other.values is not None and np.size(other.values) == 1:
+            value = float(np.ravel(other.values)[0])
+            if value and any(abs(f - value) <= 1e-6 * abs(value) for f in (factor, 1 / factor if factor else 0.0)):
+                return True
+    return False
 
 
 # elementwise functions a derivative is written with: using z where f(z) is needed (the logits
