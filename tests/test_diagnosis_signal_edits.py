@@ -544,3 +544,111 @@ def test_a_parameter_dropped_from_one_term_is_a_coefficient_at_the_parameters_va
     x, beta = _randn(module, 22, 3, 4), float_tensor(module, [1.7])
     found = _only(failing_findings(module.SwishBetaDroppedInOneTerm, (x, beta)), 0, "missing_term")
     assert found.params["variant"] == "coefficient" and found.params["factor"] == pytest.approx(1.7)
+
+
+SCENES = """
+KNEE_LOW = 0.25
+KNEE_HIGH = 0.5
+WRAP = 0.3
+
+
+class RunningProductKeptInAList(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, alpha):
+        trans = torch.ones(alpha.shape[0], dtype=alpha.dtype)
+        ctx.trans = []
+        out = torch.zeros(alpha.shape[0], dtype=alpha.dtype)
+        for t in range(alpha.shape[1]):
+            ctx.trans.append(trans)
+            out = out + trans * alpha[:, t]
+            trans.mul_(1 - alpha[:, t])
+        ctx.save_for_backward(alpha)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (alpha,) = ctx.saved_tensors
+        trans = torch.stack(ctx.trans, dim=1)
+        return g[:, None] * trans
+
+
+class ProjectionDepthFromOneOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p, f):
+        ctx.save_for_backward(p, f)
+        x, y, z = p.unbind(-1)
+        return f[0] * x / z, f[1] * y / z
+
+    @staticmethod
+    def backward(ctx, grad_u, grad_v):
+        p, f = ctx.saved_tensors
+        x, y, z = p.unbind(-1)
+        fx, fy = f[0], f[1]
+        grad_z = -grad_u * fx * x / z ** 2
+        grad_p = torch.stack([grad_u * fx / z, grad_v * fy / z, grad_z], dim=-1)
+        grad_f = torch.stack([(grad_u * x / z).sum(), (grad_v * y / z).sum()])
+        return grad_p, grad_f
+
+
+class KneeFromTheOtherCurve(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, v):
+        ctx.save_for_backward(v)
+        return torch.where(v <= KNEE_LOW, 4 * v, v * v + 0.9375)
+
+    @staticmethod
+    def backward(ctx, g):
+        (v,) = ctx.saved_tensors
+        low = v <= KNEE_HIGH
+        return g * torch.where(low, 4 + 0 * v, 2 * v)
+
+
+class WrappedClampAtZero(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, d):
+        ctx.save_for_backward(d)
+        return torch.clamp(d + WRAP, min=0) / (1 + WRAP)
+
+    @staticmethod
+    def backward(ctx, g):
+        (d,) = ctx.saved_tensors
+        return g * (d > 0) / (1 + WRAP)
+"""
+
+
+@BOTH
+def test_a_tensor_kept_in_a_ctx_list_and_changed_in_place_is_inplace(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, SCENES, "scenes_list")
+    alpha = float_tensor(module, np.random.default_rng(23).uniform(0.1, 0.6, (3, 4)))
+    findings = failing_findings(module.RunningProductKeptInAList, (alpha,))
+    assert [f.kind for f in findings] == ["inplace"]
+    assert findings[0].params["ctx_attributes"][0]["attribute"] == "trans[0]"
+    assert findings[0].params["source"]["line"] == line_of(path, "trans.mul_(1 - alpha[:, t])")
+
+
+@BOTH
+def test_a_quantity_both_outputs_read_missing_one_outputs_term_is_a_missing_term(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, SCENES, "scenes_projection")
+    p = float_tensor(module, np.random.default_rng(24).uniform(1.0, 2.0, (4, 3)))
+    found = _only(failing_findings(module.ProjectionDepthFromOneOutput, (p, float_tensor(module, [1.5, 1.2]))), 0,
+                  "missing_term")
+    assert found.params["output_term"] == "grad_v" and found.params["term"] == "-grad_v * fy * y / z ** 2"
+    assert found.params["source"]["line"] == line_of(path, "grad_z = -grad_u * fx * x / z ** 2")
+
+
+@BOTH
+def test_a_branch_compared_with_another_module_constant_is_a_region(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, SCENES, "scenes_knee")
+    v = float_tensor(module, [[0.1, 0.3, 0.45, 0.8], [0.2, 0.35, 0.6, 0.05], [0.4, 0.9, 0.15, 0.3]])
+    found = _only(failing_findings(module.KneeFromTheOtherCurve, (v,)), 0, "region")
+    assert (found.params["comparison"], found.params["expected"]) == ("KNEE_HIGH", "KNEE_LOW")
+    assert found.params["source"]["line"] == line_of(path, "low = v <= KNEE_HIGH")
+
+
+@BOTH
+def test_a_literal_bound_where_a_module_constant_is_needed_is_a_region(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, SCENES, "scenes_wrap")
+    d = float_tensor(module, [[0.5, -0.1, -0.2, 0.8], [-0.25, 0.35, -0.6, 0.05], [0.4, -0.05, -0.5, 0.3]])
+    found = _only(failing_findings(module.WrappedClampAtZero, (d,)), 0, "region")
+    assert found.params["expected"] == "-WRAP"
+    assert found.params["source"]["line"] == line_of(path, "return g * (d > 0) / (1 + WRAP)")

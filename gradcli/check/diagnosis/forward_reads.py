@@ -158,3 +158,10 @@ def _forward_conditions(cls):
                 found.append(code)
     return found[:3]
 
+
+def _forward_names(cls):
+    """The names forward reads (a module constant among them is a bound backward may need)."""
+    tree = _forward_tree(cls)
+    return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                  if tree is not None else ())
+

@@ -39,7 +39,9 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         if params.get("after_save"):
             advice = "modify a copy (or save the tensor after the in-place change), not a tensor already saved"
         for where, src in (("forward", forward_source(cls)), ("backward", backward_source(cls))):
-            stmt = src and inplace_statement(src, after_save=bool(params.get("after_save")) and where == "forward")
+            # a tensor kept as a ctx attribute is changed after it is stored, whenever save_for_backward runs
+            after = bool(params.get("after_save")) and where == "forward" and not params.get("ctx_attributes")
+            stmt = src and inplace_statement(src, after_save=after)
             if stmt:
                 return _with_code(advice, src, stmt, f"in {where}: ")
         return advice, None

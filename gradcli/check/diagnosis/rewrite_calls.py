@@ -12,7 +12,7 @@ from gradcli.check.diagnosis.rewrite_syntax import (
     _with_accumulate)
 
 
-def _threshold_edits(add, stmt, compare, bound, functions, grads, scalars=()):
+def _threshold_edits(add, stmt, compare, bound, functions, grads, scalars=(), constants=()):
     """``pred < 0`` where ``pred < target`` is meant: a comparison's constant side read as one of
     backward's tensors (the branch chosen by the wrong quantity's sign) — a ``region``. And
     ``s > 0`` where ``s.sign()`` is meant: |s|'s derivative taken as a ReLU's step (the other side
@@ -25,6 +25,21 @@ def _threshold_edits(add, stmt, compare, bound, functions, grads, scalars=()):
             comparison=ast.unparse(compare), expected=f"{code}.sign()", sign_for_step=True)
     for side in ("left", "right"):
         constant = getattr(compare, side) if side == "left" else compare.comparators[0]
+        literal = _int(constant) is not None or (isinstance(constant, ast.Constant) and isinstance(constant.value, float))
+        for other in constants if literal else ():  # `dot > 0` where the wrapped term is lit down to `dot > -WRAP`
+            for negated in (False, True):
+                code = ast.unparse(compare)
+                shown = f"-{other}" if negated else other
+                add("region", stmt, constant, f"`{code}` with the bound {ast.unparse(constant)} where `{shown}` is "
+                    "needed", lambda n, o=other, neg=negated: ast.UnaryOp(ast.USub(), ast.Name(o, ast.Load())) if neg
+                    else ast.Name(o, ast.Load()), comparison=ast.unparse(constant), expected=shown, threshold=shown)
+        if isinstance(constant, ast.Name) and constant.id in constants:  # the decoder's knee for the encoder's
+            for other in constants:
+                if other != constant.id:
+                    code = ast.unparse(compare)
+                    add("region", stmt, constant, f"`{code}` compared with `{constant.id}` where `{other}` is needed",
+                        lambda n, o=other: ast.Name(o, ast.Load()), comparison=constant.id, expected=other,
+                        threshold=other)
         if _int(constant) is None and not (isinstance(constant, ast.Constant) and isinstance(constant.value, float)):
             continue
         if _int(constant) is not None:  # `s - t > 0` where the margin's `s - t > -1` is meant

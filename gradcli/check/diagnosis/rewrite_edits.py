@@ -9,7 +9,8 @@ import math
 import copy
 
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
-from gradcli.check.diagnosis.rewrite_pairs import _reaction_edits, _shifted_reaction_edits, _sibling_indices
+from gradcli.check.diagnosis.rewrite_pairs import (_analogies, _other_output_edits, _reaction_edits,
+                                                    _shifted_reaction_edits, _sibling_indices)
 from gradcli.check.diagnosis.rewrite_statements import (
     _carried_edits, _every_dim_edits, _leading_axis_edits, _loop_copies, _loop_first_bindings, _loop_overwrites,
     _mean_dims, _previous_step, _projected, _reduces, _saved_names, _shift_axis_edits, _slice_shift_edits,
@@ -34,7 +35,7 @@ class _Edit:
 
 
 def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=None, forward_attrs=(), unsaved=None,
-          cdfs=None, forward_calls=None, conditions=()):
+          cdfs=None, forward_calls=None, conditions=(), forward_names=()):
     """The edits of ``src`` (backward; or a helper it calls, ``position`` None: no argument is a
     context, no grad_output is known), simplest kind first."""
     tree = src.tree
@@ -60,6 +61,9 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
     looped = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(tree))
     mean_dims = _mean_dims(tree)
     siblings = _sibling_indices(tree)
+    analogies = _analogies(tree, set(grads)) if len(grads) > 1 else {}
+    constants = sorted(({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(forward_names))
+                       & set(src.constants))[:6]
     centred = []  # (whether the statement has no reduction, order) of the mean-term edits
 
     def add(kind, stmt, node, words, make, **params):
@@ -72,6 +76,8 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
             _carried_edits(add, stmt, loop_of[id(stmt)], carried, saved, ctx_name,
                            ctx_attrs + [a for a in forward_attrs if a not in ctx_attrs], copies)
         _every_dim_edits(add, stmt)
+        if analogies:
+            _other_output_edits(add, stmt, analogies, grads)
         _every_read_edits(add, stmt, {n: line for n, line in bound.items() if n in saved and n not in grads})
         _shift_axis_edits(add, stmt)
         receivers = _receivers(stmt)
@@ -127,7 +133,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                     add("region", stmt, node, f"`{ast.unparse(node)}` with {SYMBOLS[other]}",
                         lambda n, o=other: ast.Compare(n.left, [o()], n.comparators),
                         comparison=SYMBOLS[type(node.ops[0])], expected=SYMBOLS[other])
-                _threshold_edits(add, stmt, node, bound, functions, grads, scalars)
+                _threshold_edits(add, stmt, node, bound, functions, grads, scalars, constants)
             elif isinstance(node, ast.Call):
                 _call_edits(add, stmt, node)
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and steps:

@@ -119,6 +119,11 @@ def edit_finding(ev, edit, src, masks=frozenset()):
             message = (f"backward for input {name} applies the softmax Jacobian of `{p}` without its centering "
                        f"term −{p}·Σ({p}·…): {words}")
             params.update(variant="softmax_centering")
+        elif kind == "missing_term" and params.get("output_term"):  # z feeds both outputs: grad_v's term left out
+            advice = f"add the term of output `{params['output_term']}`: + {params['term']}"
+            message = (f"backward for input {name} misses the term of output `{params['output_term']}`: "
+                       f"`{params['term']}` is needed as well")
+            params.update(variant="output_term")
         elif kind == "missing_term" and params.get("carried"):
             advice = f"add the term carried from the other steps: + {params['term']}"
             message = f"backward for input {name} leaves out the gradient carried through the recurrence: {words}"

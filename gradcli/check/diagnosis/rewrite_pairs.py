@@ -156,3 +156,51 @@ def _shifted_reaction_edits(add, stmt, node):
             term = ast.unparse(shown)
             add("missing_term", stmt, node, f"`{term}` besides", make, term=term, reaction=term)
 
+
+
+def _analogies(tree, grads):
+    """{g1: {name: name'}}: for each grad_output g1, how backward writes the same term for another
+    output g2, read off sibling expressions alike but for their names (``grad_u * fx / z`` and
+    ``grad_v * fy / z`` in one stack; ``(grad_u * x / z).sum()`` and ``(grad_v * y / z).sum()``)."""
+    def names(node):
+        return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+
+    def shape(node):
+        node = copy.deepcopy(node)
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                n.id = "_"
+        return ast.dump(node)
+
+    found = {}
+    for group in ast.walk(tree):
+        elts = group.elts if isinstance(group, (ast.List, ast.Tuple)) else None
+        for a, b in ((a, b) for k, a in enumerate(elts or ()) for b in elts[k + 1:]):
+            if shape(a) != shape(b):
+                continue
+            pairs = {(x, y) for x, y in zip(names(a), names(b)) if x != y}
+            for first, second in ((dict(pairs), {y: x for x, y in pairs}),):
+                for mapping in (first, second):
+                    outputs = [g for g in mapping if g in grads and mapping[g] in grads]
+                    if len(outputs) == 1 and len(mapping) == len(pairs):  # one consistent renaming
+                        found.setdefault(outputs[0], {}).update(mapping)
+    return found
+
+
+def _other_output_edits(add, stmt, analogies, grads):
+    """``grad_z = -grad_u * fx * x / z ** 2`` for a quantity both outputs read (z feeds u and v):
+    the same term for the other output, renamed by analogy, left out."""
+    value = getattr(stmt, "value", None) if isinstance(stmt, ast.Assign) else None
+    if value is None:
+        return
+    read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    for g, mapping in analogies.items():
+        if g not in read or mapping.get(g) in read:
+            continue
+        renamed = copy.deepcopy(value)
+        for n in ast.walk(renamed):
+            if isinstance(n, ast.Name) and n.id in mapping:
+                n.id = mapping[n.id]
+        term = ast.unparse(renamed)
+        add("missing_term", stmt, value, f"the other output's term `{term}` (as `{mapping[g]}` is read elsewhere)",
+            lambda n, r=renamed: ast.BinOp(n, ast.Add(), copy.deepcopy(r)), term=term, output_term=mapping[g])

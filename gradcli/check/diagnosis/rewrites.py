@@ -46,6 +46,7 @@ from gradcli.check.diagnosis.evidence import EDITED_RHO, nice_number
 from gradcli.check.diagnosis.probe import ProbeError, row_key
 from gradcli.check.diagnosis.rewrite_edits import KIND_ORDER, _Edit, edits, forward_edits
 from gradcli.check.diagnosis.forward_reads import (_forward_attributes, _forward_calls, _forward_conditions,
+                                                    _forward_names,
                                                     _negated_in_forward, _scalars,
                                                    _unsaved)
 from gradcli.check.diagnosis.rewrite_findings import edit_finding
@@ -157,7 +158,7 @@ def search(probe, cls, ev, executed=None, position=None, saves=False, kinds=None
     if getattr(probe, "gaussian_cdfs", None) is None:  # read once per check: every search of every input asks
         probe.gaussian_cdfs = gaussian_cdfs(recorded)
     read = (tensors, simplex_names(recorded), _scalars(probe), factor, _forward_attributes(cls), unsaved,
-            probe.gaussian_cdfs, _forward_calls(cls), _forward_conditions(cls))
+            probe.gaussian_cdfs, _forward_calls(cls), _forward_conditions(cls), _forward_names(cls))
     for target in targets:
         src, role = target[0], target[3]
         if saves and role != "forward":

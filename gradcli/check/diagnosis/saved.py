@@ -94,8 +94,8 @@ def saved_changed_after_saving(probe) -> list:
 
 def ctx_attributes_changed(probe, cls) -> list:
     """``[{"function", "attribute", "at_save", "at_return"}]``: tensors forward keeps as ``ctx``
-    attributes (``ctx.s = s``) and then changes in place before it returns (``return s.mul_(x)``),
-    that backward reads (``ctx.s``). Neither engine versions a ctx attribute, so forward's frame is
+    attributes (``ctx.s = s``, or entries of a list, ``ctx.trans.append(trans)``) and then changes
+    in place before it returns (``return s.mul_(x)``), that backward reads (``ctx.s``). Neither engine versions a ctx attribute, so forward's frame is
     traced: each attribute's version when it is first seen on ctx, and when forward returns."""
     import inspect
     import sys
@@ -116,9 +116,14 @@ def ctx_attributes_changed(probe, cls) -> list:
     def versions(frame, into, only_new):
         ctx = frame.f_locals.get(code.co_varnames[0])
         for name, value in (vars(ctx).items() if hasattr(ctx, "__dict__") else ()):
-            version = getattr(value, "_version", None)
-            if isinstance(version, int) and not name.startswith("_") and (not only_new or name not in into):
-                into[name] = (value, version)
+            # a list kept on ctx (`ctx.trans.append(trans)` in a loop) holds each step's tensor:
+            # each entry is versioned when first seen, like an attribute
+            entries = [(f"{name}[{k}]", v) for k, v in enumerate(value[:64])] if isinstance(value, (list, tuple)) \
+                else [(name, value)]
+            for key, item in entries:
+                version = getattr(item, "_version", None)
+                if isinstance(version, int) and not name.startswith("_") and (not only_new or key not in into):
+                    into[key] = (item, version)
 
     def tracer(frame, event, arg):
         if frame.f_code is not code:
@@ -143,7 +148,7 @@ def ctx_attributes_changed(probe, cls) -> list:
     changed = []
     for name, (tensor, at_save) in first.items():
         now = last.get(name)
-        if now is not None and now[0] is tensor and now[1] > at_save and f".{name}" in backward_text:
+        if now is not None and now[0] is tensor and now[1] > at_save and f".{name.split('[')[0]}" in backward_text:
             changed.append({"function": getattr(cls, "__name__", "Function"), "attribute": name,
                             "at_save": at_save, "at_return": now[1]})
     return changed
