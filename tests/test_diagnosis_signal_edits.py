@@ -652,3 +652,31 @@ def test_a_literal_bound_where_a_module_constant_is_needed_is_a_region(tmp_path,
     found = _only(failing_findings(module.WrappedClampAtZero, (d,)), 0, "region")
     assert found.params["expected"] == "-WRAP"
     assert found.params["source"]["line"] == line_of(path, "return g * (d > 0) / (1 + WRAP)")
+
+
+PRODUCTS = """
+class CrossTermForOneComponent(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p, w):
+        ctx.save_for_backward(p, w)
+        x, y = p.unbind(-1)
+        return w[0] * x + w[1] * y + w[2] * x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        p, w = ctx.saved_tensors
+        x, y = p.unbind(-1)
+        gx = g * w[0] + g * w[2] * y
+        gy = g * w[1]
+        grad_w = torch.stack([(g * x).sum(), (g * y).sum(), (g * x * y).sum()])
+        return torch.stack([gx, gy], dim=-1), grad_w
+"""
+
+
+@BOTH
+def test_a_product_of_two_components_differentiated_for_one_only_misses_its_partner_term(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, PRODUCTS, "products")
+    p, w = _randn(module, 25, 5, 2), float_tensor(module, [0.5, -1.2, 0.8])
+    found = _only(failing_findings(module.CrossTermForOneComponent, (p, w)), 0, "missing_term")
+    assert found.params["variant"] == "partner"
+    assert found.params["source"]["line"] == line_of(path, "gy = g * w[1]")

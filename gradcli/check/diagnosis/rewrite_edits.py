@@ -9,8 +9,9 @@ import math
 import copy
 
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
-from gradcli.check.diagnosis.rewrite_pairs import (_analogies, _other_output_edits, _reaction_edits,
-                                                    _shifted_reaction_edits, _sibling_indices)
+from gradcli.check.diagnosis.rewrite_pairs import (_analogies, _component_gradients, _other_output_edits,
+                                                    _partner_term_edits, _reaction_edits, _shifted_reaction_edits,
+                                                    _sibling_indices)
 from gradcli.check.diagnosis.rewrite_statements import (
     _carried_edits, _every_dim_edits, _leading_axis_edits, _loop_copies, _loop_first_bindings, _loop_overwrites,
     _mean_dims, _previous_step, _projected, _reduces, _saved_names, _shift_axis_edits, _slice_shift_edits,
@@ -62,6 +63,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
     mean_dims = _mean_dims(tree)
     siblings = _sibling_indices(tree)
     analogies = _analogies(tree, set(grads)) if len(grads) > 1 else {}
+    partners = _component_gradients(tree)
     constants = sorted(({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(forward_names))
                        & set(src.constants))[:6]
     centred = []  # (whether the statement has no reduction, order) of the mean-term edits
@@ -78,6 +80,8 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
         _every_dim_edits(add, stmt)
         if analogies:
             _other_output_edits(add, stmt, analogies, grads)
+        if partners:
+            _partner_term_edits(add, stmt, partners)
         _every_read_edits(add, stmt, {n: line for n, line in bound.items() if n in saved and n not in grads})
         _shift_axis_edits(add, stmt)
         receivers = _receivers(stmt)

@@ -119,6 +119,10 @@ def edit_finding(ev, edit, src, masks=frozenset()):
             message = (f"backward for input {name} applies the softmax Jacobian of `{p}` without its centering "
                        f"term −{p}·Σ({p}·…): {words}")
             params.update(variant="softmax_centering")
+        elif kind == "missing_term" and params.get("partner_of"):  # d(x·y)/dy = x: the term written for x only
+            advice = f"add the product rule's partner term: + {params['term']}"
+            message = f"backward for input {name} misses {words}"
+            params.update(variant="partner")
         elif kind == "missing_term" and params.get("output_term"):  # z feeds both outputs: grad_v's term left out
             advice = f"add the term of output `{params['output_term']}`: + {params['term']}"
             message = (f"backward for input {name} misses the term of output `{params['output_term']}`: "

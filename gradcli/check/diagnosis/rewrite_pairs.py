@@ -204,3 +204,55 @@ def _other_output_edits(add, stmt, analogies, grads):
         term = ast.unparse(renamed)
         add("missing_term", stmt, value, f"the other output's term `{term}` (as `{mapping[g]}` is read elsewhere)",
             lambda n, r=renamed: ast.BinOp(n, ast.Add(), copy.deepcopy(r)), term=term, output_term=mapping[g])
+
+
+def _terms(node, sign=1):
+    """[(±1, term)] of an additive chain."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _terms(node.left, sign) + _terms(node.right, sign if isinstance(node.op, ast.Add) else -sign)
+    return [(sign, node)]
+
+
+def _component_gradients(tree):
+    """{gradient statement: its component} for ``x, y, z = p.unbind(-1)`` and ``gx = …``, ``gy = …``
+    (a target named after one component, with a g / d / grad prefix)."""
+    components = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) and \
+                all(isinstance(e, ast.Name) for e in node.targets[0].elts) and 2 <= len(node.targets[0].elts) <= 4:
+            components = [e.id for e in node.targets[0].elts]
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            for prefix in ("grad_", "g_", "d_", "g", "d"):
+                name = node.targets[0].id
+                if name.startswith(prefix) and name[len(prefix):] in components:
+                    found[node] = name[len(prefix):]
+                    break
+    return found if len(set(found.values())) >= 2 else {}
+
+
+def _partner_term_edits(add, stmt, partners):
+    """``gy = C1 * gb[:, 1] + …`` without ``C2 * x * gb[:, 4]``, the product rule's partner of gx's
+    ``C2 * y * gb[:, 4]`` (a product x·y of two components differentiated for one of them only)."""
+    own = partners.get(stmt)
+    if own is None:
+        return
+    present = {ast.unparse(t) for _, t in _terms(stmt.value)}
+    for other, component in partners.items():
+        if other is stmt:
+            continue
+        for sign, term in _terms(other.value):
+            reads = {n.id for n in ast.walk(term) if isinstance(n, ast.Name)}
+            if own not in reads or component in reads:
+                continue
+            partner = copy.deepcopy(term)
+            for n in ast.walk(partner):
+                if isinstance(n, ast.Name) and n.id == own:
+                    n.id = component
+            code = ast.unparse(partner)
+            if code in present:
+                continue
+            add("missing_term", stmt, stmt.value, f"`{code}`, the product rule's partner of `{ast.unparse(term)}` in "
+                f"`{ast.unparse(other.targets[0])}`", lambda n, p=partner, s=sign: ast.BinOp(
+                    n, ast.Add() if s > 0 else ast.Sub(), copy.deepcopy(p)), term=code, partner_of=ast.unparse(term))
