@@ -192,3 +192,12 @@ def test_broadcast_dims():
     assert patterns.broadcast_dims((1, 4), (3, 4)) == [0]
     assert patterns.broadcast_dims((3, 1), (3, 4)) == [1]
     assert patterns.broadcast_dims((4,), (4, 3)) is None
+
+
+def test_permuted_entries_names_a_cycle_but_leaves_a_reversal_to_missing_flip():
+    numeric = elementwise(np.cos(X))[:, :, :3]  # three entries along dim 1
+    values = X[:, :3]
+    cycled = cotangents.permuted_entries(evidence(numeric[:, :, [1, 2, 0]], numeric, values=values))
+    assert (cycled.kind, cycled.params["axis"], cycled.params["order"]) == ("missing_reshape", 1, [1, 2, 0])
+    assert cotangents.permuted_entries(evidence(numeric[:, :, ::-1], numeric, values=values)) is None
+    assert cotangents.permuted_entries(evidence(numeric, numeric, values=values)) is None

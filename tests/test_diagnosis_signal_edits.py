@@ -680,3 +680,29 @@ def test_a_product_of_two_components_differentiated_for_one_only_misses_its_part
     found = _only(failing_findings(module.CrossTermForOneComponent, (p, w)), 0, "missing_term")
     assert found.params["variant"] == "partner"
     assert found.params["source"]["line"] == line_of(path, "gy = g * w[1]")
+
+
+BASIS = """
+class BasisReadBackInAnotherOrder(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, normal, coeffs):
+        x, y, z = normal.unbind(-1)
+        basis = torch.stack([y, z, x], dim=-1)
+        ctx.save_for_backward(coeffs, basis)
+        return basis @ coeffs
+
+    @staticmethod
+    def backward(ctx, g):
+        coeffs, basis = ctx.saved_tensors
+        g_basis = g @ coeffs.T
+        return g_basis, basis.T @ g
+"""
+
+
+@BOTH
+def test_entries_stored_in_another_order_and_read_back_unpermuted_are_a_missing_reshape(tmp_path, backend):
+    module, path = user_module(tmp_path, backend, BASIS, "basis")
+    normal, coeffs = _randn(module, 26, 5, 3), _randn(module, 27, 3, 2)
+    found = _only(failing_findings(module.BasisReadBackInAnotherOrder, (normal, coeffs)), 0, "missing_reshape")
+    assert (found.params["axis"], found.params["order"]) == (1, [1, 2, 0])
+    assert "entries 0, 1, 2 hold the gradients of entries 1, 2, 0" in found.message

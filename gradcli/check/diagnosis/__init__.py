@@ -46,7 +46,7 @@ PATTERNS = (regions.kink, surrogate.straight_through, surrogate.smooth_surrogate
             surrogate.gradient_reversal, patterns.precision, patterns.swapped_mutually, patterns.scale, cotangents.ignores_grad_output,
             patterns.not_reduced_shape, patterns.swapped, patterns.transposed, patterns.not_reduced,
             operator.missing_flip, operator.dropped_output, index_writes.not_accumulated,
-            operator.jacobian_transposed, operator.missing_reshape, mutations.operand_transposed, operator.wrong_axis,
+            operator.jacobian_transposed, operator.missing_reshape, cotangents.permuted_entries, mutations.operand_transposed, operator.wrong_axis,
             terms.wrong_variable, terms.term_sign, terms.term_coefficient, terms.statement_variable,
             # one edit of the statements, then of the arithmetic, then a re-run of backward
             mutations.statement_edit, operator.scaled_cotangent, relayout.missing_permute, flips.flipped_operand,

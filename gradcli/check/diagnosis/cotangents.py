@@ -1,4 +1,5 @@
-"""How a backward uses grad_output: not at all, or reduced to one number where it is needed whole.
+"""How a backward uses grad_output (not at all, or reduced to one number where it is needed
+whole), and how it lays out what it returns (entries of one short axis in another order).
 
 ``ignores_grad_output`` compares the rows of the evidence (one per probe cotangent): a gradient
 that stays the same whatever the cotangent, one that is the ones-cotangent gradient times a scalar
@@ -6,6 +7,8 @@ per cotangent, or one that reads the cotangent only through its sum (``grad.sum(
 ``(grad * d).sum()``).
 """
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -85,3 +88,40 @@ def _rows_proportional(ev, A, o, others) -> bool:
         if not ev.fits(A[k], c * base):
             return False
     return True
+
+
+def permuted_entries(ev: Evidence):
+    """The gradient's entries along one short axis (3 or 4) in another order: A[..., π] = N for one
+    cyclic permutation π of all of them — a basis stored as (y, z, x) read back as (x, y, z), the
+    permutation not undone.
+    Tried after the whole-axis layouts (a transpose is a permutation of axes, not of entries)."""
+    A, N, E = ev.analytic, ev.numeric, ev.numeric_error
+    if A is None or N is None or A.shape != N.shape or ev.fits(A, N, E) or ev.support() < 3:
+        return None
+    for axis, n in enumerate(ev.shape):
+        if not 3 <= n <= 4:
+            continue
+        for order in itertools.permutations(range(n)):
+            if list(order) == list(range(n))[::-1] or not _one_cycle(order):
+                # the reversal is a missing flip (a Horner's powers high-first), tried later; pairs
+                # swapped ((1, 0, 3, 2): each value at its pair's other element) are a wrong index
+                continue
+            moved = np.take(A, list(order), axis=axis + 1)
+            if ev.fits(moved, N, E) and not ev.fits(np.take(N, list(order), axis=axis + 1), N, E):
+                inverse = [order.index(k) for k in range(n)]
+                return Finding("missing_reshape", f"backward for input {ev.name} returns its entries along dim "
+                               f"{axis} in the wrong order: entries {', '.join(map(str, range(n)))} hold the "
+                               f"gradients of entries {', '.join(map(str, inverse))} (a permutation not undone)",
+                               input=ev.index, params={"axis": axis, "order": inverse, "entries": True},
+                               confidence=0.85)
+    return None
+
+
+def _one_cycle(order) -> bool:
+    """Whether the permutation ``order`` is one cycle through all its entries."""
+    seen, k = set(), 0
+    while k not in seen:
+        seen.add(k)
+        k = order[k]
+    return len(seen) == len(order)
+

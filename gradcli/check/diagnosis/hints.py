@@ -191,6 +191,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         needed = params.get("needed", "the right tensor").split(" = ")[-1]
         return _with_code(f"use {needed} instead of {params.get('used', 'that tensor').split(' = ')[-1]}",
                           src, statement, "in ")
+    if kind == "missing_reshape" and params.get("entries"):  # (y, z, x) read back as (x, y, z)
+        return _with_code(f"index the entries along dim {params.get('axis')} in forward's order", src, statement, "in ")
     if kind == "missing_reshape" and "reshape" in params:  # returned flat: fixed where it is computed
         return _with_code("reshape the gradient to the input's shape", src, statement, "in ")
     if kind in CHAIN_ADVICE:
