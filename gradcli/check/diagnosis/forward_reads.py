@@ -4,6 +4,7 @@ traced call — the tensors it computed but never saved and its masked reads of 
 from __future__ import annotations
 
 import ast
+import functools
 
 import numpy as np
 
@@ -57,8 +58,10 @@ def _unsaved(probe, cls, recorded):
     return found, values
 
 
+@functools.lru_cache(maxsize=64)
 def _forward_tree(cls):
-    """Forward's parsed source, or None (no source to read)."""
+    """Forward's parsed source, or None (no source to read). Parsed once per class: every edit
+    search of every input reads it (attributes, calls, conditions, names); nothing mutates it."""
     try:
         src = forward_source(cls)
     except Exception:  # noqa: BLE001 -- no forward to read

@@ -179,11 +179,10 @@ def _analogies(tree, grads):
             if shape(a) != shape(b):
                 continue
             pairs = {(x, y) for x, y in zip(names(a), names(b)) if x != y}
-            for first, second in ((dict(pairs), {y: x for x, y in pairs}),):
-                for mapping in (first, second):
-                    outputs = [g for g in mapping if g in grads and mapping[g] in grads]
-                    if len(outputs) == 1 and len(mapping) == len(pairs):  # one consistent renaming
-                        found.setdefault(outputs[0], {}).update(mapping)
+            for mapping in (dict(pairs), {y: x for x, y in pairs}):
+                outputs = [g for g in mapping if g in grads and mapping[g] in grads]
+                if len(outputs) == 1 and len(mapping) == len(pairs):  # one consistent renaming
+                    found.setdefault(outputs[0], {}).update(mapping)
     return found
 
 

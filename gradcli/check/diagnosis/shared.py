@@ -34,7 +34,7 @@ def shared_mistake(diag, found):
             if src is not None and isinstance(ops, tuple) and ops and ops[0] == "held":
                 held = _names(ops[1])  # where the piece held constant is read (`grad_h = rinv * g_hat`)
                 reads = lambda n: isinstance(n, ast.Name) and n.id in held and isinstance(n.ctx, ast.Load)  # noqa: E731
-                stmt = held and shared_statement(src, positions, right, reads)
+                stmt = shared_statement(src, positions, right, reads) if held else None
                 own = {id(s): s for s in (gradient_statement(src, p)[0] for p in positions)}
                 if held and not stmt and len(own) == 1:  # `grad_h = rinv * g_hat` returned for x and residual
                     only = next(iter(own.values()))
