@@ -13,9 +13,10 @@ bench/diagnosis_reserved until 13:05 UTC, bench/diagnosis_foreign until 13:15 UT
 bench/diagnosis_stranger until 13:40 UTC, bench/diagnosis_outside until 2026-12-03 10:12 UTC,
 bench/diagnosis_distant until 13:47 UTC, bench/diagnosis_remote until 14:39 UTC and
 bench/diagnosis_unheard until 17:05 UTC, bench/diagnosis_yonder until 17:58 UTC,
-bench/diagnosis_further until 2026-12-04 01:27 UTC, bench/diagnosis_overseas until 02:31 UTC; all
-twenty-one are design corpora since (their READMEs give their blind scores). bench/diagnosis_faraway,
-_afar, _elsewhere, _beyond, _abroad, _afield, _hinterland, _uncharted and _offshore are BLIND
+bench/diagnosis_further until 2026-12-04 01:27 UTC, bench/diagnosis_overseas until 02:31 UTC,
+bench/diagnosis_faraway and bench/diagnosis_beyond until 05:20 UTC; all twenty-three are design
+corpora since (their READMEs give their blind scores). bench/diagnosis_afar, _elsewhere, _abroad,
+_afield, _hinterland, _uncharted and _offshore are BLIND
 (score them with ``--summary`` only).
 ``--summary`` prints only the totals block, no per-Function lines (the only way to score a blind
 corpus).

@@ -1,4 +1,4 @@
-"""The twenty-fourth diagnosis corpus (bench/diagnosis_beyond/, BLIND) is well formed.
+"""The twenty-fourth diagnosis corpus (bench/diagnosis_beyond/, released 2026-12-04) is well formed.
 
 Static checks only (ast): nothing here imports the corpus or runs the diagnosis — scoring is
 bench/diagnosis_untuned.py's job (``--corpus bench/diagnosis_beyond --summary``), validation by
@@ -116,7 +116,7 @@ globals().update(label_tests(CORPUS))  # the tests every corpus of this format s
 
 def test_readme_states_the_rules_and_matches_the_corpus():
     readme = CORPUS.readme()
-    assert readme.splitlines()[0] == "# The twenty-fourth diagnosis corpus (issue 17, deliverable 3) — BLIND"
+    assert readme.splitlines()[0].startswith("# The twenty-fourth diagnosis corpus (issue 17, deliverable 3) — BLIND — a design corpus since 2026-12-04")  # released, as written blind
     assert "**This corpus is BLIND: it is used only to *score* gradcli's diagnosis, never to design it.**" in readme
     assert "--corpus bench/diagnosis_beyond" in readme and "--summary" in readme
 
