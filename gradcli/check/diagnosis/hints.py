@@ -98,6 +98,8 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         advice = f"check {what}"
         if "mean" in params.get("note", ""):
             advice = "sum over the broadcast dims instead of averaging"
+        if params.get("per_slice"):
+            advice = f"check the per-slice count or length (the factor differs along dim {params.get('axis')})"
         return _with_code(advice, src, stmt, "in ")
     if kind == "ignores_grad_output":
         used = set() if expr is None else {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}

@@ -30,6 +30,7 @@ import numpy as np
 from gradcli.check.diagnosis.edit_sites import every_occurrence, saved_variables, written_dim
 from gradcli.check.diagnosis.evaluator import DIM_OPS, Unsupported, _Evaluator, statement_context
 from gradcli.check.diagnosis.evidence import nice_number, short_number
+from gradcli.check.diagnosis.fitted import constant_term_left_out
 from gradcli.check.diagnosis.source import chain, grad_output_names, gradient_statement
 from gradcli.check.report import Finding
 
@@ -282,6 +283,8 @@ def statement_edit(ev, kinds=("dim", "transpose", "variable", "inner", "sign", "
     for candidate, changed, src, batched in _edited(ev, kinds, cotangents):
         if not ev.fits(changed, ev.numeric, ev.numeric_error):
             continue
+        if candidate[0] == "variable" and "(" in candidate[3][0] and constant_term_left_out(ev):
+            continue  # 1/sigmoid(log u) is 1 + 1/u: the constant term left out is the simpler story
         if not isinstance(candidate[2], ast.Return) and id(candidate[2]) in _feeding_right(ev, src):
             # the same fix in a statement a right gradient reads too would break that one: an
             # edit nearer this gradient that fits is the fix (`g @ z1` → `g.t() @ z1`, not in `g`)
@@ -380,6 +383,14 @@ def _finding(ev, edit, src, batched=False):
                        input=ev.index, params={"term": code, "at_line": line, "statement": statement},
                        confidence=0.9)
     label = argument[0]
+    coincide = _coinciding(ev, code, argument) if kind in ("variable", "every") else None
+    if coincide is not None:  # x where clamp(x) is needed: wrong only where the clamp acts
+        return Finding("region", f"backward for input {ev.name} uses `{code}` where {label} is needed, and the two "
+                       f"differ only at {coincide[0]} of {coincide[1]} elements (forward's clamp or mask applied to "
+                       f"`{code}`): with {label} in its place the gradient is right, exactly",
+                       input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
+                                               "description": f"where `{code}` and {label} differ",
+                                               "at_line": line, "statement": statement}, confidence=0.85)
     if kind == "inner":
         return Finding("wrong_variable",
                        f"backward for input {ev.name} uses grad_output `{code}` where `{label}` (computed from it "
@@ -406,6 +417,18 @@ def _finding(ev, edit, src, batched=False):
                    input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
                                            "at_line": line, "statement": statement}, confidence=0.85)
 
+
+def _coinciding(ev, code, argument):
+    """(differing, total) when the tensor read (the input itself) and the one needed are equal at a
+    quarter to nine tenths of the elements: a clamp or a mask forward applied and backward left out."""
+    if code != ev.name or ev.values is None:
+        return None
+    used, needed = np.asarray(ev.values, dtype=float), np.asarray(argument[1], dtype=float)
+    if used.shape != needed.shape:
+        return None
+    same = np.isclose(used, needed, rtol=1e-12, atol=0)
+    share = np.count_nonzero(same) / same.size
+    return (int(same.size - np.count_nonzero(same)), int(same.size)) if 0.25 <= share <= 0.9 else None
 
 def _transposed_text(node, batched):
     if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):

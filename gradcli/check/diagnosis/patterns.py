@@ -137,8 +137,8 @@ def scale(ev: Evidence):
     if nice is None and support < 3:
         return None
     factor = nice if nice is not None else float(f"{c:.6g}")
-    if factor == 0.0:
-        return None
+    if factor == 0.0 or not 1e-6 < abs(factor) < 1e6:
+        return None  # a factor of 1e-17 is rounding noise against the gradient: no count or constant
     confidence = 0.95 if support >= 3 else 0.7
     params = {"factor": factor}
     if factor == -1.0:

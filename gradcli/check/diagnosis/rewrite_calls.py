@@ -12,6 +12,23 @@ from gradcli.check.diagnosis.rewrite_syntax import (
     _with_accumulate)
 
 
+SCANS = ("cumsum", "cumprod", "logcumsumexp")
+
+
+def _flipped(node, dim):
+    return ast.Call(ast.Attribute(node, "flip", ast.Load()), [_const(dim)], [])
+
+
+def _reversed_scan(call, dim):
+    """``x.cumsum(d)`` → ``x.flip(d).cumsum(d).flip(d)`` (a suffix scan, the adjoint of a prefix one)."""
+    call = copy.deepcopy(call)
+    if _call_name(call)[1]:
+        call.func.value = _flipped(call.func.value, dim)
+    else:
+        call.args[0] = _flipped(call.args[0], dim)
+    return _flipped(call, dim)
+
+
 def _threshold_edits(add, stmt, compare, bound, functions, grads, scalars=(), constants=()):
     """``pred < 0`` where ``pred < target`` is meant: a comparison's constant side read as one of
     backward's tensors (the branch chosen by the wrong quantity's sign) — a ``region``. And
@@ -40,6 +57,12 @@ def _threshold_edits(add, stmt, compare, bound, functions, grads, scalars=(), co
                     add("region", stmt, constant, f"`{code}` compared with `{constant.id}` where `{other}` is needed",
                         lambda n, o=other: ast.Name(o, ast.Load()), comparison=constant.id, expected=other,
                         threshold=other)
+        if (isinstance(constant, ast.Name) and constant.id in constants) or (literal and constant.value != 0):
+            code = ast.unparse(constant)
+            for power, shown in ((2, f"{code}²"), (0.5, f"√{code}")):  # r² against a cutoff written as r
+                add("region", stmt, constant, f"`{ast.unparse(compare)}` with the bound {code} where {shown} is needed",
+                    lambda n, p=power: ast.BinOp(copy.deepcopy(n), ast.Pow(), ast.Constant(p)), comparison=code,
+                    expected=f"{code} ** {power}", threshold=f"{code} ** {power}")
         if _int(constant) is None and not (isinstance(constant, ast.Constant) and isinstance(constant.value, float)):
             continue
         if _int(constant) is not None:  # `s - t > 0` where the margin's `s - t > -1` is meant
@@ -127,6 +150,12 @@ def _call_edits(add, stmt, call):
     if name == "flip" and method:
         add("missing_flip", stmt, call, f"`{ast.unparse(call)}` unflipped", lambda n: n.func.value,
             flipped=True, operand=ast.unparse(call.func.value))
+    if name in SCANS and _dim_sites(call) and (method or call.args):  # a scan's adjoint runs the other way
+        dim = _dim_sites(call)[0][1]
+        code = ast.unparse(call.func.value if method else call.args[0])
+        add("missing_flip", stmt, call, f"`{ast.unparse(call)}` where the scan is needed in reverse (`{code}` "
+            "flipped, accumulated and flipped back)", lambda n, d=dim: _reversed_scan(n, d), flipped=False,
+            operand=code, dims=[dim], scan=name)
     if name in ("reshape", "view") and method:
         _regrouping_edits(add, stmt, call)
     if name in ("reshape", "view", "flatten") and method and isinstance(call.func.value, ast.Name):

@@ -14,11 +14,11 @@ from gradcli.check.diagnosis.rewrite_pairs import (_analogies, _component_gradie
                                                     _sibling_indices)
 from gradcli.check.diagnosis.rewrite_statements import (
     _carried_edits, _every_dim_edits, _leading_axis_edits, _loop_copies, _loop_first_bindings, _loop_overwrites,
-    _mean_dims, _previous_step, _projected, _reduces, _saved_names, _shift_axis_edits, _slice_shift_edits,
+    _mean_dims, _order_edits, _previous_step, _projected, _reduces, _saved_names, _shift_axis_edits, _slice_shift_edits,
     _summed_from_zero)
 from gradcli.check.diagnosis.source import grad_output_names, last_return, statements
 from gradcli.check.diagnosis.rewrite_syntax import (
-    COMPARISONS, CTX_NOT_TENSORS, SYMBOLS, _bound_before, _const, _containers, _exchanged, _has_slice, _index_put,
+    COMPARISONS, CTX_NOT_TENSORS, SYMBOLS, _bound_before, _call_name, _const, _containers, _exchanged, _has_slice, _index_put,
     _int, _matmul_operands, _nonlinear, _own_nodes, _receivers, _times_everywhere, _transposed)
 from gradcli.check.diagnosis.rewrite_calls import _call_edits, _centering_edits, _step_edits, _threshold_edits
 
@@ -229,8 +229,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         add("wrong_variable", stmt, node, f"`{ast.unparse(node)}` where `{kept}` is needed (an extra "
                             f"factor `{drop.id}`)", lambda n, right=drop is node.right: n.left if right else n.right,
                             used=ast.unparse(node), needed=kept, extra_factor=drop.id)
-            if siblings:
-                _reaction_edits(add, stmt, node, siblings)
+            _reaction_edits(add, stmt, node, siblings)
             _shifted_reaction_edits(add, stmt, node)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in grads:
                 for code in conditions:  # grad_output taken whole where only forward's selection reaches it
@@ -296,6 +295,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
                         "needed", lambda n, o=other: ast.Call(ast.Attribute(ast.Name(o, ast.Load()), "reshape", ast.Load()),
                                                               [ast.Attribute(n, "shape", ast.Load())], []),
                         used=f"{ctx_name}.{node.attr}", needed=other)
+    _order_edits(add, tree, ran)
     loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     unread = [name for name, line in bound.items() if line > 0 and name not in loads]
     for stmt in ran:  # a tensor backward unpacks and never reads: the factor it forgot
@@ -323,6 +323,17 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
             for g in grads:
                 if g not in reads:
                     add("ignores_grad_output", returned, target, f"`{ast.unparse(target)}` times `{g}`",
+                        lambda n, g=g: ast.BinOp(n, ast.Mult(), ast.Name(g, ast.Load())), grad_output=g)
+    for stmt in ran if grads else ():  # `DT * lap.sum(dims)` where `(lap * g).sum(dims)` is the chain rule
+        value = getattr(stmt, "value", None)
+        if not isinstance(stmt, ast.Assign) or value is None or \
+                {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & set(grads):
+            continue
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call) and _call_name(node) == ("sum", True) and (node.args or node.keywords):
+                for g in grads:
+                    add("ignores_grad_output", stmt, node.func.value, f"`{ast.unparse(node.func.value)}` summed "
+                        f"without `{g}` (`({ast.unparse(node.func.value)} * {g})` is summed)",
                         lambda n, g=g: ast.BinOp(n, ast.Mult(), ast.Name(g, ast.Load())), grad_output=g)
     by_kind["negated_value"].reverse()  # a sign forgotten where the value is last formed, before earlier ones
     by_kind["scaled_value"].reverse()

@@ -43,6 +43,8 @@ def edit_finding(ev, edit, src, masks=frozenset()):
         advice = f"use {params['needed']} instead of {params['used']}"
         if params.get("saved"):
             advice = f"save {params['needed']} instead of {params['used']} in forward (read as {params.get('read_as')} here)"
+        if params.get("order"):
+            advice = f"compute this statement before {params['needed'].split(' before ', 1)[1]}"
         message = f"backward for input {name} uses {words}"
         if kind == "region":
             params["description"] = f"the mask `{params.get('factor') or params['needed']}`"
@@ -94,6 +96,9 @@ def edit_finding(ev, edit, src, masks=frozenset()):
             "swapped": (f"exchange `{params.get('first')}` and `{params.get('second')}`",
                         f"backward for input {name} needs {words}"),
         }[kind]
+        if kind == "missing_flip" and params.get("scan"):
+            advice = (f"accumulate in reverse: `{params['operand']}` flipped along dim {params['dims'][0]}, "
+                      f"{params['scan']}, flipped back")
         if kind == "missing_term" and params.get("reaction"):
             advice = f"add the reaction on the pair's other end: {params['term']}"
             message = (f"backward for input {name} misses the term of each pair's other end "

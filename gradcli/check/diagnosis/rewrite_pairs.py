@@ -72,21 +72,37 @@ def _reaction_edits(add, stmt, node, siblings):
                     reaction=b)
         return
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 3 \
-            and node.func.attr in ("index_add_", "index_add", "scatter_add_", "scatter_add") \
-            and isinstance(node.args[1], ast.Name):
-        a = node.args[1].id
-        for b in siblings.get(a, ()):
+            and node.func.attr in ("index_add_", "index_add", "scatter_add_", "scatter_add"):
+        for b in _other_ends(node.args[1], siblings):
             for same in (False, True):
                 def make(n, b=b, same=same):
                     value = copy.deepcopy(n.args[2])
                     return ast.Call(ast.Attribute(n, "index_add_" if "index" in n.func.attr else "scatter_add_",
                                                   ast.Load()),
-                                    [copy.deepcopy(n.args[0]), ast.Name(b, ast.Load()),
+                                    [copy.deepcopy(n.args[0]), copy.deepcopy(b),
                                      value if same else ast.UnaryOp(ast.USub(), value)], [])
-                term = f"{'+' if same else '-'}{ast.unparse(node.args[2])} at `{b}`"
+                other = ast.unparse(b)
+                term = f"{'+' if same else '-'}{ast.unparse(node.args[2])} at `{other}`"
                 add("missing_term", stmt, node, f"the reaction on the pair's other end, {term}", make, term=term,
-                    reaction=b)
+                    reaction=other)
 
+
+def _other_ends(index, siblings):
+    """The index of a pair's other end: a sibling name (`j` for `i`), or the other column of a
+    pair list (`pairs[:, 1]` for `pairs[:, 0]`, `edge_index[1]` for `edge_index[0]`)."""
+    if isinstance(index, ast.Name):
+        return [ast.Name(b, ast.Load()) for b in siblings.get(index.id, ())]
+    if not isinstance(index, ast.Subscript):
+        return []
+    last = index.slice.elts[-1] if isinstance(index.slice, ast.Tuple) and index.slice.elts else index.slice
+    if not (isinstance(last, ast.Constant) and last.value in (0, 1) and type(last.value) is int):
+        return []
+    other = copy.deepcopy(index)
+    if isinstance(other.slice, ast.Tuple):
+        other.slice.elts[-1] = ast.Constant(1 - last.value)
+    else:
+        other.slice = ast.Constant(1 - last.value)
+    return [other]
 
 def _complement_shift(node, statement=None):
     """A neighbour pair's other end along one axis: `:-k` ↔ `k:`, and `:n - k` ↔ `k:` where the

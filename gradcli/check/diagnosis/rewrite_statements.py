@@ -57,6 +57,9 @@ def _slice_shift_edits(add, stmt, node):
             moved = ast.Slice(_const(-upper), None, None)
         elif e.upper is None and lower is not None and lower > 0:
             moved = ast.Slice(None, _const(-lower), None)
+        elif isinstance(node.ctx, ast.Load) and e.upper is not None and (upper is None or upper > 0):
+            _window_shift_edits(add, stmt, node, k, e)  # `G[:, :T]` where the next step's `G[:, 1:T + 1]` is read
+            continue
         else:
             continue
 
@@ -70,6 +73,55 @@ def _slice_shift_edits(add, stmt, node):
         add("region", stmt, node, f"`{code}` where `{needed}` is needed (the positions one step off)", make,
             used=code, needed=needed, slice=True)
 
+
+def _window_shift_edits(add, stmt, node, k, window):
+    """A window ``a[:, :T]`` (or ``a[:, s:e]``) read where the one a step later (earlier) is needed:
+    ``G_t`` where the next return ``G_{t+1}`` belongs — a ``wrong_variable``."""
+    def end(bound, delta):
+        if bound is None:
+            return _const(delta) if delta > 0 else None
+        return ast.BinOp(copy.deepcopy(bound), ast.Add() if delta > 0 else ast.Sub(), ast.Constant(1))
+    for delta in ((1,) if window.lower is None else (1, -1)):
+        moved = ast.Slice(end(window.lower, delta), end(window.upper, delta), None)
+
+        def make(n, k=k, moved=moved):
+            parts = list(n.slice.elts) if isinstance(n.slice, ast.Tuple) else [n.slice]
+            parts[k] = copy.deepcopy(moved)
+            n.slice = ast.Tuple(parts, ast.Load()) if isinstance(n.slice, ast.Tuple) else parts[0]
+            return n
+        code = ast.unparse(node)
+        needed = ast.unparse(make(copy.deepcopy(node)))
+        add("wrong_variable", stmt, node, f"`{code}` where `{needed}` is needed (the window one step "
+            f"{'later' if delta > 0 else 'earlier'})", make, used=code, needed=needed, step=delta)
+
+def _order_edits(add, tree, ran):
+    """``y = y * x + c; d = d * x + y`` where d needs y's old value: two statements of a block in
+    the wrong order (a Horner derivative updated after its value) — the second's read is a
+    ``wrong_variable``, quoted at that statement."""
+    ran = {id(s) for s in ran}
+    for owner in ast.walk(tree):
+        for field in ("body", "orelse"):
+            block = getattr(owner, field, None)
+            if not isinstance(block, list) or not isinstance(owner, (ast.For, ast.While, ast.FunctionDef)):
+                continue
+            for i in range(len(block) - 1):
+                first, second = block[i], block[i + 1]
+                if not all(isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+                           for s in (first, second)) or id(second) not in ran:
+                    continue
+                a, b = first.targets[0].id, second.targets[0].id
+                reads = lambda s: {n.id for n in ast.walk(s.value) if isinstance(n, ast.Name)}  # noqa: E731
+                if a == b or a not in reads(first) or a not in reads(second):
+                    continue  # only a value updated from itself (carried) has an old value to read
+
+                def make(n, field=field, i=i):
+                    body = list(getattr(n, field))
+                    body[i], body[i + 1] = body[i + 1], body[i]
+                    setattr(n, field, body)
+                    return n
+                add("wrong_variable", second, owner, f"`{a}` after its update (`{ast.unparse(first)}`) where its "
+                    f"value before it is needed (`{ast.unparse(second)}` belongs before that update)", make,
+                    used=f"{a} (updated)", needed=f"{a} before `{ast.unparse(first)}`", order=True)
 
 def _shifted(node, k, t, delta):
     """``node`` (a subscript whose index holds the loop variable ``t`` at position k) read at t + delta,

@@ -51,4 +51,7 @@ def _factors(ev, A, N, E, informative, axis):
         return None  # one factor for every slice: the whole gradient's `scale`
     if sum(c != 1 for c in factors) < 2:
         return None  # one slice off, the others right: a `region` (the first row, 3× too small there)
+    off = [k for k, c in enumerate(factors) if c != 1]
+    if len(factors) >= 4 and off == [0, len(factors) - 1]:
+        return None  # the two ends off, the inside right: a `region` (a trapezoid rule's end weights)
     return factors

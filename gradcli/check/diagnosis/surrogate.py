@@ -87,6 +87,8 @@ def smooth_surrogate(ev):
         return None
     _, ratio = found
     x, r = ev.values.ravel(), ratio.ravel()
+    falling = bool(np.all(r <= 0))  # a step down (`x < 0`): its surrogate is a bump below zero
+    r = -r if falling else r
     if r.size < 3 or np.any(r < 0) or np.count_nonzero(r > 0) < 2 or np.allclose(r, r[0], rtol=1e-6):
         return None  # a bump may be zero away from the step (a triangle), never negative
     order = np.argsort(x)
@@ -96,8 +98,9 @@ def smooth_surrogate(ev):
     if np.any(np.diff(rs[: peak + 1]) < -1e-12 * rs[peak]) or np.any(np.diff(rs[peak:]) > 1e-12 * rs[peak]):
         return None
     return Finding("smooth_surrogate", f"backward for input {ev.name} is a smooth surrogate of a step: forward is "
-                   f"piecewise constant and backward is grad_output times a bump of x peaking near "
-                   f"x = {float(x[order][peak]):.3g}", input=ev.index, params={"peak_at": float(x[order][peak])},
+                   f"piecewise constant and backward is grad_output times a {'negative ' if falling else ''}bump of x "
+                   f"peaking near x = {float(x[order][peak]):.3g}", input=ev.index,
+                   params={"peak_at": float(x[order][peak]), "falling": falling},
                    confidence=0.85)
 
 

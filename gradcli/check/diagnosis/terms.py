@@ -11,7 +11,7 @@ import numpy as np
 
 from gradcli.check.diagnosis import mutations
 from gradcli.check.diagnosis.evidence import Evidence, nice_number, short_number
-from gradcli.check.diagnosis.fitted import sign_of_term, term_words, written_term
+from gradcli.check.diagnosis.fitted import constant_term_left_out, sign_of_term, term_words, written_term
 from gradcli.check.diagnosis.patterns import broadcast_dims, sum_to
 from gradcli.check.report import Finding
 
@@ -312,7 +312,7 @@ def statement_variable(ev: Evidence):
             return None
 
     written = stacked(evaluate())
-    if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
+    if written is None or not ev.fits(written, A) or ev.fits(A, N, E) or constant_term_left_out(ev):
         return None
     variables = [(ev.name, ev.values)] + [(o.name, o.values) for o in ev.others.values() if o.values is not None]
     if len(ev.outputs) == 1:
