@@ -37,7 +37,11 @@ def saved_variables(src, saved):
                 for k, element in enumerate(names):
                     if isinstance(element, ast.Name) and k < len(saved) and saved[k] is not None:
                         label = element.id if element.id.strip("_") else f"ctx.saved_tensors[{k}]"
-                        found.append((label, np.asarray(saved[k], dtype=float)))
+                        value = np.asarray(saved[k], dtype=float)
+                        found.append((label, value))
+                        if element.id.lower().startswith("log"):  # log-probabilities saved, probabilities needed
+                            with np.errstate(all="ignore"):
+                                found.append((f"exp({label})", np.exp(value)))
     return found
 
 

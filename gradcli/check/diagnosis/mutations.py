@@ -197,8 +197,22 @@ def _variables(ev):
         variables.append(("output", ev.outputs[0]))
     with np.errstate(all="ignore"):
         found = [(form.format(z=label), f(np.asarray(z, dtype=float))) for label, z in variables for form, f in FUNCTIONS]
+        if len(ev.outputs) == 1:  # y = h·S read where ∂y/∂h = S = y/h is needed (the output, not divided)
+            out = np.asarray(ev.outputs[0], dtype=float)
+            for label, z in variables[:-1]:
+                z = np.asarray(z, dtype=float)
+                if z.shape == out.shape or z.size == 1:
+                    found.append((f"output / {label}", out / z))
     return [(label, z) for label, z in found if np.all(np.isfinite(z))]
 
+
+def _output_names(ev, saved_named) -> set:
+    """The saved names holding forward's output: only the output read itself may be y/h where
+    ∂(h·S)/∂h is meant (for a ReLU-like y, y/x is the derivative whatever a mask read there)."""
+    if len(ev.outputs) != 1:
+        return set()
+    out = np.asarray(ev.outputs[0], dtype=float)
+    return {label for label, value in saved_named if np.shape(value) == out.shape and np.allclose(value, out)}
 
 def _locals(ev):  # the names backward computes, not from grad_output: `fx` read where `fy` is needed
     return list(ev.backward_names() or []) if ev.backward_names is not None else []
@@ -230,18 +244,20 @@ def _edited(ev, kinds, cotangents=True):
     written = _stack(ev, evaluate())
     if written is None or not ev.fits(written, A) or ev.fits(A, N, E):
         return
-    variables = None
+    variables = outputs = None
     tried, started = 0, time.process_time()
     for kind in kinds:
         skip = set() if cotangents else grad_output_names(src)
         for edit in (e for e in edits if e[0] == kind and getattr(e[1], "id", None) not in skip):
             candidates = [edit]
             if kind in ("variable", "every"):
-                variables = _variables(ev) + saved_named + _locals(ev) if variables is None else variables
+                if variables is None:
+                    variables, outputs = _variables(ev) + saved_named + _locals(ev), _output_names(ev, saved_named)
                 signed = _sign_argument(edit[1], edit[2])
                 candidates = [(kind, edit[1], edit[2], v) for v in variables
                               if v[0] != getattr(edit[1], "id", None) and not (
-                                  signed and np.all(np.asarray(v[1], dtype=float) > 0))]
+                                  signed and np.all(np.asarray(v[1], dtype=float) > 0)) and not (
+                                  v[0].startswith("output / ") and getattr(edit[1], "id", None) not in outputs)]
             elif kind == "inner":
                 candidates = [(kind, edit[1], edit[2], v) for v in _followers(ev, grad_output_names(src))]
             for candidate in candidates:

@@ -9,9 +9,9 @@ import math
 import copy
 
 from gradcli.check.diagnosis.rewrite_runs import FORWARD_PREFIX
-from gradcli.check.diagnosis.rewrite_pairs import (_analogies, _component_gradients, _other_output_edits,
-                                                    _partner_term_edits, _reaction_edits, _shifted_reaction_edits,
-                                                    _sibling_indices)
+from gradcli.check.diagnosis.rewrite_pairs import (
+    _analogies, _component_gradients, _derivative_partner_edits, _other_output_edits, _partner_term_edits,
+    _reaction_edits, _shifted_reaction_edits, _sibling_indices)
 from gradcli.check.diagnosis.rewrite_statements import (
     _carried_edits, _every_dim_edits, _leading_axis_edits, _loop_copies, _loop_first_bindings, _loop_overwrites,
     _mean_dims, _order_edits, _previous_step, _projected, _reduces, _saved_names, _shift_axis_edits, _slice_shift_edits,
@@ -67,6 +67,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
     constants = sorted(({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(forward_names))
                        & set(src.constants))[:6]
     centred = []  # (whether the statement has no reduction, order) of the mean-term edits
+    assigned = set(bound) | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
     def add(kind, stmt, node, words, make, **params):
         by_kind[kind].append(_Edit(kind, stmt, node, words, make, **params))
@@ -82,6 +83,7 @@ def edits(src, position=None, tensors=None, simplex=None, scalars=(), factor=Non
             _other_output_edits(add, stmt, analogies, grads)
         if partners:
             _partner_term_edits(add, stmt, partners)
+        _derivative_partner_edits(add, stmt, assigned, saved)
         _every_read_edits(add, stmt, {n: line for n, line in bound.items() if n in saved and n not in grads})
         _shift_axis_edits(add, stmt)
         receivers = _receivers(stmt)

@@ -271,3 +271,44 @@ def _partner_term_edits(add, stmt, partners):
             add("missing_term", stmt, stmt.value, f"`{code}`, the product rule's partner of `{ast.unparse(term)}` in "
                 f"`{ast.unparse(other.targets[0])}`", lambda n, p=partner, s=sign: ast.BinOp(
                     n, ast.Add() if s > 0 else ast.Sub(), copy.deepcopy(p)), term=code, partner_of=ast.unparse(term))
+
+
+DERIVATIVE_PREFIXES = ("grad_", "d_", "g_", "d")
+
+
+def _factors(node):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
+def _derivative_partner_edits(add, stmt, assigned, saved):
+    """``2 * x * dT[k]`` where the recurrence T_{k+1} = 2x·T_k − T_{k−1} needs ``2 * x * dT[k] +
+    2 * T[k]``: a product differentiated for its recursive factor only (dT, the derivative of the
+    bound T, by its name), the product rule's term for the other factor x (saved) left out."""
+    products = [n for n in ast.walk(stmt) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)]
+    inner = {id(c) for n in products for c in (n.left, n.right)}
+    for node in (n for n in products if id(n) not in inner):
+        factors = _factors(node)
+        for k, d in enumerate(factors):
+            name = d.value if isinstance(d, ast.Subscript) else d
+            if not isinstance(name, ast.Name):
+                continue
+            primal = next((name.id[len(p):] for p in DERIVATIVE_PREFIXES
+                           if name.id.startswith(p) and name.id[len(p):] in assigned), None)
+            if primal is None:
+                continue
+            for j, x in enumerate(factors):
+                if j == k or not (isinstance(x, ast.Name) and x.id in saved and x.id != primal):
+                    continue
+                rest = [copy.deepcopy(f) for i, f in enumerate(factors) if i not in (j, k)]
+                value = copy.deepcopy(d)
+                (value.value if isinstance(value, ast.Subscript) else value).id = primal
+                partner = value
+                for f in reversed(rest):
+                    partner = ast.BinOp(f, ast.Mult(), partner)
+                code = ast.unparse(partner)
+                add("missing_term", stmt, node, f"`{code}`, the product rule's term for `{x.id}` (`{ast.unparse(node)}` "
+                    f"differentiates `{x.id} * {primal}` for `{primal}` only)",
+                    lambda n, p=partner: ast.BinOp(n, ast.Add(), copy.deepcopy(p)), term=code,
+                    partner_of=ast.unparse(node))

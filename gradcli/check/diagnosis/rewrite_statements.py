@@ -277,7 +277,7 @@ def _loop_overwrites(tree):
     found = set()
     for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For)):
         before = {t.id for s in ast.walk(tree) if isinstance(s, ast.Assign) and s.lineno < loop.lineno
-                  for t in s.targets if isinstance(t, ast.Name)}
+                  for target in s.targets for t in ast.walk(target) if isinstance(t, ast.Name)}  # `a, b = …` too
         for stmt in (n for body in loop.body for n in ast.walk(body)):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                     and stmt.targets[0].id in before and not any(
