@@ -2,7 +2,7 @@
 
 Used by tests/test_diagnosis_{heldout,blind,fresh,unseen,sealed,latest,hidden,withheld,unknown,sequestered,reserved,
 foreign,outside,stranger,unheard,remote,distant,faraway,yonder,afar,elsewhere,beyond,further,abroad,overseas,
-afield,hinterland,uncharted,offshore}_corpus.py
+afield,hinterland,uncharted,offshore,wayward}_corpus.py
 (those importing ``label_tests`` take their shared label tests from it). Everything here is ``ast``
 and text: nothing imports a corpus or runs the diagnosis (scoring is bench/diagnosis_untuned.py's
 job).
