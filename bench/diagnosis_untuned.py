@@ -16,7 +16,7 @@ bench/diagnosis_unheard until 17:05 UTC, bench/diagnosis_yonder until 17:58 UTC,
 bench/diagnosis_further until 2026-12-04 01:27 UTC, bench/diagnosis_overseas until 02:31 UTC,
 bench/diagnosis_faraway and bench/diagnosis_beyond until 05:20 UTC; all twenty-three are design
 corpora since (their READMEs give their blind scores). bench/diagnosis_afar, _elsewhere, _abroad,
-_afield, _hinterland, _uncharted and _offshore are BLIND
+_afield, _hinterland, _uncharted, _offshore and _wayward are BLIND
 (score them with ``--summary`` only).
 ``--summary`` prints only the totals block, no per-Function lines (the only way to score a blind
 corpus).

@@ -52,6 +52,7 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
     src = backward_source(cls, executed)
     statement = expr = None
     written = gradient = (None, None)
+    pinned = None
     if src is not None and position is not None:
         statement, expr = gradient_statement(src, position)
         shared = shared_with_right_gradient(src, position, failed_positions)
@@ -138,6 +139,9 @@ def hint(kind: str, params: dict, cls, position: Optional[int], names: dict, nam
         dims_text = dims[0] if len(dims) == 1 else dims
         return _with_code(f"sum the gradient over dim {dims_text} (e.g. `.sum({dims_text})`) to the shape of {name}",
                           src, statement, "in ")
+    if kind == "region" and params.get("coincide") and pinned:  # the read to replace, not the mask before it
+        return _with_code(f"use {params['needed']} instead of `{params['used']}` (they differ where forward's clamp "
+                          "or mask acts)", src, statement, "in ")
     if kind == "region":
         advice, stmt = region_statement(src, params, statement, expr, gradient)
         return _with_code(advice, src, stmt or statement, "in ")

@@ -406,7 +406,8 @@ def _finding(ev, edit, src, batched=False):
                        f"`{code}`): with {label} in its place the gradient is right, exactly",
                        input=ev.index, params={"used": code, "needed": label, "expression": code, "expected": label,
                                                "description": f"where `{code}` and {label} differ",
-                                               "at_line": line, "statement": statement}, confidence=0.85)
+                                               "coincide": list(coincide), "at_line": line, "statement": statement},
+                       confidence=0.85)
     if kind == "inner":
         return Finding("wrong_variable",
                        f"backward for input {ev.name} uses grad_output `{code}` where `{label}` (computed from it "
